@@ -1,0 +1,1 @@
+"""Seals, fences and reader generations of a BBG store."""

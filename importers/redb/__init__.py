@@ -1,0 +1,3 @@
+"""Reader for redb database files (placeholder until the reader lands)."""
+
+BACKEND = "python"

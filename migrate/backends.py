@@ -1,0 +1,18 @@
+"""Which implementation (C via cffi, or pure Python) each hot path uses in this process."""
+
+from __future__ import annotations
+
+import importlib
+
+
+def active() -> dict[str, str]:
+    """``{"redb reader": "c"|"python", "hemera": "c"|"python"}`` for this process."""
+    found: dict[str, str] = {}
+    for label, module in (("redb reader", "importers.redb"), ("hemera", "importers.hemera")):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            found[label] = "unavailable"
+            continue
+        found[label] = getattr(mod, "BACKEND", "python")
+    return found

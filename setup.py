@@ -1,0 +1,42 @@
+"""Minimal setup.py: only here to build the optional cffi extensions.
+
+Everything else lives in pyproject.toml.  A missing compiler or a failing build must not
+fail the install: the pure-Python twins take over and ``bbg-migrate --version`` says so.
+Set ``BBG_MIGRATE_NO_EXT=1`` to skip building the extensions altogether.
+"""
+
+import os
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CFFI_MODULES = [
+    "importers/redb/_build.py:ffi",
+    "importers/hemera/_build.py:ffi",
+]
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that turns a failed C build into a warning (pure-Python fallback)."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 - any build failure means: fall back
+            print(f"WARNING: C extensions not built ({exc}); the pure-Python path will be used")
+
+    def build_extension(self, ext) -> None:  # type: ignore[no-untyped-def]
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001
+            print(f"WARNING: C extension {ext.name} not built ({exc}); using pure Python")
+
+
+kwargs = {}
+if os.environ.get("BBG_MIGRATE_NO_EXT") != "1":
+    kwargs["cffi_modules"] = [
+        m for m in CFFI_MODULES if os.path.exists(os.path.join(HERE, m.split(":")[0]))
+    ]
+
+setup(cmdclass={"build_ext": OptionalBuildExt}, **kwargs)

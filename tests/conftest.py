@@ -1,0 +1,37 @@
+"""Shared test helpers: where fixtures live, and the full oracle set when it is available."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def shared_fixtures() -> Path | None:
+    """The complete fixture set named by ``BBG_SHARED_FIXTURES``, if present."""
+    value = os.environ.get("BBG_SHARED_FIXTURES")
+    if value and Path(value).is_dir():
+        return Path(value)
+    return None
+
+
+def gunzip_to(src: Path, dest_dir: Path) -> Path:
+    """Decompress ``src`` (``x.redb.gz``) to ``dest_dir/x.redb`` and return that path."""
+    dest = dest_dir / src.name.removesuffix(".gz")
+    dest.write_bytes(gzip.decompress(src.read_bytes()))
+    return dest
+
+
+@pytest.fixture
+def gunzip(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Return a function that gunzips a fixture into this test's temp dir."""
+
+    def _gunzip(src: Path) -> Path:
+        return gunzip_to(src, tmp_path)
+
+    return _gunzip
