@@ -72,8 +72,9 @@ _register()
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app and map every outcome to a documented exit code."""
     try:
-        app(args=argv, standalone_mode=False)
-        code = 0
+        # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
+        result = app(args=argv, standalone_mode=False)
+        code = result if isinstance(result, int) else 0
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.Abort:
