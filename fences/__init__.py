@@ -1,1 +1,8 @@
-"""Seals, fences and reader generations of a BBG store."""
+"""Seals, fences and reader generations of a BBG store.
+
+* :mod:`fences.generations`: status marker ↔ reader generation, monotonic promotion, and the
+  open-time check that makes an older reader refuse a promoted store.
+* :mod:`fences.namespaces`: per-namespace fences (a fenced namespace refuses writes forever).
+
+Seal records live with the other import records in :mod:`migrate.store.imports`.
+"""

@@ -15,7 +15,7 @@ from tests.legacy._support import LOCAL, expected, hemera_module
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "migrate", "legacy", "inspect", *args],
+        [sys.executable, "-m", "migrate", "inspect", *args],
         capture_output=True,
         text=True,
         check=False,

@@ -1,0 +1,49 @@
+"""Per-namespace fences: a fenced namespace refuses every new write, forever.
+
+An import that takes over an origin's history fences the origin (BRIEF §4, activate), so a
+writer that still holds the old namespace cannot extend a history that now lives elsewhere.
+The fence is checked inside the GraphPort's write transaction, *after* the request-replay
+check: an exact retry of a request that was committed before the fence still resolves to
+its original head.  There is deliberately no function to remove a fence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fences._sql import SqlReader, SqlWriter
+from migrate.errors import Fenced
+
+
+def fence(tx: SqlWriter, namespace: bytes, *, import_id: str, reason: str) -> bool:
+    """Fence ``namespace`` in ``tx``; True if it was not fenced before (idempotent)."""
+    cur = tx.execute(
+        "INSERT INTO bbg_import_v1_fences (namespace, import_id, reason, transaction_no) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (namespace) DO NOTHING",
+        (namespace, import_id, reason, tx.number),
+    )
+    return bool(cur.rowcount)
+
+
+def fence_of(db: SqlReader, namespace: bytes) -> dict[str, Any] | None:
+    """The fence record of ``namespace`` (import_id, reason, transaction), or None."""
+    row = db.one(
+        "SELECT import_id, reason, transaction_no FROM bbg_import_v1_fences WHERE namespace = ?",
+        (namespace,),
+    )
+    if row is None:
+        return None
+    return {"import_id": row[0], "reason": row[1], "transaction": row[2]}
+
+
+def require_unfenced(db: SqlReader, namespace: bytes) -> None:
+    """Raise Fenced if ``namespace`` is fenced."""
+    record = fence_of(db, namespace)
+    if record is not None:
+        raise Fenced(
+            f"{db.path}: namespace {namespace.hex()} is fenced (import {record['import_id']}: "
+            f"{record['reason']}); its history now continues elsewhere, write there instead",
+            path=str(db.path),
+            namespace=namespace,
+            import_id=record["import_id"],
+        )

@@ -1,0 +1,76 @@
+"""``detect`` and ``inspect``: read-only looks at a source or a store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from migrate import api
+from migrate.cli import app
+from migrate.cli._render import emit_json, err, progress_bar
+from migrate.errors import ValidationFailed
+
+KINDS = ("redb", "bbg", "signal-log", "text-archive")
+PATH_ARG = typer.Argument(..., help="The file or store directory (read-only).", show_default=False)
+JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
+KIND_OPT = typer.Option(None, "--kind", help="redb, bbg, signal-log or text-archive (default: by content).")
+
+_SUMMARY_KEYS = (
+    "size_bytes", "valid", "event_count", "per_sigil", "signal_suffixes", "valid_prefix_events",
+    "valid_prefix_end", "line_count", "distinct_texts", "sha256", "archive_digest_sha256",
+    "archive_digest_hemera", "hemera_source_digest", "hemera_file",
+)  # fmt: skip
+
+
+@app.command("detect")
+def detect_cmd(path: Path = PATH_ARG, as_json: bool = JSON_OPT) -> None:
+    """Say what PATH holds, judged by its content (redb facts include the lock state)."""
+    doc = api.detect(path)
+    if as_json:
+        emit_json(doc, "detect")
+        return
+    facts = doc.get("redb") or {}
+    extra = ", ".join(f"{k}={v}" for k, v in facts.items())
+    typer.echo(f"{doc['path']}: {doc['kind']}" + (f" ({extra})" if extra else ""))
+
+
+def _render(doc: dict[str, Any]) -> None:
+    summary = Table(title=f"{doc['kind']}: {doc['path']}", show_header=False)
+    for key in _SUMMARY_KEYS:
+        if key in doc:
+            summary.add_row(key, str(doc[key]))
+    err.print(summary)
+    if "tables" in doc:
+        tables = Table("table", "kind", "rows", "key bytes", "value bytes", title="tables")
+        for name, t in doc["tables"].items():
+            tables.add_row(name, t["kind"], str(t["rows"]), str(t["key_bytes"]), str(t["value_bytes"]))
+        err.print(tables)
+        err.print(f"namespaces: {len(doc['namespaces'])}")
+    for e in doc.get("errors", [])[:20]:
+        where = e.get("detail") or e.get("message") or ""
+        err.print(f"  {e['code']}: {where}", markup=False)
+
+
+@app.command("inspect")
+def inspect_cmd(path: Path = PATH_ARG, kind: str = KIND_OPT, as_json: bool = JSON_OPT) -> None:
+    """Read-only report: tables, namespaces, digests, errors (exit 3 when invalid)."""
+    if kind is not None and kind not in KINDS:
+        raise typer.BadParameter(f"must be one of {', '.join(KINDS)}", param_hint="--kind")
+    with progress_bar("inspect", enabled=not as_json) as progress:
+        doc = api.inspect(path, kind=kind, progress=progress)
+    if as_json:
+        emit_json(doc, f"{doc['kind']}-inspect")
+    else:
+        _render(doc)
+    if not doc["valid"]:
+        first = doc["errors"][0]
+        text = first.get("message") or f"{first['code']}: {first.get('detail', '')}"
+        more = doc.get("error_count", len(doc["errors"])) - 1
+        raise ValidationFailed(
+            f"{path}: invalid: {text}" + (f" (and {more} more)" if more > 0 else ""),
+            path=str(path),
+            errors=doc["errors"],
+        )

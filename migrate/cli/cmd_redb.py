@@ -1,0 +1,121 @@
+"""``bbg-migrate redb tables|dump``: look inside a redb file (read-only)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from migrate.cli import app
+from migrate.cli._render import emit_json, out
+from migrate.errors import UsageError
+
+redb_app = typer.Typer(
+    help="Read a redb file (cell.redb): its tables, or a canonical dump.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(redb_app, name="redb")
+
+FILE_ARG = typer.Argument(..., help="The redb file (opened read-only).", show_default=False)
+_CHUNK = 1 << 16
+
+
+def tables_doc(path: Path) -> dict[str, Any]:
+    """The ``redb tables --json`` document (schema ``redb-tables``)."""
+    from importers.redb import BACKEND, open_redb
+    from importers.redb.layout import page_label
+
+    with open_redb(path) as db:
+        h = db.header
+        tables = db.tables()
+    return {
+        "kind": "redb-tables",
+        "path": str(path),
+        "header": {
+            "format_version": h.format_version,
+            "page_size": h.page_size,
+            "god_byte": h.god_byte,
+            "primary_slot": h.primary_slot,
+            "selected_slot": h.selected_slot,
+            "recovery_required": h.recovery_required,
+            "two_phase_commit": h.two_phase_commit,
+            "transaction_id": h.transaction_id,
+            "file_size": h.file_size,
+            "slot_versions": list(h.slot_versions),
+            "region_header_pages": h.region_header_pages,
+            "region_max_data_pages": h.region_max_data_pages,
+            "num_regions": h.num_regions,
+            "reader": BACKEND,
+        },
+        "tables": [
+            {
+                "name": t.name,
+                "kind": t.kind,
+                "key_type": t.key_type,
+                "value_type": t.value_type,
+                "key_width": t.key_width,
+                "value_width": t.value_width,
+                "len": t.length,
+                "root_page": t.root_page,
+                "root": None if t.root_page is None else page_label(t.root_page),
+            }
+            for t in tables
+        ],
+    }
+
+
+@redb_app.command("tables")
+def tables_cmd(
+    file: Path = FILE_ARG,
+    as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
+) -> None:
+    """List the tables of FILE: name, kind, key/value type, length, root page."""
+    doc = tables_doc(file)
+    if as_json:
+        emit_json(doc, "redb-tables")
+        return
+    h = doc["header"]
+    out.print(
+        f"{file}: redb file format {h['format_version']}, page size {h['page_size']}, "
+        f"transaction {h['transaction_id']}, commit slot {h['selected_slot']}"
+        + (", recovery was required" if h["recovery_required"] else ""),
+        markup=False,
+        soft_wrap=True,
+    )
+    table = Table("table", "kind", "key type", "value type", "len", "root page")
+    for t in doc["tables"]:
+        # Text cells: type names such as "[u8;32]" must not be read as rich markup.
+        cells = (t["name"], t["kind"], t["key_type"], t["value_type"], str(t["len"]), t["root"])
+        table.add_row(*(Text(c or "-") for c in cells))
+    out.print(table)
+
+
+@redb_app.command("dump")
+def dump_cmd(
+    file: Path = FILE_ARG,
+    table: str = typer.Option(None, "--table", help="Dump only this table."),
+) -> None:
+    """Canonical JSONL dump of FILE (the oracle format), on stdout as UTF-8."""
+    from importers.redb import open_redb
+    from importers.redb.dump import dump_lines
+
+    with open_redb(file) as db:
+        if table is not None and table not in {t.name for t in db.tables()}:
+            raise UsageError(f"{file}: no table named {table!r}", path=str(file), table=table)
+        stream = sys.stdout.buffer
+        pending: list[str] = []
+        size = 0
+        for line in dump_lines(db, table):
+            pending.append(line)
+            size += len(line)
+            if size >= _CHUNK:
+                stream.write(("\n".join(pending) + "\n").encode("utf-8"))
+                pending, size = [], 0
+        if pending:
+            stream.write(("\n".join(pending) + "\n").encode("utf-8"))
+        stream.flush()

@@ -1,0 +1,100 @@
+"""``detect``: what a path holds, judged by its content (never by its name).
+
+Kinds: ``redb``, ``signal-log``, ``text-archive``, ``bbg``, ``unknown``.  For a redb file the
+report adds the facts an operator checks before a migration: format version, primary slot,
+recovery flag, and whether another process holds the file's lock (the old binary running).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+from typing import Any
+
+from migrate.errors import SourceError
+
+REDB_MAGIC = b"redb\x1a\x0a\xa9\x0d\x0a"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SNIFF_BYTES = 4096
+
+
+def lock_held(path: Path) -> bool:
+    """True when another process holds an exclusive ``flock`` on ``path`` (as redb does).
+
+    The probe opens the file read-only and asks for a shared lock without blocking; it is
+    released at once, so detect never keeps the file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return True
+        raise
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _redb_facts(path: Path, head: bytes) -> dict[str, Any]:
+    god = head[9] if len(head) > 9 else 0
+    primary = god & 1
+    slot = 64 + 128 * primary
+    facts: dict[str, Any] = {
+        "primary_slot": primary,
+        "recovery_required": bool(god & 2),
+        "two_phase_commit": bool(god & 4),
+        "format_version": head[slot] if len(head) > slot else None,
+        "page_size": int.from_bytes(head[12:16], "little") if len(head) >= 16 else None,
+        "locked": lock_held(path),
+    }
+    return facts
+
+
+def _bbg_store_db(path: Path) -> Path | None:
+    """The SQLite file of a BBG store directory, if ``path`` looks like one."""
+    if not path.is_dir():
+        return None
+    for candidate in sorted(path.glob("*.sqlite3")) + sorted(path.glob("*.db")):
+        with candidate.open("rb") as fh:
+            if fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC:
+                return candidate
+    return None
+
+
+def detect(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Report the kind of ``path`` and its kind-specific facts (read-only)."""
+    p = Path(path)
+    report: dict[str, Any] = {"path": str(p), "kind": "unknown"}
+    try:
+        if p.is_dir():
+            db = _bbg_store_db(p)
+            if db is not None:
+                report.update(kind="bbg", database=str(db))
+            return report
+        with p.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+        report["size_bytes"] = p.stat().st_size
+    except FileNotFoundError as exc:
+        raise SourceError(f"{p}: no such file or directory", path=str(p)) from exc
+    except OSError as exc:
+        raise SourceError(f"{p}: cannot read: {exc.strerror}", path=str(p)) from exc
+
+    if head.startswith(REDB_MAGIC):
+        report["kind"] = "redb"
+        report["redb"] = _redb_facts(p, head)
+        return report
+    try:
+        from importers.signal_log import looks_like_signal_log
+        from importers.text_archive import looks_like_text_archive
+    except ImportError:  # pragma: no cover - both importers ship with the package
+        return report
+    if looks_like_signal_log(head):
+        report["kind"] = "signal-log"
+    elif looks_like_text_archive(head):
+        report["kind"] = "text-archive"
+    return report

@@ -1,0 +1,256 @@
+"""The links of BRIEF §2.1, checked over any "five sorted tables" source, streaming.
+
+A source gives ``rows(table)`` — a fresh iterable of ``(key, value)`` in key (memcmp) order
+for each application table name — and, ideally, ``get(table, key)`` point lookups.  A source
+without ``get`` (e.g. a plain dict of sorted lists) is indexed once into a temporary on-disk
+SQLite file, so memory stays bounded either way.  The store adapters are in
+:mod:`migrate.store.tables`; a legacy ``cell.redb`` reader can provide the same two methods.
+
+History, heads and requests are all keyed by namespace first, so one merge pass over the
+three streams sees each namespace's rows together; state is per namespace only (one 9-byte
+slot per history entry of the namespace being checked).
+
+Codes (meanings in fixtures/legacy/README.md): ``history-gap``, ``birth-mismatch``,
+``head-mismatch``, ``missing-content``, ``request-head-mismatch``, ``missing-receipt``,
+``duplicate-receipt``; rows too malformed to interpret are reported as ``bad-key-length`` /
+``bad-value-length`` instead of being skipped silently.
+"""
+
+from __future__ import annotations
+
+import bisect
+import sqlite3
+import tempfile
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
+
+from migrate.store.codec import (
+    CONTENT,
+    HEAD_LEN,
+    HEADS,
+    HISTORY,
+    ID_LEN,
+    REQUESTS,
+    Head,
+    history_key,
+    split_history_key,
+    split_request_value,
+)
+
+LinkError = dict[str, str]
+_SHAPE_CODES = frozenset({"bad-key-length", "bad-value-length"})
+Lookup = Callable[[str, bytes], bytes | None]
+_END = b"\xff" * (ID_LEN + 1)  # sorts after every namespace
+
+
+class SortedTables(Protocol):
+    """Five application tables as sorted row streams."""
+
+    def rows(self, table: str) -> Iterable[tuple[bytes, bytes]]: ...
+
+
+def validate_links(source: SortedTables, *, report_malformed: bool = True) -> list[LinkError]:
+    """Every link violation in ``source`` as ``{code, detail}``, in namespace order.
+
+    ``report_malformed=False``: rows of the wrong length are left out of the link checks
+    without a report, for callers that run a row-shape check (which reports them) as well.
+    """
+    return list(iter_link_errors(source, report_malformed=report_malformed))
+
+
+def iter_link_errors(source: SortedTables, *, report_malformed: bool = True) -> Iterator[LinkError]:
+    """Stream the link violations of ``source`` (see the module docstring)."""
+    get = getattr(source, "get", None)
+    if get is not None:
+        errors = _check(source, get)
+    else:
+        index = _SpillIndex(source, (CONTENT, HISTORY))
+        errors = index.wrap(_check(source, index.get))
+    for error in errors:
+        if report_malformed or error["code"] not in _SHAPE_CODES:
+            yield error
+
+
+def _err(code: str, detail: str) -> LinkError:
+    return {"code": code, "detail": detail}
+
+
+class _Stream:
+    """A peekable stream of (namespace, rest-of-row) from one table, malformed rows reported."""
+
+    def __init__(self, rows: Iterable[tuple[bytes, bytes]], table: str, klen: int, vlen: int):
+        self._it = iter(rows)
+        self.table, self.klen, self.vlen = table, klen, vlen
+        self.errors: list[LinkError] = []
+        self.current: tuple[bytes, bytes] | None = None
+        self.advance()
+
+    def advance(self) -> None:
+        for key, value in self._it:
+            if len(key) != self.klen:
+                self.errors.append(
+                    _err(
+                        "bad-key-length",
+                        f"{self.table}: key of {len(key)} bytes (want {self.klen}) {key.hex()}",
+                    )
+                )
+            elif len(value) != self.vlen:
+                self.errors.append(
+                    _err(
+                        "bad-value-length",
+                        f"{self.table}: value of {len(value)} bytes (want {self.vlen}) "
+                        f"under key {key.hex()}",
+                    )
+                )
+            else:
+                self.current = (key, value)
+                return
+        self.current = None
+
+    @property
+    def namespace(self) -> bytes:
+        return _END if self.current is None else self.current[0][:ID_LEN]
+
+    def take(self, namespace: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """The rows of ``namespace`` (consumed as iterated)."""
+        while self.current is not None and self.current[0][:ID_LEN] == namespace:
+            row = self.current
+            self.advance()
+            yield row
+
+    def drain_errors(self) -> Iterator[LinkError]:
+        yield from self.errors
+        self.errors.clear()
+
+
+def _check(source: SortedTables, get: Lookup) -> Iterator[LinkError]:
+    hist = _Stream(source.rows(HISTORY), HISTORY, ID_LEN + 8, ID_LEN)
+    heads = _Stream(source.rows(HEADS), HEADS, ID_LEN, HEAD_LEN)
+    reqs = _Stream(source.rows(REQUESTS), REQUESTS, 2 * ID_LEN, ID_LEN + HEAD_LEN)
+    streams = (hist, heads, reqs)
+    while True:
+        for s in streams:
+            yield from s.drain_errors()
+        ns = min(s.namespace for s in streams)
+        if ns == _END:
+            return
+        head_rows = list(heads.take(ns))  # at most one: heads are keyed by namespace alone
+        head_value = head_rows[0][1] if head_rows else None
+        yield from _namespace(ns, hist.take(ns), head_value, reqs.take(ns), get)
+
+
+def _namespace(
+    ns: bytes,
+    hist_rows: Iterator[tuple[bytes, bytes]],
+    head_value: bytes | None,
+    req_rows: Iterator[tuple[bytes, bytes]],
+    get: Lookup,
+) -> Iterator[LinkError]:
+    nsx = ns.hex()
+    present = array("Q")  # history indices of this namespace, ascending
+    expect = 0
+    last: Head | None = None
+    for key, commit in hist_rows:
+        _, index = split_history_key(key)
+        if index != expect:
+            yield _err(
+                "history-gap",
+                f"namespace {nsx}: history index {expect} missing (next present {index})",
+            )
+        if index == 0 and commit != ns:
+            yield _err(
+                "birth-mismatch",
+                f"namespace {nsx}: history[ns‖0] = {commit.hex()}, not the namespace id",
+            )
+        if get(CONTENT, commit) is None:
+            yield _err(
+                "missing-content",
+                f"namespace {nsx} index {index}: commit {commit.hex()} not in application_content",
+            )
+        present.append(index)
+        expect = index + 1
+        last = Head(index, commit)
+
+    head = None if head_value is None else Head.decode(head_value)
+    if head is None and last is not None:
+        yield _err("head-mismatch", f"namespace {nsx}: {len(present)} history entries but no head")
+    elif head is not None and last is None:
+        yield _err("head-mismatch", f"namespace {nsx}: head {head.describe()} but no history")
+    elif head is not None and head != last:
+        assert last is not None
+        yield _err(
+            "head-mismatch",
+            f"namespace {nsx}: head {head.describe()} is not the last history entry "
+            f"{last.describe()}",
+        )
+
+    counts = bytearray(len(present))  # receipts per history entry, saturating at 255
+    for key, value in req_rows:
+        request = key[ID_LEN:].hex()
+        _, rhead = split_request_value(value)
+        pos = bisect.bisect_left(present, rhead.index)
+        found = pos < len(present) and present[pos] == rhead.index
+        actual = get(HISTORY, history_key(ns, rhead.index)) if found else None
+        if actual != rhead.commit:
+            shown = "absent" if actual is None else actual.hex()
+            yield _err(
+                "request-head-mismatch",
+                f"request {request}: head {rhead.describe()} disagrees with "
+                f"history[ns‖{rhead.index}] = {shown}",
+            )
+        elif head is not None and rhead.index > head.index:
+            yield _err(
+                "request-head-mismatch",
+                f"request {request}: head {rhead.describe()} is past the namespace head "
+                f"{head.describe()}",
+            )
+        if found and counts[pos] < 255:
+            counts[pos] += 1
+    for pos, n in enumerate(counts):
+        if n == 0:
+            yield _err(
+                "missing-receipt", f"namespace {nsx} index {present[pos]}: no request receipt"
+            )
+        elif n > 1:
+            more = "+" if n == 255 else ""
+            yield _err(
+                "duplicate-receipt",
+                f"namespace {nsx} index {present[pos]}: {n}{more} request receipts",
+            )
+
+
+class _SpillIndex:
+    """Point lookups for a source without ``get``: its tables copied to a temporary file."""
+
+    def __init__(self, source: SortedTables, tables: tuple[str, ...]) -> None:
+        self._source, self._tables = source, tables
+
+    def wrap(self, inner: Iterator[LinkError]) -> Iterator[LinkError]:
+        """Run ``inner`` with the index built, and remove the index when it ends."""
+        with self:
+            yield from inner
+
+    def __enter__(self) -> _SpillIndex:
+        self._dir = tempfile.TemporaryDirectory(prefix="bbg-links-")
+        self._db = sqlite3.connect(f"{self._dir.name}/index.sqlite3", isolation_level=None)
+        # A scratch index: losing it on a crash costs nothing, so no journal and no fsync.
+        self._db.execute("PRAGMA journal_mode = OFF")
+        self._db.execute("PRAGMA synchronous = OFF")
+        self._db.execute("BEGIN")
+        for i, table in enumerate(self._tables):
+            self._db.execute(f"CREATE TABLE t{i} (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID")
+            self._db.executemany(
+                f"INSERT OR REPLACE INTO t{i} VALUES (?, ?)", self._source.rows(table)
+            )
+        self._db.execute("COMMIT")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._db.close()
+        self._dir.cleanup()
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        i = self._tables.index(table)
+        row = self._db.execute(f"SELECT value FROM t{i} WHERE key = ?", (key,)).fetchone()
+        return None if row is None else bytes(row[0])

@@ -1,0 +1,76 @@
+"""Every identity the pipeline derives, in one place, each with its own hash domain.
+
+All derived ids are pure functions of their inputs, so an exact rerun derives the same ids
+and therefore the same receipt.
+
+| id | derivation |
+|---|---|
+| import id | SHA-256(canonical JSON of {kind, source fingerprint, mapping, nonce}) hex |
+| default nonce | SHA-256("bbg-migrate/default-nonce/1\\0" ‖ source SHA-256) |
+| prog id | hemera("bbg-migrate/prog-id/1\\0" ‖ subject[32] ‖ install nonce) |
+| subject birth | payload "bbg-migrate/subject-birth/1\\0" ‖ subject[32]; namespace = hemera(payload) |
+| request id | hemera("bbg-migrate/request/1\\0" ‖ namespace[32] ‖ purpose ‖ 0x00 ‖ import id) |
+| fingerprint | hemera("bbg-migrate/fingerprint/1\\0" ‖ namespace ‖ request ‖ head(40) ‖ content ids) |
+
+Blob content ids are hemera(payload), like every Blob of a legacy cell store, so the
+content-id rule of BRIEF §2.1 holds for what the pipeline itself writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+CODEC_BLOB = b"\x01"
+
+
+def canonical_json(doc: Any) -> bytes:
+    """Canonical JSON: sorted keys, no spaces, UTF-8, LF-free."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def hemera(data: bytes) -> bytes:
+    """hemera(data): the cyber content hash (C path when built)."""
+    from importers.hemera import hash as hemera_hash
+
+    out: bytes = hemera_hash(data)
+    return out
+
+
+def import_id(kind: str, fingerprint: dict[str, Any], mapping: dict[str, Any] | None, nonce: str) -> str:
+    """The id of one import: the same inputs always give the same id."""
+    doc = {"kind": kind, "source": fingerprint, "mapping": mapping, "nonce": nonce}
+    return hashlib.sha256(b"bbg-migrate/import-id/1\x00" + canonical_json(doc)).hexdigest()
+
+
+def default_nonce(source_sha256: str) -> str:
+    """The nonce used when the operator names none: bound to the source bytes."""
+    return hashlib.sha256(
+        b"bbg-migrate/default-nonce/1\x00" + bytes.fromhex(source_sha256)
+    ).hexdigest()
+
+
+def prog_id(subject: bytes, install_nonce: bytes) -> bytes:
+    """The prog id an origin namespace is mapped to, for ``subject`` and its install nonce."""
+    return hemera(b"bbg-migrate/prog-id/1\x00" + subject + install_nonce)
+
+
+def subject_birth(subject: bytes) -> tuple[bytes, bytes]:
+    """(namespace, birth payload) of the subject's namespace: the id of its birth record."""
+    payload = b"bbg-migrate/subject-birth/1\x00" + subject
+    return hemera(payload), payload
+
+
+def request_id(namespace: bytes, purpose: str, import_ident: str) -> bytes:
+    """A request id for a commit the pipeline makes (purpose: ``birth``, ``manifest`` ...)."""
+    return hemera(
+        b"bbg-migrate/request/1\x00" + namespace + purpose.encode() + b"\x00" + import_ident.encode()
+    )
+
+
+def fingerprint(namespace: bytes, request: bytes, head: bytes, content_ids: Iterable[bytes]) -> bytes:
+    """The request fingerprint: binds the request to its head and sorted content ids."""
+    body = b"".join(sorted(set(content_ids)))
+    return hemera(b"bbg-migrate/fingerprint/1\x00" + namespace + request + head + body)

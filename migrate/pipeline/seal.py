@@ -1,0 +1,144 @@
+"""Sealing a source: hold its lock, fingerprint it, and notice if it ever changes.
+
+redb takes an exclusive ``flock`` on its file while a database is open; taking the same lock
+(on a read-only descriptor) both proves the old binary is not running and keeps it from
+starting while we read.  The source is never opened for writing.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from migrate.errors import Locked, SourceError, ValidationFailed
+
+CHUNK = 1 << 20
+
+
+def file_sha256(path: Path, progress: Callable[[int], None] | None = None) -> str:
+    """SHA-256 of a file, streamed in 1 MiB chunks."""
+    h = hashlib.sha256()
+    done = 0
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(CHUNK):
+                h.update(chunk)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done)
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
+    return h.hexdigest()
+
+
+def _redb_facts(path: Path) -> dict[str, Any]:
+    from importers.redb import open_redb
+
+    with open_redb(path) as db:
+        h = db.header
+        return {
+            "format_version": h.format_version,
+            "primary_slot": h.primary_slot,
+            "recovery_required": h.recovery_required,
+            "transaction_id": h.transaction_id,
+        }
+
+
+def fingerprint(path: Path, kind: str, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """The seal fingerprint of a source: size, SHA-256 and, for redb, header facts."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot stat: {exc.strerror}", path=str(path)) from exc
+    doc: dict[str, Any] = {
+        "kind": kind,
+        "size_bytes": st.st_size,
+        "sha256": file_sha256(path, progress),
+    }
+    if kind == "redb":
+        doc["redb"] = _redb_facts(path)
+    return doc
+
+
+@dataclass
+class Seal:
+    """A held source lock plus the fingerprint taken under it."""
+
+    path: Path
+    kind: str
+    fingerprint: dict[str, Any]
+    _fd: int = field(default=-1, repr=False)
+    _stat: tuple[int, int, int] = (0, 0, 0)
+
+    def check_unchanged(self, *, full: bool = False) -> None:
+        """Abort (ValidationFailed) if the source changed since it was sealed.
+
+        The cheap check compares inode, size and mtime; ``full`` also re-hashes the bytes.
+        """
+        try:
+            st = self.path.stat()
+        except OSError as exc:
+            raise SourceError(f"{self.path}: source vanished after sealing", path=str(self.path)) from exc
+        changed = (st.st_ino, st.st_size, st.st_mtime_ns) != self._stat
+        if not changed and full:
+            changed = file_sha256(self.path) != self.fingerprint["sha256"]
+        if changed:
+            raise ValidationFailed(
+                f"{self.path}: the source changed after it was sealed; nothing was activated. "
+                "Stop whatever writes it, then start the migration again",
+                path=str(self.path),
+                errors=[{"code": "source-changed", "detail": str(self.path)}],
+            )
+
+    def release(self) -> None:
+        """Release the lock (idempotent)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> Seal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def take_lock(path: Path) -> int:
+    """Open ``path`` read-only and take its exclusive lock; Locked if another process has it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise SourceError(f"{path}: no such file", path=str(path)) from exc
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot open: {exc.strerror}", path=str(path)) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise Locked(
+                f"{path}: another process holds the source's lock (is the old binary still "
+                "running?); stop it, then rerun",
+                path=str(path),
+            ) from exc
+        raise SourceError(f"{path}: cannot lock: {exc.strerror}", path=str(path)) from exc
+    return fd
+
+
+def seal(path: Path, kind: str, progress: Callable[[int], None] | None = None) -> Seal:
+    """Lock ``path`` and fingerprint it; the lock is held until the Seal is released."""
+    fd = take_lock(path)
+    try:
+        st = os.fstat(fd)
+        doc = fingerprint(path, kind, progress)
+    except BaseException:
+        os.close(fd)
+        raise
+    s = Seal(path=path, kind=kind, fingerprint=doc, _fd=fd, _stat=(st.st_ino, st.st_size, st.st_mtime_ns))
+    return s

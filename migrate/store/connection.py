@@ -1,0 +1,202 @@
+"""One SQLite connection to a store file: pragmas, transactions, and error translation.
+
+This is the only module that catches ``sqlite3.Error`` for the store; everything above it
+sees :mod:`migrate.errors` classes.  Write transactions are ``BEGIN IMMEDIATE`` … ``COMMIT``
+(the write lock is taken up front, so two writers serialise instead of deadlocking on a lock
+upgrade).  An error *at* ``COMMIT`` means the outcome is unknown: the connection is poisoned
+and every later call raises :class:`~migrate.errors.CommitUnknown`.
+
+Fault injection: ``Connection.commit_hook`` (``None`` normally) is called with ``"before"``
+just before ``COMMIT`` and ``"after"`` just after it succeeded.  A hook that raises
+``OSError`` or ``sqlite3.Error`` is treated exactly like an I/O error at ``COMMIT`` (``"before"``:
+the transaction is rolled back; ``"after"``: it is durable but the caller never heard).
+Tests use it to exercise the real CommitUnknown path without patching the store's logic.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from migrate.errors import CommitUnknown, Locked, MigrateError, StoreError, StoreRefused
+
+CommitPhase = Literal["before", "after"]
+CommitHook = Callable[[CommitPhase], None]
+Params = tuple[Any, ...] | list[Any]
+
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+
+def translate(
+    exc: sqlite3.Error | OSError, path: Path, action: str, **context: Any
+) -> MigrateError:
+    """The project error for a foreign ``exc`` raised while doing ``action`` on ``path``."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return Locked(
+            f"{path}: the store is locked by another process ({action}: {text}); "
+            "wait for it to finish or stop it",
+            path=str(path),
+            **context,
+        )
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
+        return StoreRefused(
+            f"{path}: not a readable SQLite database ({text}); is this the right store?",
+            path=str(path),
+            **context,
+        )
+    return StoreError(f"{path}: {action} failed: {text}", path=str(path), **context)
+
+
+class Connection:
+    """A store connection (``isolation_level=None``: we issue BEGIN/COMMIT ourselves)."""
+
+    def __init__(self, path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+        self.path = path
+        self.commit_hook: CommitHook | None = None
+        self.poisoned: CommitUnknown | None = None
+        try:
+            self._db = sqlite3.connect(
+                path, timeout=busy_timeout, isolation_level=None, check_same_thread=True
+            )
+        except (sqlite3.Error, OSError) as exc:
+            raise translate(exc, path, "open") from exc
+        try:
+            # FULL: a COMMIT that returned is on disk (WAL fsync per commit).
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise translate(exc, path, "configure") from exc
+
+    # -- plumbing -----------------------------------------------------------------------
+    def _check(self) -> None:
+        if self.poisoned is not None:
+            raise CommitUnknown(
+                f"{self.path}: an earlier commit's outcome is unknown; reopen the store and "
+                "resolve that request before doing anything else",
+                **{"path": str(self.path), **self.poisoned.context},
+            )
+
+    def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
+        """Run one statement (errors translated)."""
+        self._check()
+        try:
+            return self._db.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, "query") from exc
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        """Run one statement for each parameter row."""
+        self._check()
+        try:
+            self._db.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, "query") from exc
+
+    def one(self, sql: str, params: Params = ()) -> tuple[Any, ...] | None:
+        """The first row of a query, or None."""
+        row: tuple[Any, ...] | None = self.execute(sql, params).fetchone()
+        return row
+
+    def rows(self, sql: str, params: Params = (), batch: int = 512) -> Iterator[tuple[Any, ...]]:
+        """Stream a query's rows in batches (bounded memory)."""
+        cur = self.execute(sql, params)
+        try:
+            while True:
+                try:
+                    chunk = cur.fetchmany(batch)
+                except sqlite3.Error as exc:
+                    raise translate(exc, self.path, "read") from exc
+                if not chunk:
+                    return
+                yield from chunk
+        finally:
+            cur.close()
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._db.in_transaction
+
+    # -- transactions -------------------------------------------------------------------
+    @contextmanager
+    def write(self, **context: Any) -> Iterator[Callable[[], None]]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception.
+
+        Yields ``mark_clean``: a body that wrote nothing calls it so the transaction ends in
+        ROLLBACK (no COMMIT, so nothing can be "unknown" about it).
+        """
+        self._check()
+        if self._db.in_transaction:
+            raise StoreError(f"{self.path}: a transaction is already open on this handle")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, "begin write", **context) from exc
+        clean = False
+
+        def mark_clean() -> None:
+            nonlocal clean
+            clean = True
+
+        try:
+            yield mark_clean
+        except BaseException:
+            self._rollback()
+            raise
+        if clean:
+            self._rollback()
+            return
+        self._commit(context)
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        """A read snapshot: every query inside sees the same committed state."""
+        self._check()
+        try:
+            self._db.execute("BEGIN DEFERRED")
+            # The snapshot starts at the first read; take it now, not lazily.
+            self._db.execute("SELECT 1 FROM bbg_storage_v1 LIMIT 1").fetchall()
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise translate(exc, self.path, "begin read") from exc
+        try:
+            yield
+        finally:
+            self._rollback()
+
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                # SQLite may already have rolled back after an I/O error; nothing to undo.
+                pass
+
+    def _commit(self, context: dict[str, Any]) -> None:
+        hook = self.commit_hook
+        try:
+            if hook is not None:
+                hook("before")
+            self._db.execute("COMMIT")
+            if hook is not None:
+                hook("after")
+        except BaseException as exc:
+            # Whatever interrupted COMMIT (I/O error, a signal), nobody knows if it landed.
+            self._rollback()
+            self.poisoned = CommitUnknown(
+                f"{self.path}: COMMIT failed ({exc!r}); the outcome is unknown. Reopen the "
+                "store and resolve the request to learn whether it was written",
+                **{"path": str(self.path), **context},
+            )
+            if isinstance(exc, sqlite3.Error | OSError):
+                raise self.poisoned from exc
+            raise  # KeyboardInterrupt and the like keep their meaning; the handle is poisoned
+
+    def close(self) -> None:
+        """Close the connection (rolls back an open transaction)."""
+        self._rollback()
+        self._db.close()

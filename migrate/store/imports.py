@@ -1,0 +1,286 @@
+"""Import records and inert staging: the primitives a migration pipeline builds on.
+
+Every function takes the caller's open write transaction (``with store.transaction() as tx``)
+or, for reads, a store handle / transaction, so each pipeline step commits its effect and its
+bookkeeping together.  An import is named by a pipeline-chosen ``import_id`` (text).
+
+Lifecycle::
+
+    begin_import(tx, iid)                      # state 'staging' (idempotent)
+    record_seal(tx, iid, {...})                # source fingerprint (immutable)
+    stage_namespace(tx, iid, ns)               # GraphPort writes to ns now raise Locked
+    stage_rows(tx, iid, table, rows, stream="content", cursor=b"...")   # one page + cursor
+    ...                                        # store.snapshot(iid) / StagedTables(tx, iid):
+                                               #   digest and links over the staged rows
+    activate(tx, iid)                          # staged rows -> the five tables, one transaction
+    record_receipt(tx, iid, {...})             # what an exact rerun returns
+    discard(tx, iid)                           # or: drop everything staged
+
+Staged rows live in ``bbg_import_v1_staged``, never in the five tables, so readers of the store
+cannot see them; ``activate`` copies them with immutable-put semantics (same bytes no-op,
+different bytes Conflict; a differing head is a Conflict too), then clears the staging.
+``journal(tx, iid, stage, detail)`` records a completed stage in the same transaction.
+Fences and reader generations are in :mod:`fences`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from migrate.errors import Conflict, StoreError
+from migrate.store.codec import ARCHIVE_ORDER, ID_LEN, MAX_KEY_LEN, ORDINAL
+from migrate.store.tx import Tx, check_table
+
+
+class _Reader(Protocol):
+    @property
+    def path(self) -> Any: ...
+
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...
+
+
+def canonical_json(doc: Mapping[str, Any]) -> str:
+    """Sorted keys, no spaces: the stored form of seals, receipts and journal details."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def begin_import(tx: Tx, import_id: str) -> str:
+    """Register ``import_id`` (state 'staging' if new); returns its current state."""
+    tx.execute(
+        "INSERT INTO bbg_import_v1_imports (import_id, state, created_transaction) "
+        "VALUES (?, 'staging', ?) ON CONFLICT (import_id) DO NOTHING",
+        (import_id, tx.number),
+    )
+    state = import_state(tx, import_id)
+    assert state is not None
+    return state
+
+
+def import_state(db: _Reader, import_id: str) -> str | None:
+    """'staging', 'active', 'discarded', or None if unknown."""
+    row = db.one("SELECT state FROM bbg_import_v1_imports WHERE import_id = ?", (import_id,))
+    return None if row is None else str(row[0])
+
+
+def _require_staging(tx: Tx, import_id: str) -> None:
+    state = import_state(tx, import_id)
+    if state != "staging":
+        raise StoreError(
+            f"{tx.path}: import {import_id} is {state or 'unknown'}, not staging",
+            path=str(tx.path),
+            import_id=import_id,
+        )
+
+
+def _put_doc(tx: Tx, table: str, column: str, import_id: str, doc: Mapping[str, Any]) -> None:
+    text = canonical_json(doc)
+    row = tx.one(f"SELECT {column} FROM {table} WHERE import_id = ?", (import_id,))
+    if row is None:
+        tx.execute(f"INSERT INTO {table} (import_id, {column}) VALUES (?, ?)", (import_id, text))
+    elif row[0] != text:
+        raise Conflict(
+            f"{tx.path}: import {import_id} already has a different {column} record",
+            path=str(tx.path),
+            import_id=import_id,
+        )
+
+
+def _get_doc(db: _Reader, table: str, column: str, import_id: str) -> dict[str, Any] | None:
+    row = db.one(f"SELECT {column} FROM {table} WHERE import_id = ?", (import_id,))
+    if row is None:
+        return None
+    doc: dict[str, Any] = json.loads(row[0])
+    return doc
+
+
+def record_seal(tx: Tx, import_id: str, seal: Mapping[str, Any]) -> None:
+    """Store the source's seal record (same document again = no-op, another = Conflict)."""
+    _put_doc(tx, "bbg_import_v1_seals", "seal", import_id, seal)
+
+
+def seal_of(db: _Reader, import_id: str) -> dict[str, Any] | None:
+    """The seal record of ``import_id``, or None."""
+    return _get_doc(db, "bbg_import_v1_seals", "seal", import_id)
+
+
+def record_receipt(tx: Tx, import_id: str, receipt: Mapping[str, Any]) -> None:
+    """Store the import's receipt (immutable like the seal)."""
+    _put_doc(tx, "bbg_import_v1_receipts", "receipt", import_id, receipt)
+
+
+def receipt_of(db: _Reader, import_id: str) -> dict[str, Any] | None:
+    """The receipt of ``import_id``, or None."""
+    return _get_doc(db, "bbg_import_v1_receipts", "receipt", import_id)
+
+
+def journal(tx: Tx, import_id: str, stage: str, detail: Mapping[str, Any]) -> None:
+    """Record that ``stage`` completed (rewriting an earlier record of the same stage)."""
+    tx.execute(
+        "INSERT INTO bbg_import_v1_journal (import_id, stage, detail, transaction_no) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (import_id, stage) DO UPDATE SET "
+        "detail = excluded.detail, transaction_no = excluded.transaction_no",
+        (import_id, stage, canonical_json(detail), tx.number),
+    )
+
+
+def journal_of(db: _Reader, import_id: str, stage: str) -> dict[str, Any] | None:
+    """The detail recorded for a completed stage, or None if it has not completed."""
+    row = db.one(
+        "SELECT detail FROM bbg_import_v1_journal WHERE import_id = ? AND stage = ?",
+        (import_id, stage),
+    )
+    return None if row is None else dict(json.loads(row[0]))
+
+
+def set_cursor(tx: Tx, import_id: str, stream: str, cursor: bytes, rows: int) -> None:
+    """Set the resume position of one copy stream (commit it with the page it follows)."""
+    tx.execute(
+        "INSERT INTO bbg_import_v1_cursors (import_id, stream, cursor, rows) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (import_id, stream) DO UPDATE SET cursor = excluded.cursor, "
+        "rows = excluded.rows",
+        (import_id, stream, cursor, rows),
+    )
+
+
+def cursor_of(db: _Reader, import_id: str, stream: str) -> tuple[bytes, int] | None:
+    """``(cursor, rows copied so far)`` of a stream, or None if it has not started."""
+    row = db.one(
+        "SELECT cursor, rows FROM bbg_import_v1_cursors WHERE import_id = ? AND stream = ?",
+        (import_id, stream),
+    )
+    return None if row is None else (bytes(row[0]), int(row[1]))
+
+
+def stage_namespace(tx: Tx, import_id: str, namespace: bytes) -> None:
+    """Make ``namespace`` refuse GraphPort writes until this import is activated."""
+    _require_staging(tx, import_id)
+    if len(namespace) != ID_LEN:
+        raise ValueError(f"namespace of {len(namespace)} bytes (want {ID_LEN})")
+    row = tx.one(
+        "SELECT import_id FROM bbg_import_v1_staged_namespaces WHERE namespace = ?", (namespace,)
+    )
+    if row is not None and row[0] != import_id:
+        raise Conflict(
+            f"{tx.path}: namespace {namespace.hex()} is already staged by import {row[0]}",
+            path=str(tx.path),
+            namespace=namespace,
+            import_id=import_id,
+        )
+    if row is None:
+        tx.execute(
+            "INSERT INTO bbg_import_v1_staged_namespaces (namespace, import_id) VALUES (?, ?)",
+            (namespace, import_id),
+        )
+
+
+def staged_namespaces(db: _Reader, import_id: str) -> list[bytes]:
+    """Namespaces staged by ``import_id``, in byte order."""
+    out: list[bytes] = []
+    last = b""
+    # Paged by key so no unbounded cursor is needed on a plain reader.
+    while True:
+        row = db.one(
+            "SELECT namespace FROM bbg_import_v1_staged_namespaces "
+            "WHERE import_id = ? AND namespace > ? ORDER BY namespace LIMIT 1",
+            (import_id, last),
+        )
+        if row is None:
+            return out
+        last = bytes(row[0])
+        out.append(last)
+
+
+def stage_rows(
+    tx: Tx,
+    import_id: str,
+    table: str,
+    rows: Iterable[tuple[bytes, bytes]],
+    *,
+    stream: str | None = None,
+    cursor: bytes | None = None,
+) -> int:
+    """Stage rows for ``table`` (immutable within the import); returns how many were new.
+
+    With ``stream`` and ``cursor`` the stream's cursor advances in the same transaction,
+    its row count growing by the rows given.
+    """
+    _require_staging(tx, import_id)
+    ordinal = ORDINAL[check_table(table)]
+    batch = [(import_id, ordinal, bytes(k), bytes(v)) for k, v in rows]
+    for _, _, key, _ in batch:
+        if not key or len(key) > MAX_KEY_LEN:
+            raise StoreError(
+                f"{tx.path}: {table} key of {len(key)} bytes cannot be staged",
+                path=str(tx.path),
+                table=table,
+                key=key,
+            )
+    new = 0
+    for item in batch:
+        cur = tx.execute(
+            "INSERT INTO bbg_import_v1_staged (import_id, tbl, key, value) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (import_id, tbl, key) DO NOTHING",
+            item,
+        )
+        if cur.rowcount == 1:
+            new += 1
+            continue
+        row = tx.one(
+            "SELECT value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? AND key = ?",
+            item[:3],
+        )
+        if row is None or bytes(row[0]) != item[3]:
+            raise Conflict(
+                f"{tx.path}: import {import_id} staged other bytes for {table} key {item[2].hex()}",
+                path=str(tx.path),
+                table=table,
+                key=item[2],
+                import_id=import_id,
+            )
+    if stream is not None and cursor is not None:
+        prior = cursor_of(tx, import_id, stream)
+        set_cursor(tx, import_id, stream, cursor, (prior[1] if prior else 0) + len(batch))
+    return new
+
+
+def activate(tx: Tx, import_id: str) -> dict[str, int]:
+    """Publish the import's staged rows into the five tables; returns new rows per table."""
+    _require_staging(tx, import_id)
+    inserted: dict[str, int] = {}
+    for ordinal, table in enumerate(ARCHIVE_ORDER):
+        clash = tx.one(
+            f"SELECT s.key FROM bbg_import_v1_staged AS s JOIN {table} AS l ON l.key = s.key "
+            "WHERE s.import_id = ? AND s.tbl = ? AND l.value != s.value LIMIT 1",
+            (import_id, ordinal),
+        )
+        if clash is not None:
+            raise Conflict(
+                f"{tx.path}: activating import {import_id}: {table} already holds other bytes "
+                f"under key {bytes(clash[0]).hex()}",
+                path=str(tx.path),
+                table=table,
+                key=bytes(clash[0]),
+                import_id=import_id,
+            )
+        cur = tx.execute(
+            f"INSERT INTO {table} (key, value) SELECT key, value FROM bbg_import_v1_staged "
+            "WHERE import_id = ? AND tbl = ? ORDER BY key ON CONFLICT (key) DO NOTHING",
+            (import_id, ordinal),
+        )
+        inserted[table] = max(cur.rowcount, 0)
+    _clear(tx, import_id, "active")
+    return inserted
+
+
+def discard(tx: Tx, import_id: str) -> None:
+    """Drop everything the import staged and release its namespaces."""
+    _require_staging(tx, import_id)
+    _clear(tx, import_id, "discarded")
+
+
+def _clear(tx: Tx, import_id: str, state: str) -> None:
+    tx.execute("DELETE FROM bbg_import_v1_staged WHERE import_id = ?", (import_id,))
+    tx.execute("DELETE FROM bbg_import_v1_staged_namespaces WHERE import_id = ?", (import_id,))
+    tx.execute("UPDATE bbg_import_v1_imports SET state = ? WHERE import_id = ?", (state, import_id))

@@ -1,0 +1,130 @@
+"""Where a store lives, how it is created, and how a file is recognised as one.
+
+A store is a directory (default ``./bbg``) holding ``bbg.sqlite3`` (plus SQLite's ``-wal``
+and ``-shm`` files).  The file carries ``PRAGMA application_id = 0x42424731`` ("BBG1") and
+``PRAGMA user_version = 1``; any other SQLite file is refused, naming the file.
+
+The default-store guard lives in :func:`resolve_store_dir` and nowhere else: with no store
+named and ``./cell.redb`` present, an empty default store is never created (or opened).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+import schemas
+from migrate.errors import StoreRefused
+from migrate.store.connection import Connection
+
+DB_NAME = "bbg.sqlite3"
+DEFAULT_DIR = "bbg"
+LEGACY_NAME = "cell.redb"
+APPLICATION_ID = 0x42424731  # b"BBG1"
+SCHEMA_VERSION = 1
+DEFAULT_HASH_SUITE = "hemera"
+
+
+def resolve_store_dir(named: str | Path | None, *, create: bool, cwd: Path | None = None) -> Path:
+    """The store directory to use: ``named``, or ``./bbg`` subject to the default-store guard.
+
+    The guard: no store named, ``./cell.redb`` exists and ``./bbg`` holds no store yet →
+    StoreRefused telling the operator how to migrate or how to name a store.  An existing
+    default store is still opened.
+    """
+    if named is not None:
+        return Path(named)
+    base = Path.cwd() if cwd is None else cwd
+    target = base / DEFAULT_DIR
+    legacy = base / LEGACY_NAME
+    if legacy.exists() and not (target / DB_NAME).exists():
+        verb = "create" if create else "open"
+        raise StoreRefused(
+            f"{legacy} exists and no store was named: refusing to {verb} an empty default "
+            f"store {target}. Migrate the legacy store first (bbg-migrate run {LEGACY_NAME} "
+            "--store bbg), or name the store you mean with --store DIR",
+            path=str(target),
+            legacy=str(legacy),
+        )
+    return target
+
+
+def create_schema(conn: Connection, hash_suite: str) -> bool:
+    """Create the schema in an empty database file; False if another process just did."""
+    # Look before writing anything: a foreign file must be left exactly as it was.
+    app_id, version = _identity(conn)
+    if (app_id, version) == (APPLICATION_ID, SCHEMA_VERSION):
+        return False
+    objects = conn.one("SELECT count(*) FROM sqlite_master")
+    if app_id or version or (objects is not None and objects[0]):
+        raise _foreign(conn.path, app_id, version)
+    # journal_mode cannot change inside a transaction; WAL is persistent once set.
+    conn.execute("PRAGMA journal_mode = WAL").fetchall()
+    with conn.write(action="create") as mark_clean:
+        # Checked again under the write lock: another process may have created it meanwhile.
+        app_id, version = _identity(conn)
+        if (app_id, version) == (APPLICATION_ID, SCHEMA_VERSION):
+            mark_clean()
+            return False
+        objects = conn.one("SELECT count(*) FROM sqlite_master")
+        if app_id or version or (objects is not None and objects[0]):
+            raise _foreign(conn.path, app_id, version)
+        for statement in _statements(schemas.sql("store")):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute(
+            "INSERT INTO bbg_storage_v1 (id, store_id, hash_suite, last_transaction) "
+            "VALUES (1, ?, ?, 1)",
+            (uuid.uuid4().hex, hash_suite),
+        )
+    return True
+
+
+def check_identity(conn: Connection) -> None:
+    """StoreRefused unless the file is a BBG store of the schema version this build reads."""
+    app_id, version = _identity(conn)
+    if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
+        raise _foreign(conn.path, app_id, version)
+    mode = conn.one("PRAGMA journal_mode")
+    if mode is None or str(mode[0]).lower() != "wal":
+        conn.execute("PRAGMA journal_mode = WAL").fetchall()
+
+
+def _identity(conn: Connection) -> tuple[int, int]:
+    app = conn.one("PRAGMA application_id")
+    ver = conn.one("PRAGMA user_version")
+    assert app is not None and ver is not None
+    return int(app[0]), int(ver[0])
+
+
+def _foreign(path: Path, app_id: int, version: int) -> StoreRefused:
+    if app_id == APPLICATION_ID:
+        why = f"it is a BBG store of schema version {version}; this build reads {SCHEMA_VERSION}"
+    elif app_id == 0 and version == 0:
+        why = "it is an SQLite database that is not a BBG store"
+    else:
+        why = f"it is an SQLite database of another application (application_id {app_id:#x})"
+    return StoreRefused(
+        f"{path}: refusing to use this file as a BBG store: {why}",
+        path=str(path),
+        application_id=app_id,
+        user_version=version,
+    )
+
+
+def _statements(script: str) -> list[str]:
+    # executescript() would COMMIT first; split so the DDL runs inside our transaction.
+    out: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip() and not all(
+        ln.strip().startswith("--") or not ln.strip() for ln in buf.splitlines()
+    ):
+        raise ValueError("schemas/store.sql ends with an incomplete statement")
+    return out

@@ -1,0 +1,221 @@
+"""The store handle: open/create, GraphPort, transactions and read snapshots.
+
+Typical use::
+
+    with open_store("bbg", create=True) as store:
+        store.commit(ns, request, None, Head(0, ns), {ns: birth}, {}, fingerprint)
+        store.head(ns)
+
+A handle owns one SQLite connection and must stay in its thread.  Several handles (and
+processes) may use one store at once: SQLite's write lock plus the expected-head check inside
+``BEGIN IMMEDIATE`` make concurrent commits on one namespace serialise (one wins, the others
+get HeadMismatch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from fences import generations
+from migrate.errors import StoreError, StoreRefused
+from migrate.store import graph, layout
+from migrate.store.codec import Head
+from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, CommitHook, Connection
+from migrate.store.tables import StagedTables, StoreTables
+from migrate.store.tx import Tx
+
+
+class Store:
+    """An open BBG store (use :func:`open_store`)."""
+
+    def __init__(
+        self, directory: Path, conn: Connection, reader_generation: str, generation: str
+    ) -> None:
+        self.directory = directory
+        self.db_path = conn.path
+        self.reader_generation = reader_generation
+        self.generation = generation
+        self._conn = conn
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the handle."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def commit_hook(self) -> CommitHook | None:
+        """Fault-injection hook called around COMMIT (see :mod:`migrate.store.connection`)."""
+        return self._conn.commit_hook
+
+    @commit_hook.setter
+    def commit_hook(self, hook: CommitHook | None) -> None:
+        self._conn.commit_hook = hook
+
+    @property
+    def poisoned(self) -> bool:
+        """True after a commit whose outcome is unknown: reopen the store."""
+        return self._conn.poisoned is not None
+
+    @property
+    def path(self) -> Path:
+        """The database file (what errors name)."""
+        return self.db_path
+
+    def one(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        """One row of a read query: lets the read helpers of :mod:`migrate.store.imports`
+        and :mod:`fences` take the store itself (``imports.receipt_of(store, iid)``)."""
+        return self._conn.one(sql, params)
+
+    # -- GraphPort ----------------------------------------------------------------------
+    def head(self, namespace: bytes) -> Head | None:
+        """The namespace's current head, or None."""
+        return graph.head(self._conn, namespace)
+
+    def history(
+        self, namespace: bytes, after: int | None = None, limit: int = graph.MAX_PAGE
+    ) -> list[Head]:
+        """One page (≤ 4096) of history entries with index > ``after``."""
+        return graph.history(self._conn, namespace, after, limit)
+
+    def resolve(self, namespace: bytes, request: bytes) -> Head | None:
+        """The head ``request`` originally produced, or None if it never committed."""
+        return graph.resolve(self._conn, namespace, request)
+
+    def commit(
+        self,
+        namespace: bytes,
+        request: bytes,
+        expected: Head | None,
+        new_head: Head,
+        contents: Mapping[bytes, bytes],
+        claims: Mapping[bytes, bytes],
+        fingerprint: bytes,
+    ) -> Head:
+        """Publish one commit atomically (contract: :mod:`migrate.store.graph`)."""
+        with self.transaction(namespace=namespace, request=request) as tx:
+            return graph.publish(
+                tx,
+                reader_generation=self.reader_generation,
+                namespace=namespace,
+                request=request,
+                expected=expected,
+                new_head=new_head,
+                contents=contents,
+                claims=claims,
+                fingerprint=fingerprint,
+            )
+
+    # -- transactions and snapshots -----------------------------------------------------
+    @contextmanager
+    def transaction(self, **context: Any) -> Iterator[Tx]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` around the block; see :mod:`migrate.store.tx`.
+
+        Transactions do not nest: inside one, publish with ``graph.publish(tx, ...)`` rather
+        than ``store.commit``.
+        """
+        with self._conn.write(**context) as mark_clean:
+            row = self._conn.one("SELECT last_transaction FROM bbg_storage_v1 WHERE id = 1")
+            if row is None:
+                raise StoreError(
+                    f"{self.db_path}: bbg_storage_v1 has no row", path=str(self.db_path)
+                )
+            tx = Tx(self._conn, int(row[0]) + 1)
+            yield tx
+            if tx.wrote:
+                self._conn.execute(
+                    "UPDATE bbg_storage_v1 SET last_transaction = ? WHERE id = 1", (tx.number,)
+                )
+            else:
+                mark_clean()
+
+    @contextmanager
+    def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:
+        """A consistent read-only view of the five tables (on a second connection).
+
+        With ``import_id``: the rows that import has staged instead of the live tables.
+        """
+        self._conn.execute("SELECT 1")  # refuses if this handle is poisoned
+        conn = Connection(self.db_path)
+        try:
+            with conn.read():
+                yield StoreTables(conn) if import_id is None else StagedTables(conn, import_id)
+        finally:
+            conn.close()
+
+    def info(self) -> dict[str, Any]:
+        """Store id, hash suite, last transaction, status marker and generation."""
+        row = self._conn.one(
+            "SELECT store_id, hash_suite, last_transaction FROM bbg_storage_v1 WHERE id = 1"
+        )
+        assert row is not None
+        marker, reached = generations.read_status(self._conn)
+        return {
+            "path": str(self.directory),
+            "store_id": row[0],
+            "hash_suite": row[1],
+            "last_transaction": row[2],
+            "status": marker,
+            "generation": reached,
+        }
+
+
+def open_store(
+    path: str | Path | None = None,
+    *,
+    create: bool = False,
+    reader_generation: str = generations.BUILD_GENERATION,
+    maintenance: bool = False,
+    hash_suite: str = layout.DEFAULT_HASH_SUITE,
+    cwd: Path | None = None,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+) -> Store:
+    """Open the store in directory ``path`` (None: ``./bbg`` behind the default-store guard).
+
+    ``create``: make the store if it does not exist (never otherwise).
+    ``reader_generation``: open as a reader of this generation; a store promoted beyond it,
+    or whose status marker is not a generation (``copying``, ``export-v1`` …), is refused.
+    ``maintenance``: skip the generation check (the migration pipeline and ``doctor`` only,
+    which must open a store mid-import); identity is still checked.
+    """
+    directory = layout.resolve_store_dir(path, create=create, cwd=cwd)
+    db = directory / layout.DB_NAME
+    if directory.exists() and not directory.is_dir():
+        raise StoreRefused(f"{directory}: is a file, not a store directory", path=str(directory))
+    if not db.exists():
+        if not create:
+            raise StoreRefused(
+                f"{directory}: no BBG store here ({layout.DB_NAME} missing); name an existing "
+                "store, or create one",
+                path=str(directory),
+            )
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{directory}: cannot create: {exc}", path=str(directory)) from exc
+    conn = Connection(db, busy_timeout=busy_timeout)
+    try:
+        if create:
+            layout.create_schema(conn, hash_suite)
+        layout.check_identity(conn)
+        generation = generations.read_status(conn)[1]
+        if not maintenance:
+            generation = generations.require_readable(conn, reader_generation)
+    except BaseException:
+        conn.close()
+        raise
+    return Store(directory, conn, reader_generation, generation)

@@ -1,0 +1,66 @@
+"""The five application tables of a store (live or staged) as sorted row sources.
+
+Both classes satisfy :class:`migrate.links.SortedTables` (``rows`` in key order, ``get``
+point lookups), so :func:`migrate.links.validate_links` and
+:func:`migrate.store.digest.archive_digest` run unchanged over a store, over an import's
+staging area, or over a legacy file read by another module.  Use them inside
+``store.snapshot()`` (live) or a transaction (staged) so all tables come from one state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from migrate.store.codec import ORDINAL
+from migrate.store.tx import check_table
+
+
+class _Db(Protocol):
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...
+
+    def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]: ...
+
+
+class StoreTables:
+    """The live five tables of a store."""
+
+    def __init__(self, db: _Db) -> None:
+        self._db = db
+
+    def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        """Every row of ``table`` in key (memcmp) order."""
+        for key, value in self._db.rows(
+            f"SELECT key, value FROM {check_table(table)} ORDER BY key"
+        ):
+            yield bytes(key), bytes(value)
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        """The value under ``key``, or None."""
+        row = self._db.one(f"SELECT value FROM {check_table(table)} WHERE key = ?", (key,))
+        return None if row is None else bytes(row[0])
+
+
+class StagedTables:
+    """The rows one import has staged for the five tables (inert until activation)."""
+
+    def __init__(self, db: _Db, import_id: str) -> None:
+        self._db = db
+        self.import_id = import_id
+
+    def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        """Every staged row of ``table`` in key order."""
+        for key, value in self._db.rows(
+            "SELECT key, value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? "
+            "ORDER BY key",
+            (self.import_id, ORDINAL[check_table(table)]),
+        ):
+            yield bytes(key), bytes(value)
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        """The staged value under ``key``, or None."""
+        row = self._db.one(
+            "SELECT value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? AND key = ?",
+            (self.import_id, ORDINAL[check_table(table)], key),
+        )
+        return None if row is None else bytes(row[0])

@@ -1,0 +1,116 @@
+-- The BBG store, schema version 1 (PRAGMA user_version = 1).
+--
+-- Applied once, inside the creating transaction, by migrate.store.layout.create_store.
+-- PRAGMA application_id and user_version are set by that code, not here, so that this
+-- script is only DDL.
+--
+-- The five application tables mirror cell.redb's `&[u8] -> &[u8]` tables byte for byte
+-- (BRIEF §2.1).  SQLite compares BLOB keys with memcmp and then by length, which is the
+-- order redb uses for &[u8] keys, so `ORDER BY key` is the archive order of BRIEF §6.
+-- WITHOUT ROWID stores each row in its primary-key B-tree: one lookup, no rowid index.
+
+CREATE TABLE application_content (         -- content id[32] -> codec byte || payload
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE application_heads (           -- namespace[32] -> index u64 LE || commit[32]
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE application_history (         -- namespace[32] || index u64 BE -> commit[32]
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE application_requests (        -- namespace[32] || request[32] -> fingerprint[32] || head(40)
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE application_unique_claims (   -- claim key[32] -> claim value[32]
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+
+-- Storage identity: exactly one row.  last_transaction counts committed write transactions.
+CREATE TABLE bbg_storage_v1 (
+    id               INTEGER PRIMARY KEY CHECK (id = 1),
+    store_id         TEXT NOT NULL,
+    hash_suite       TEXT NOT NULL,
+    last_transaction INTEGER NOT NULL
+);
+
+-- The status marker (BRIEF §3): no row = marker absent (original generation).
+-- status is what readers check; generation is the highest reader generation ever promoted
+-- to (monotonic), kept apart so a transitional status such as 'copying' can be cleared back.
+CREATE TABLE bbg_import_v1 (
+    id             INTEGER PRIMARY KEY CHECK (id = 1),
+    status         TEXT NOT NULL,
+    generation     TEXT NOT NULL,
+    transaction_no INTEGER NOT NULL          -- the write transaction that set it
+);
+
+-- One row per import (a migration into this store), keyed by the pipeline's import id.
+-- state: 'staging' (rows may be staged), 'active' (published), 'discarded'.
+CREATE TABLE bbg_import_v1_imports (
+    import_id TEXT PRIMARY KEY NOT NULL,
+    state     TEXT NOT NULL CHECK (state IN ('staging', 'active', 'discarded')),
+    created_transaction INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Seal records: the source fingerprint taken before copying (canonical JSON text).
+CREATE TABLE bbg_import_v1_seals (
+    import_id TEXT PRIMARY KEY NOT NULL REFERENCES bbg_import_v1_imports (import_id),
+    seal      TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Resumable copy cursors, one per (import, stream), committed with each staged page.
+CREATE TABLE bbg_import_v1_cursors (
+    import_id TEXT NOT NULL REFERENCES bbg_import_v1_imports (import_id),
+    stream    TEXT NOT NULL,
+    cursor    BLOB NOT NULL,
+    rows      INTEGER NOT NULL,
+    PRIMARY KEY (import_id, stream)
+) WITHOUT ROWID;
+
+-- Inert staging: rows destined for the five tables (tbl = archive ordinal 0..4:
+-- content, claims, requests, history, heads), invisible to readers of those tables.
+CREATE TABLE bbg_import_v1_staged (
+    import_id TEXT NOT NULL,
+    tbl       INTEGER NOT NULL CHECK (tbl BETWEEN 0 AND 4),
+    key       BLOB NOT NULL,
+    value     BLOB NOT NULL,
+    PRIMARY KEY (import_id, tbl, key)
+) WITHOUT ROWID;
+
+-- Namespaces being imported: GraphPort writes to them are refused until activation.
+CREATE TABLE bbg_import_v1_staged_namespaces (
+    namespace BLOB PRIMARY KEY NOT NULL,
+    import_id TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Fences: a fenced namespace refuses every new write, forever.
+CREATE TABLE bbg_import_v1_fences (
+    namespace BLOB PRIMARY KEY NOT NULL,
+    import_id TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    transaction_no INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Receipts of activated imports (canonical JSON text); an exact rerun reads it back.
+CREATE TABLE bbg_import_v1_receipts (
+    import_id TEXT PRIMARY KEY NOT NULL REFERENCES bbg_import_v1_imports (import_id),
+    receipt   TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- The pipeline's journal: one row per completed stage of an import, written in the same
+-- transaction as the stage's effect (so a rerun knows what is done).
+CREATE TABLE bbg_import_v1_journal (
+    import_id TEXT NOT NULL REFERENCES bbg_import_v1_imports (import_id),
+    stage     TEXT NOT NULL,
+    detail    TEXT NOT NULL,
+    transaction_no INTEGER NOT NULL,
+    PRIMARY KEY (import_id, stage)
+) WITHOUT ROWID;

@@ -1,0 +1,74 @@
+"""Child processes for the multi-process tests (run as ``python -m tests.store._child``).
+
+``race STORE NS TAG ROUNDS DIR``: for each round, read the head, touch DIR/ready-R-TAG, wait
+for DIR/go-R, then commit the next write from that head; print one JSON line per round.
+``writer STORE``: commit one write after another forever, printing each returned head.
+``hold STORE READY``: stage many rows inside one transaction, touch READY, then sleep in it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from migrate.errors import HeadMismatch
+from migrate.store import open_store
+from tests.store.helpers import birth, follow
+
+
+def _wait(path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timeout waiting for {path}")
+        time.sleep(0.001)
+
+
+def race(store: str, tag: str, rounds: int, sync: Path) -> None:
+    ns = birth("race").namespace
+    with open_store(store) as st:
+        for r in range(rounds):
+            head = st.head(ns)
+            assert head is not None
+            (sync / f"ready-{r}-{tag}").touch()
+            _wait(sync / f"go-{r}")
+            w = follow(head, ns, f"{tag}-{r}")
+            try:
+                got = w.apply(st)
+                print(json.dumps({"round": r, "won": True, "index": got.index}), flush=True)
+            except HeadMismatch:
+                print(json.dumps({"round": r, "won": False, "index": head.index}), flush=True)
+
+
+def writer(store: str) -> None:
+    with open_store(store) as st:
+        w = birth("writer")
+        while True:
+            got = w.apply(st)
+            print(got.index, got.commit.hex(), flush=True)
+            w = follow(w, w.namespace, got.index)
+
+
+def hold(store: str, ready: Path) -> None:
+    with open_store(store) as st, st.transaction() as tx:
+        tx.put_many(
+            "application_content", [(i.to_bytes(32, "big"), b"\x01x" * 100) for i in range(20000)]
+        )
+        w = follow(st.head(birth("base").namespace), birth("base").namespace, "uncommitted")  # type: ignore[arg-type]
+        tx.put("application_history", w.namespace + (1).to_bytes(8, "big"), w.new_head.commit)
+        ready.touch()
+        time.sleep(600)
+
+
+if __name__ == "__main__":
+    cmd, *args = sys.argv[1:]
+    if cmd == "race":
+        race(args[0], args[1], int(args[2]), Path(args[3]))
+    elif cmd == "writer":
+        writer(args[0])
+    elif cmd == "hold":
+        hold(args[0], Path(args[1]))
+    else:
+        raise SystemExit(f"unknown command {cmd}")

@@ -1,0 +1,100 @@
+"""An error at COMMIT poisons the handle (CommitUnknown) until reopen + resolve."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from migrate.errors import CommitUnknown
+from migrate.store import open_store
+from migrate.store.connection import CommitPhase
+from tests.store.helpers import birth, follow
+
+A = birth("a")
+A1 = follow(A, A.namespace, 1)
+A2 = follow(A1, A.namespace, 2)
+
+
+def fail_at(phase: CommitPhase):  # type: ignore[no-untyped-def]
+    def hook(now: CommitPhase) -> None:
+        if now == phase:
+            raise OSError(5, os.strerror(5), "injected")
+
+    return hook
+
+
+@pytest.mark.parametrize(("phase", "durable"), [("before", False), ("after", True)])
+def test_commit_unknown_then_resolve_after_reopen(
+    store_dir: Path, phase: CommitPhase, durable: bool
+) -> None:
+    with open_store(store_dir, create=True) as st:
+        A.apply(st)
+        st.commit_hook = fail_at(phase)
+        with pytest.raises(CommitUnknown) as info:
+            A1.apply(st)
+        assert info.value.context["request"] == A1.request
+        assert st.poisoned
+        # Every later call refuses, reads included, and with the hook removed too.
+        st.commit_hook = None
+        for call in (
+            lambda: st.head(A.namespace),
+            lambda: st.resolve(A.namespace, A1.request),
+            lambda: st.history(A.namespace),
+            lambda: A2.apply(st),
+            lambda: st.info(),
+        ):
+            with pytest.raises(CommitUnknown):
+                call()
+        with pytest.raises(CommitUnknown):
+            with st.transaction():
+                pass
+    with open_store(store_dir) as st:
+        assert not st.poisoned
+        resolved = st.resolve(A.namespace, A1.request)
+        if durable:
+            assert resolved == A1.new_head
+            assert st.head(A.namespace) == A1.new_head
+            assert A1.apply(st) == A1.new_head  # the retry resolves
+        else:
+            assert resolved is None
+            assert st.head(A.namespace) == A.new_head
+            assert A1.apply(st) == A1.new_head  # the retry now commits for real
+        assert st.head(A.namespace) == A1.new_head
+
+
+def test_replay_needs_no_commit_so_cannot_be_unknown(store_dir: Path) -> None:
+    with open_store(store_dir, create=True) as st:
+        A.apply(st)
+        st.commit_hook = fail_at("before")
+        assert A.apply(st) == A.new_head  # nothing written: ends in ROLLBACK, hook not called
+        assert not st.poisoned
+
+
+def test_bulk_transaction_commit_failure_poisons(store_dir: Path) -> None:
+    with open_store(store_dir, create=True) as st:
+        st.commit_hook = fail_at("before")
+        with pytest.raises(CommitUnknown):
+            with st.transaction() as tx:
+                tx.put("application_content", b"k" * 32, b"\x01v")
+        assert st.poisoned
+    with open_store(store_dir) as st:
+        with st.snapshot() as t:
+            assert t.get("application_content", b"k" * 32) is None
+
+
+def test_interrupt_at_commit_poisons_and_keeps_its_meaning(store_dir: Path) -> None:
+    def interrupt(now: CommitPhase) -> None:
+        if now == "after":
+            raise KeyboardInterrupt
+
+    with open_store(store_dir, create=True) as st:
+        st.commit_hook = interrupt
+        with pytest.raises(KeyboardInterrupt):
+            A.apply(st)
+        assert st.poisoned
+        with pytest.raises(CommitUnknown):
+            st.head(A.namespace)
+    with open_store(store_dir) as st:
+        assert st.resolve(A.namespace, A.request) == A.new_head

@@ -1,0 +1,171 @@
+"""Store layout: file identity, pragmas, creation only on request, the default-store guard."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from migrate.errors import StoreRefused
+from migrate.store import DB_NAME, open_store, resolve_store_dir
+from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.layout import APPLICATION_ID, SCHEMA_VERSION
+
+
+def test_create_then_open(store_dir: Path) -> None:
+    with open_store(store_dir, create=True) as st:
+        info = st.info()
+    assert (store_dir / DB_NAME).is_file()
+    with open_store(store_dir) as st:
+        assert st.info()["store_id"] == info["store_id"]
+        assert st.info()["hash_suite"] == "hemera"
+        assert st.generation == "original"
+
+
+def test_file_pragmas_and_tables(store_dir: Path) -> None:
+    open_store(store_dir, create=True).close()
+    db = sqlite3.connect(store_dir / DB_NAME)
+    try:
+        assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        sql = dict(
+            db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+        )
+    finally:
+        db.close()
+    assert set(ARCHIVE_ORDER) <= names
+    assert {"bbg_storage_v1", "bbg_import_v1"} <= names
+    for table in ARCHIVE_ORDER:
+        assert "WITHOUT ROWID" in sql[table]
+
+
+def test_synchronous_full_on_handle(store_dir: Path) -> None:
+    with open_store(store_dir, create=True) as st:
+        row = st._conn.one("PRAGMA synchronous")
+    assert row == (2,)  # 2 = FULL
+
+
+def test_open_never_creates(tmp_path: Path) -> None:
+    with pytest.raises(StoreRefused, match="no BBG store here"):
+        open_store(tmp_path / "nothing")
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_create_is_idempotent(store_dir: Path) -> None:
+    with open_store(store_dir, create=True) as st:
+        sid = st.info()["store_id"]
+    with open_store(store_dir, create=True) as st:
+        assert st.info()["store_id"] == sid
+
+
+def test_foreign_sqlite_refused_and_untouched(tmp_path: Path) -> None:
+    d = tmp_path / "foreign"
+    d.mkdir()
+    db = sqlite3.connect(d / DB_NAME)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    before = (d / DB_NAME).read_bytes()
+    for create in (False, True):
+        with pytest.raises(StoreRefused, match=f"{DB_NAME}.*not a BBG store") as info:
+            open_store(d, create=create)
+        assert info.value.context["path"].endswith(DB_NAME)
+    assert (d / DB_NAME).read_bytes() == before
+
+
+def test_other_application_refused(tmp_path: Path) -> None:
+    d = tmp_path / "other"
+    d.mkdir()
+    db = sqlite3.connect(d / DB_NAME)
+    db.execute("PRAGMA application_id = 7")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreRefused, match="another application"):
+        open_store(d)
+
+
+def test_newer_schema_refused(store_dir: Path) -> None:
+    open_store(store_dir, create=True).close()
+    db = sqlite3.connect(store_dir / DB_NAME)
+    db.execute("PRAGMA user_version = 99")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreRefused, match="schema version 99"):
+        open_store(store_dir)
+
+
+def test_not_a_database_refused(tmp_path: Path) -> None:
+    d = tmp_path / "junk"
+    d.mkdir()
+    (d / DB_NAME).write_bytes(b"redb\x1a\x0a\xa9\x0d\x0a" + bytes(600))
+    with pytest.raises(StoreRefused, match=DB_NAME):
+        open_store(d)
+
+
+def test_path_is_a_file_refused(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(StoreRefused, match="not a store directory"):
+        open_store(f, create=True)
+
+
+class TestDefaultStoreGuard:
+    def test_refuses_to_create_empty_default_beside_cell_redb(self, tmp_path: Path) -> None:
+        (tmp_path / "cell.redb").write_bytes(b"x")
+        with pytest.raises(StoreRefused) as info:
+            open_store(None, create=True, cwd=tmp_path)
+        assert "bbg-migrate run cell.redb --store bbg" in info.value.message
+        assert "--store" in info.value.message
+        assert not (tmp_path / "bbg").exists()
+
+    def test_refuses_plain_open_too(self, tmp_path: Path) -> None:
+        (tmp_path / "cell.redb").write_bytes(b"x")
+        with pytest.raises(StoreRefused, match="cell.redb"):
+            open_store(None, cwd=tmp_path)
+
+    def test_named_store_is_allowed(self, tmp_path: Path) -> None:
+        (tmp_path / "cell.redb").write_bytes(b"x")
+        open_store(tmp_path / "bbg", create=True, cwd=tmp_path).close()
+        # once it exists, the default store opens despite cell.redb
+        open_store(None, cwd=tmp_path).close()
+
+    def test_no_legacy_file_creates_default(self, tmp_path: Path) -> None:
+        with open_store(None, create=True, cwd=tmp_path) as st:
+            assert st.directory == tmp_path / "bbg"
+
+    def test_guard_function_directly(self, tmp_path: Path) -> None:
+        assert resolve_store_dir("x", create=True, cwd=tmp_path) == Path("x")
+        assert resolve_store_dir(None, create=True, cwd=tmp_path) == tmp_path / "bbg"
+        (tmp_path / "cell.redb").touch()
+        with pytest.raises(StoreRefused):
+            resolve_store_dir(None, create=False, cwd=tmp_path)
+
+
+def test_busy_store_is_locked_not_a_crash(store_dir: Path) -> None:
+    from migrate.errors import Locked
+    from tests.store.helpers import birth
+
+    with open_store(store_dir, create=True) as holder, holder.transaction() as tx:
+        tx.put("application_content", b"h" * 32, b"\x01held")
+        with open_store(store_dir, busy_timeout=0.05) as other:
+            with pytest.raises(Locked, match="locked by another process") as info:
+                birth("x").apply(other)
+            assert info.value.exit_code == 11
+            assert not other.poisoned  # BEGIN failed: nothing is unknown
+
+
+def test_snapshot_is_consistent_while_others_commit(store_dir: Path) -> None:
+    from tests.store.helpers import birth, follow
+
+    with open_store(store_dir, create=True) as st:
+        a = birth("a")
+        a.apply(st)
+        with st.snapshot() as snap:
+            follow(a, a.namespace, 1).apply(st)
+            assert snap.get("application_heads", a.namespace) == a.new_head.encode()
+            assert len(list(snap.rows("application_history"))) == 1
+        with st.snapshot() as snap:
+            assert len(list(snap.rows("application_history"))) == 2
