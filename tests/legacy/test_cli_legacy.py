@@ -67,7 +67,7 @@ def test_human_view_goes_to_stderr() -> None:
 def test_empty_file_needs_a_kind() -> None:
     path = LOCAL / "signals-empty.log"
     res = run(str(path))
-    assert res.returncode == 1
+    assert res.returncode == 2  # a usage question: the operator must name the kind
     assert "--kind" in res.stderr
     res = run(str(path), "--kind", "signal-log", "--json")
     assert res.returncode == 0
@@ -78,8 +78,10 @@ def test_unknown_content_and_bad_kind(tmp_path: Path) -> None:
     other = tmp_path / "notes.log"
     other.write_bytes(b"hello\n")
     res = run(str(other))
-    assert res.returncode == 1 and "neither a Signal log nor a TextArchive" in res.stderr
-    assert run(str(other), "--kind", "redb").returncode == 2
+    assert res.returncode == 1 and "not a redb file, BBG store, signal log or text archive" in res.stderr
+    assert run(str(other), "--kind", "cell").returncode == 2
+    res = run(str(other), "--kind", "redb")
+    assert res.returncode == 1 and "notes.log" in res.stderr
 
 
 def test_missing_file() -> None:
