@@ -89,7 +89,11 @@ def _error(report: ShapeReport, code: str, detail: str) -> None:
 def _check_table_set(kinds: dict[str, str], report: ShapeReport) -> None:
     for name in sorted(kinds, key=lambda n: n.encode()):
         if name not in TABLES:
-            _error(report, "unexpected-table", f'table "{name}" is not one of the five application tables')
+            _error(
+                report,
+                "unexpected-table",
+                f'table "{name}" is not one of the five application tables',
+            )
     for name in DIGEST_ORDER:
         if name not in kinds:
             _error(report, "missing-table", f'table "{name}" is missing')
@@ -105,7 +109,11 @@ def _check_row(
     blob_id: Callable[[bytes], bytes] | None,
 ) -> None:
     if len(key) > MAX_KEY:
-        _error(report, "oversized-key", f"{table}: key of {len(key)} bytes (> {MAX_KEY}) {key[:8].hex()}")
+        _error(
+            report,
+            "oversized-key",
+            f"{table}: key of {len(key)} bytes (> {MAX_KEY}) {key[:8].hex()}",
+        )
         return
     if len(key) != KEY_LEN[table]:
         _error(
@@ -138,7 +146,11 @@ def _check_row(
         report.codecs["blob"] += 1
         if blob_id is not None and blob_id(value[1:]) != key:
             report.blob_id_mismatches += 1
-            _error(report, "content-id-mismatch", f"content {key.hex()}: Blob id is not hemera(payload)")
+            _error(
+                report,
+                "content-id-mismatch",
+                f"content {key.hex()}: Blob id is not hemera(payload)",
+            )
     else:
         report.codecs["other"] += 1
         _error(report, "unknown-codec", f"content {key.hex()}: codec byte {codec}")
@@ -189,9 +201,7 @@ def check_shape(
             stats.rows += 1
             stats.key_bytes += len(key)
             stats.value_bytes += len(value)
-            frame = (
-                len(key).to_bytes(8, "little") + key + len(value).to_bytes(8, "little") + value
-            )
+            frame = len(key).to_bytes(8, "little") + key + len(value).to_bytes(8, "little") + value
             sha.update(frame)
             if hem is not None:
                 hem.update(frame)

@@ -19,7 +19,7 @@ from migrate.cell_rules import DIGEST_ORDER, RowSource, check_shape
 from migrate.detect import detect
 from migrate.errors import SourceError, UsageError
 from migrate.links import iter_link_errors
-from migrate.pipeline.seal import file_sha256
+from migrate.sources import file_sha256
 from migrate.store.codec import HEADS, HISTORY, Head
 
 _LINKED_TABLES = ("application_content", "application_requests", HISTORY, HEADS)
@@ -47,7 +47,9 @@ def namespaces(source: RowSource) -> dict[str, dict[str, Any]]:
     return out
 
 
-def cell_report(source: RowSource, *, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def cell_report(
+    source: RowSource, *, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     """The five-table part of an inspect report (shared by cell.redb and BBG stores)."""
     shape = check_shape(source, progress=progress)
     errors = list(shape.errors)
@@ -72,9 +74,11 @@ def cell_report(source: RowSource, *, progress: Callable[[int, int], None] | Non
     return report
 
 
-def inspect_redb(path: Path, *, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def inspect_redb(
+    path: Path, *, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     """Inspect a legacy cell.redb (read-only; the file is never opened for writing)."""
-    from migrate.pipeline.sources import RedbSource
+    from migrate.sources import RedbSource
 
     with RedbSource(path) as src:
         h = src.header
@@ -99,7 +103,9 @@ def inspect_redb(path: Path, *, progress: Callable[[int, int], None] | None = No
     return report
 
 
-def inspect_bbg(path: Path, *, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def inspect_bbg(
+    path: Path, *, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     """Inspect a BBG store directory (read-only)."""
     from migrate.store import open_store
 

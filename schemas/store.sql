@@ -114,3 +114,9 @@ CREATE TABLE bbg_import_v1_journal (
     transaction_no INTEGER NOT NULL,
     PRIMARY KEY (import_id, stage)
 ) WITHOUT ROWID;
+
+-- Run nonces: a nonce names exactly one import; the same nonce with other inputs is a Conflict.
+CREATE TABLE bbg_import_v1_nonces (
+    nonce     TEXT PRIMARY KEY NOT NULL,
+    import_id TEXT NOT NULL
+) WITHOUT ROWID;

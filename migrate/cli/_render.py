@@ -27,7 +27,9 @@ def emit_json(doc: Any, schema: str | None = None) -> None:
 
 
 @contextmanager
-def progress_bar(label: str, *, enabled: bool = True) -> Iterator[Callable[[int, int], None] | None]:
+def progress_bar(
+    label: str, *, enabled: bool = True
+) -> Iterator[Callable[[int, int], None] | None]:
     """A rich progress line on stderr (rows, bytes, rate) for long work.
 
     Yields a ``progress(rows, nbytes)`` callback, or None when disabled (``--json``) or when
@@ -41,7 +43,9 @@ def progress_bar(label: str, *, enabled: bool = True) -> Iterator[Callable[[int,
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
-        TextColumn("{task.fields[rows]} rows, {task.fields[mib]:.1f} MiB, {task.fields[rate]} rows/s"),
+        TextColumn(
+            "{task.fields[rows]} rows, {task.fields[mib]:.1f} MiB, {task.fields[rate]} rows/s"
+        ),
         TimeElapsedColumn(),
         console=err,
         transient=True,

@@ -16,7 +16,9 @@ from migrate.errors import ValidationFailed
 KINDS = ("redb", "bbg", "signal-log", "text-archive")
 PATH_ARG = typer.Argument(..., help="The file or store directory (read-only).", show_default=False)
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
-KIND_OPT = typer.Option(None, "--kind", help="redb, bbg, signal-log or text-archive (default: by content).")
+KIND_OPT = typer.Option(
+    None, "--kind", help="redb, bbg, signal-log or text-archive (default: by content)."
+)
 
 _SUMMARY_KEYS = (
     "size_bytes", "valid", "event_count", "per_sigil", "signal_suffixes", "valid_prefix_events",
@@ -46,7 +48,9 @@ def _render(doc: dict[str, Any]) -> None:
     if "tables" in doc:
         tables = Table("table", "kind", "rows", "key bytes", "value bytes", title="tables")
         for name, t in doc["tables"].items():
-            tables.add_row(name, t["kind"], str(t["rows"]), str(t["key_bytes"]), str(t["value_bytes"]))
+            tables.add_row(
+                name, t["kind"], str(t["rows"]), str(t["key_bytes"]), str(t["value_bytes"])
+            )
         err.print(tables)
         err.print(f"namespaces: {len(doc['namespaces'])}")
     for e in doc.get("errors", [])[:20]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +100,7 @@ def tables_cmd(
 @redb_app.command("dump")
 def dump_cmd(
     file: Path = FILE_ARG,
-    table: str = typer.Option(None, "--table", help="Dump only this table."),
+    table: str | None = typer.Option(None, "--table", help="Dump only this table."),
 ) -> None:
     """Canonical JSONL dump of FILE (the oracle format), on stdout as UTF-8."""
     from importers.redb import open_redb
@@ -107,15 +109,27 @@ def dump_cmd(
     with open_redb(file) as db:
         if table is not None and table not in {t.name for t in db.tables()}:
             raise UsageError(f"{file}: no table named {table!r}", path=str(file), table=table)
-        stream = sys.stdout.buffer
-        pending: list[str] = []
-        size = 0
-        for line in dump_lines(db, table):
-            pending.append(line)
-            size += len(line)
-            if size >= _CHUNK:
-                stream.write(("\n".join(pending) + "\n").encode("utf-8"))
-                pending, size = [], 0
-        if pending:
+        try:
+            _write_lines(dump_lines(db, table))
+        except BrokenPipeError:
+            # The reader of our output went away (``| head``): not an error.  Point stdout at
+            # /dev/null so the interpreter's final flush does not fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+
+
+def _write_lines(lines: Iterator[str]) -> None:
+    """Write ``lines`` as UTF-8 to stdout, newline-terminated, in chunks of about 64 KiB."""
+    stream = sys.stdout.buffer
+    pending: list[str] = []
+    size = 0
+    for line in lines:
+        pending.append(line)
+        size += len(line)
+        if size >= _CHUNK:
             stream.write(("\n".join(pending) + "\n").encode("utf-8"))
-        stream.flush()
+            pending, size = [], 0
+    if pending:
+        stream.write(("\n".join(pending) + "\n").encode("utf-8"))
+    stream.flush()

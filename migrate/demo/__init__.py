@@ -20,19 +20,31 @@ def unpack_demo(dest_dir: Path) -> Path:
     return path
 
 
-def run_demo() -> None:
-    """Unpack the demo store to a temporary directory and show what the reader sees."""
-    from importers.redb import open_redb
+def run_demo() -> dict[str, object]:
+    """Migrate the bundled demo store into a temporary BBG store and show the receipt.
+
+    The same stages as ``bbg-migrate run`` (seal, stage, validate, activate), then an
+    ``inspect`` of the destination, whose archive digest must equal the source's.
+    """
+    from migrate import pipeline
+    from migrate.inspect import inspect_bbg
 
     with tempfile.TemporaryDirectory(prefix="bbg-migrate-demo-") as tmp:
         path = unpack_demo(Path(tmp))
-        with open_redb(path) as db:
-            h = db.header
-            out.print(
-                f"demo cell.redb: redb file format {h.format_version}, page size {h.page_size}, "
-                f"transaction {h.transaction_id}, recovery required: {h.recovery_required}"
-            )
-            table = Table("table", "kind", "key type", "value type", "rows")
-            for t in db.tables():
-                table.add_row(t.name, t.kind, t.key_type, t.value_type, str(t.length))
-            out.print(table)
+        store = Path(tmp) / "bbg"
+        out.print(f"demo: migrating the bundled legacy store {path.name} into {store.name}/ ...")
+        outcome = pipeline.run(pipeline.Job(source=path, store=store))
+        receipt = outcome.receipt
+        assert receipt is not None
+        after = inspect_bbg(store)
+        table = Table("table", "rows", title="BBG store after the migration")
+        for name, t in after["tables"].items():
+            table.add_row(name, str(t["rows"]))
+        out.print(table)
+        same = after["archive_digest_sha256"] == receipt["digests"]["source_archive_sha256"]
+        out.print(
+            f"archive digest {after['archive_digest_sha256']} "
+            f"{'equals' if same else 'DIFFERS FROM'} the source's; links valid: {after['valid']}"
+        )
+        out.print_json(data=receipt)
+        return receipt

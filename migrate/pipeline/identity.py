@@ -39,7 +39,9 @@ def hemera(data: bytes) -> bytes:
     return out
 
 
-def import_id(kind: str, fingerprint: dict[str, Any], mapping: dict[str, Any] | None, nonce: str) -> str:
+def import_id(
+    kind: str, fingerprint: dict[str, Any], mapping: dict[str, Any] | None, nonce: str
+) -> str:
     """The id of one import: the same inputs always give the same id."""
     doc = {"kind": kind, "source": fingerprint, "mapping": mapping, "nonce": nonce}
     return hashlib.sha256(b"bbg-migrate/import-id/1\x00" + canonical_json(doc)).hexdigest()
@@ -66,11 +68,17 @@ def subject_birth(subject: bytes) -> tuple[bytes, bytes]:
 def request_id(namespace: bytes, purpose: str, import_ident: str) -> bytes:
     """A request id for a commit the pipeline makes (purpose: ``birth``, ``manifest`` ...)."""
     return hemera(
-        b"bbg-migrate/request/1\x00" + namespace + purpose.encode() + b"\x00" + import_ident.encode()
+        b"bbg-migrate/request/1\x00"
+        + namespace
+        + purpose.encode()
+        + b"\x00"
+        + import_ident.encode()
     )
 
 
-def fingerprint(namespace: bytes, request: bytes, head: bytes, content_ids: Iterable[bytes]) -> bytes:
+def fingerprint(
+    namespace: bytes, request: bytes, head: bytes, content_ids: Iterable[bytes]
+) -> bytes:
     """The request fingerprint: binds the request to its head and sorted content ids."""
     body = b"".join(sorted(set(content_ids)))
     return hemera(b"bbg-migrate/fingerprint/1\x00" + namespace + request + head + body)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,24 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.errors import Locked, SourceError, ValidationFailed
-
-CHUNK = 1 << 20
-
-
-def file_sha256(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    """SHA-256 of a file, streamed in 1 MiB chunks."""
-    h = hashlib.sha256()
-    done = 0
-    try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(CHUNK):
-                h.update(chunk)
-                done += len(chunk)
-                if progress is not None:
-                    progress(done)
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
-    return h.hexdigest()
+from migrate.sources import file_sha256
 
 
 def _redb_facts(path: Path) -> dict[str, Any]:
@@ -50,7 +32,9 @@ def _redb_facts(path: Path) -> dict[str, Any]:
         }
 
 
-def fingerprint(path: Path, kind: str, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+def fingerprint(
+    path: Path, kind: str, progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
     """The seal fingerprint of a source: size, SHA-256 and, for redb, header facts."""
     try:
         st = path.stat()
@@ -84,7 +68,9 @@ class Seal:
         try:
             st = self.path.stat()
         except OSError as exc:
-            raise SourceError(f"{self.path}: source vanished after sealing", path=str(self.path)) from exc
+            raise SourceError(
+                f"{self.path}: source vanished after sealing", path=str(self.path)
+            ) from exc
         changed = (st.st_ino, st.st_size, st.st_mtime_ns) != self._stat
         if not changed and full:
             changed = file_sha256(self.path) != self.fingerprint["sha256"]
@@ -140,5 +126,7 @@ def seal(path: Path, kind: str, progress: Callable[[int], None] | None = None) -
     except BaseException:
         os.close(fd)
         raise
-    s = Seal(path=path, kind=kind, fingerprint=doc, _fd=fd, _stat=(st.st_ino, st.st_size, st.st_mtime_ns))
+    s = Seal(
+        path=path, kind=kind, fingerprint=doc, _fd=fd, _stat=(st.st_ino, st.st_size, st.st_mtime_ns)
+    )
     return s

@@ -11,6 +11,13 @@ just before ``COMMIT`` and ``"after"`` just after it succeeded.  A hook that rai
 ``OSError`` or ``sqlite3.Error`` is treated exactly like an I/O error at ``COMMIT`` (``"before"``:
 the transaction is rolled back; ``"after"``: it is durable but the caller never heard).
 Tests use it to exercise the real CommitUnknown path without patching the store's logic.
+
+Read-only handles (``Connection(path, readonly=True)``, used by ``doctor``, ``tail`` and
+``snapshot``) open the file through a ``mode=ro`` URI.  SQLite creates the ``-wal``/``-shm``
+files even for a read-only open when they are missing, so when neither exists (the store was
+closed cleanly and nobody has it open) the file is opened ``immutable=1`` instead: nothing is
+created, nothing is locked (``live=True`` never does this: a follower must see later
+commits).  :meth:`Connection.backup_into` wraps SQLite's online backup API.
 """
 
 from __future__ import annotations
@@ -54,16 +61,38 @@ def translate(
 class Connection:
     """A store connection (``isolation_level=None``: we issue BEGIN/COMMIT ourselves)."""
 
-    def __init__(self, path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+    def __init__(
+                self,
+        path: Path,
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        readonly: bool = False,
+        live: bool = False,
+    ) -> None:
+        """``readonly``: open with ``mode=ro``; ``live`` (with ``readonly``): never
+        ``immutable``, for a long-lived reader that must see later commits (``tail --follow``).
+        """
         self.path = path
+        self.readonly = readonly
         self.commit_hook: CommitHook | None = None
         self.poisoned: CommitUnknown | None = None
         try:
-            self._db = sqlite3.connect(
-                path, timeout=busy_timeout, isolation_level=None, check_same_thread=True
-            )
+            if readonly:
+                self._db = sqlite3.connect(
+                    _readonly_uri(path, live=live),
+                    uri=True,
+                    timeout=busy_timeout,
+                    isolation_level=None,
+                    check_same_thread=True,
+                )
+            else:
+                self._db = sqlite3.connect(
+                    path, timeout=busy_timeout, isolation_level=None, check_same_thread=True
+                )
         except (sqlite3.Error, OSError) as exc:
             raise translate(exc, path, "open") from exc
+        if readonly:
+            return
         try:
             # FULL: a COMMIT that returned is on disk (WAL fsync per commit).
             self._db.execute("PRAGMA synchronous = FULL")
@@ -196,7 +225,38 @@ class Connection:
                 raise self.poisoned from exc
             raise  # KeyboardInterrupt and the like keep their meaning; the handle is poisoned
 
+    def backup_into(self, dest: Path) -> None:
+        """Copy the whole database into the new file ``dest`` with SQLite's online backup API.
+
+        One step (``pages=-1``): the copy is taken inside one read transaction, so it is a
+        consistent committed state even while other processes keep writing (WAL readers do
+        not block writers).
+        """
+        self._check()
+        try:
+            target = sqlite3.connect(dest, isolation_level=None)
+        except (sqlite3.Error, OSError) as exc:
+            raise translate(exc, dest, "create backup file") from exc
+        try:
+            self._db.backup(target, pages=-1)
+        except (sqlite3.Error, OSError) as exc:
+            raise translate(exc, self.path, "online backup", dest=str(dest)) from exc
+        finally:
+            target.close()
+
     def close(self) -> None:
         """Close the connection (rolls back an open transaction)."""
         self._rollback()
         self._db.close()
+
+
+def _readonly_uri(path: Path, *, live: bool = False) -> str:
+    """A ``file:`` URI that opens ``path`` without creating or changing any file."""
+    from urllib.parse import quote
+
+    base = f"file:{quote(str(path.resolve()))}?mode=ro"
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    if not live and not wal.exists() and not shm.exists():
+        # No WAL: the main file is the whole committed state and no connection is open.
+        return base + "&immutable=1"
+    return base

@@ -284,3 +284,26 @@ def _clear(tx: Tx, import_id: str, state: str) -> None:
     tx.execute("DELETE FROM bbg_import_v1_staged WHERE import_id = ?", (import_id,))
     tx.execute("DELETE FROM bbg_import_v1_staged_namespaces WHERE import_id = ?", (import_id,))
     tx.execute("UPDATE bbg_import_v1_imports SET state = ? WHERE import_id = ?", (state, import_id))
+
+
+def claim_nonce(tx: Tx, nonce: str, import_id: str) -> None:
+    """Bind ``nonce`` to ``import_id`` for good; the same nonce with another import is a Conflict."""
+    row = tx.one("SELECT import_id FROM bbg_import_v1_nonces WHERE nonce = ?", (nonce,))
+    if row is None:
+        tx.execute(
+            "INSERT INTO bbg_import_v1_nonces (nonce, import_id) VALUES (?, ?)", (nonce, import_id)
+        )
+    elif row[0] != import_id:
+        raise Conflict(
+            f"{tx.path}: nonce {nonce} was already used by import {row[0]} with other inputs; "
+            "use a new nonce for a different migration",
+            path=str(tx.path),
+            nonce=nonce,
+            import_id=import_id,
+        )
+
+
+def import_of_nonce(db: _Reader, nonce: str) -> str | None:
+    """The import a nonce is bound to, or None."""
+    row = db.one("SELECT import_id FROM bbg_import_v1_nonces WHERE nonce = ?", (nonce,))
+    return None if row is None else str(row[0])

@@ -1,0 +1,158 @@
+"""``plan``, ``run`` and the step commands ``seal``, ``stage``, ``validate``, ``activate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from migrate import pipeline
+from migrate.cli import app
+from migrate.cli._render import emit_json, err, progress_bar
+from migrate.cli._state import state
+from migrate.pipeline import mapping as mapping_mod
+
+SOURCE = typer.Argument(..., help="The legacy cell.redb (never written).", show_default=False)
+STORE = typer.Option(None, "--store", help="Destination BBG store directory (default ./bbg).")
+JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
+NONCE = typer.Option(None, "--nonce", help="Run nonce (hex); default: derived from the source.")
+SUBJECT = typer.Option(None, "--subject", help="Map the origins to this subject (64 hex).")
+MAP = typer.Option(None, "--map", help="ORIGIN=INSTALL_NONCE (hex), repeatable; needs --subject.")
+MAPPING = typer.Option(None, "--mapping", help="Mapping file (JSON, schemas/mapping.schema.json).")
+PAGES = typer.Option(None, "--pages", min=1, help="Stage at most N bounded pages in this call.")
+MAX_ROWS = typer.Option(100_000_000, "--max-rows", min=0, help="Refuse sources with more rows.")
+MAX_BYTES = typer.Option(256 * 1024**3, "--max-bytes", min=0, help="Refuse sources with more bytes.")
+MAX_NS = typer.Option(1_000_000, "--max-namespaces", min=0, help="Refuse more namespaces.")
+RETIRE = typer.Option(False, "--retire-source", help="After activation, retire the source (§4.9).")
+
+
+def _job(
+    source: Path,
+    store: Path | None,
+    nonce: str | None,
+    subject: str | None,
+    maps: list[str] | None,
+    mapping_file: Path | None,
+    bounds: pipeline.Bounds | None = None,
+) -> pipeline.Job:
+    if nonce is not None:
+        nonce = mapping_mod.parse_hex(nonce, "--nonce")
+    named = store if store is not None else (Path(state.store) if state.store else None)
+    return pipeline.Job(
+        source=source,
+        store=named,
+        mapping=mapping_mod.parse_cli(subject, maps, mapping_file),
+        nonce=nonce,
+        bounds=bounds or pipeline.Bounds(),
+    )
+
+
+def _receipt_table(receipt: dict[str, Any]) -> None:
+    table = Table(title="receipt", show_header=False)
+    table.add_row("import", receipt["import_id"])
+    table.add_row("source sha256", receipt["source"]["sha256"])
+    table.add_row("archive digest", receipt["digests"]["source_archive_sha256"])
+    for name, rows in receipt["counts"]["rows"].items():
+        table.add_row(name, f"{rows} rows ({receipt['counts']['new_rows'].get(name, 0)} new)")
+    table.add_row("namespaces", str(receipt["counts"]["namespaces"]))
+    table.add_row("generation", receipt["generation"])
+    if receipt["head"]:
+        table.add_row("subject head", f"{receipt['head']['index']} {receipt['head']['commit']}")
+        table.add_row("fenced origins", str(len(receipt["fences"])))
+    err.print(table)
+
+
+def _report(outcome: pipeline.Outcome, as_json: bool) -> None:
+    if outcome.receipt is not None and outcome.status in ("complete", "retired"):
+        if as_json:
+            emit_json(outcome.receipt, "receipt")
+        else:
+            _receipt_table(outcome.receipt)
+            err.print(f"{outcome.status}: import {outcome.import_id}")
+        return
+    doc = outcome.to_json()
+    if as_json:
+        emit_json(doc, "stage-report")
+        return
+    err.print(", ".join(f"{k}: {v}" for k, v in doc.items() if k != "fingerprint"))
+    if outcome.status == "staging":
+        err.print("staging is not complete: run the same command again to continue")
+
+
+@app.command("plan")
+def plan_cmd(
+    source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
+    map_: list[str] = MAP, mapping: Path = MAPPING, as_json: bool = JSON,
+) -> None:  # fmt: skip
+    """Dry run of `run`: what it would do (namespaces, counts, conflicts, disk); writes nothing."""
+    job = _job(source, store, nonce, subject, map_, mapping)
+    with progress_bar("plan", enabled=not as_json) as progress:
+        doc = pipeline.plan(job, progress)
+    if as_json:
+        emit_json(doc, "plan")
+        return
+    table = Table(title=f"plan: {source} -> {doc['destination']['path']}", show_header=False)
+    for key in ("action", "import_id", "rows", "key_value_bytes", "pages", "disk_bytes_needed",
+                "generation_after", "source_locked"):  # fmt: skip
+        table.add_row(key, str(doc[key]))
+    table.add_row("namespaces", str(len(doc["namespaces"])))
+    table.add_row("fences", str(len(doc["fences"])))
+    for c in doc["destination"]["conflicts"]:
+        table.add_row("CONFLICT", f"{c['code']}: {c['detail']}")
+    err.print(table)
+
+
+@app.command("run")
+def run_cmd(
+    source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
+    map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, max_rows: int = MAX_ROWS,
+    max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, retire_source: bool = RETIRE,
+    as_json: bool = JSON,
+) -> None:  # fmt: skip
+    """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
+    bounds = pipeline.Bounds(max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces)
+    job = _job(source, store, nonce, subject, map_, mapping, bounds)
+    with progress_bar("run", enabled=not as_json) as progress:
+        outcome = pipeline.run(job, max_pages=pages, retire_source=retire_source, progress=progress)
+    _report(outcome, as_json)
+
+
+@app.command("seal")
+def seal_cmd(
+    source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
+    map_: list[str] = MAP, mapping: Path = MAPPING, as_json: bool = JSON,
+) -> None:  # fmt: skip
+    """Step 1: lock and fingerprint the source, record the seal in the store."""
+    _report(pipeline.seal_only(_job(source, store, nonce, subject, map_, mapping)), as_json)
+
+
+@app.command("stage")
+def stage_cmd(
+    source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
+    map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, as_json: bool = JSON,
+) -> None:  # fmt: skip
+    """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
+    job = _job(source, store, nonce, subject, map_, mapping)
+    with progress_bar("stage", enabled=not as_json) as progress:
+        outcome = pipeline.stage(job, max_pages=pages, progress=progress)
+    _report(outcome, as_json)
+
+
+@app.command("validate")
+def validate_cmd(
+    source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
+    map_: list[str] = MAP, mapping: Path = MAPPING, as_json: bool = JSON,
+) -> None:  # fmt: skip
+    """Step 3: check the staged rows against the source and the destination."""
+    _report(pipeline.validate(_job(source, store, nonce, subject, map_, mapping)), as_json)
+
+
+@app.command("activate")
+def activate_cmd(
+    source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
+    map_: list[str] = MAP, mapping: Path = MAPPING, as_json: bool = JSON,
+) -> None:  # fmt: skip
+    """Step 4: publish the validated import in one transaction; prints the receipt."""
+    _report(pipeline.activate(_job(source, store, nonce, subject, map_, mapping)), as_json)

@@ -1,0 +1,229 @@
+"""The staged migration of a legacy cell.redb into a BBG store (BRIEF §4).
+
+``run`` = detect → preflight (inspect) → seal → stage → validate → activate [→ retire].
+``plan`` walks the same preflight and destination checks and writes nothing.  The step
+verbs (``seal``, ``stage``, ``validate``, ``activate``) let an operator go one stage at a time;
+each re-takes the source's lock and re-derives the same import id from the same inputs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from migrate.detect import lock_held
+from migrate.pipeline import stages
+from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight, source_kind
+from migrate.pipeline.retire import retire, retired_record
+from migrate.pipeline.seal import Seal, fingerprint, seal
+from migrate.sources import RedbSource
+from migrate.store import open_store
+from migrate.store.layout import DB_NAME, resolve_store_dir
+from migrate.store.store import Store
+
+__all__ = ["Bounds", "Job", "Outcome", "activate", "plan", "run", "seal_only", "stage", "validate"]
+
+Progress = Callable[[int, int], None]
+# Per-row overhead of a staged row and of a table row in SQLite (key, value, b-tree cells).
+_ROW_OVERHEAD = 48
+
+
+@dataclass
+class Outcome:
+    """What a pipeline call achieved: a receipt when complete, else how far it got."""
+
+    status: str  # "complete", "retired", "sealed", "staging", "staged", "validated"
+    import_id: str
+    receipt: dict[str, Any] | None = None
+    detail: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON report of a stage that did not end in a receipt."""
+        doc: dict[str, Any] = {"status": self.status, "import_id": self.import_id}
+        doc.update(self.detail or {})
+        return doc
+
+
+@contextmanager
+def _sealed(job: Job, progress: Progress | None) -> Iterator[tuple[Seal, Preflight]]:
+    kind = source_kind(job)
+    with seal(job.source, kind) as held:
+        yield held, preflight(job, kind, held.fingerprint, progress)
+
+
+def _store(job: Job) -> Store:
+    return open_store(job.store, create=True, maintenance=True)
+
+
+def _retired(job: Job) -> Outcome | None:
+    record = retired_record(job.source)
+    if record is None:
+        return None
+    receipt: dict[str, Any] = record["receipt"]
+    return Outcome("retired", receipt["import_id"], receipt)
+
+
+def run(
+    job: Job,
+    *,
+    max_pages: int | None = None,
+    retire_source: bool = False,
+    progress: Progress | None = None,
+) -> Outcome:
+    """Every stage in order; an exact rerun returns the same receipt and changes nothing."""
+    done = _retired(job)
+    if done is not None:
+        return done
+    with _sealed(job, progress) as (held, pre), _store(job) as store:
+        if stages.seal_stage(store, job, pre) != "active":
+            with RedbSource(job.source) as src:
+                res = stages.stage_stage(
+                    store, job, pre, src, max_pages=max_pages, progress=progress
+                )
+            if not res.complete:
+                return Outcome(
+                    "staging",
+                    pre.import_id,
+                    detail={"pages": res.pages, "rows_staged": res.rows, "rows_total": pre.rows},
+                )
+            stages.validate_stage(store, job, pre, held)
+        receipt = stages.activate_stage(store, job, pre, held)
+    if retire_source:
+        retire(job.source, receipt)
+        return Outcome("retired", pre.import_id, receipt)
+    return Outcome("complete", pre.import_id, receipt)
+
+
+def seal_only(job: Job, progress: Progress | None = None) -> Outcome:
+    """Seal: lock and fingerprint the source, record the seal, pin the namespaces."""
+    with _sealed(job, progress) as (_, pre), _store(job) as store:
+        state = stages.seal_stage(store, job, pre)
+    return Outcome("complete" if state == "active" else "sealed", pre.import_id,
+                   detail={"fingerprint": pre.fingerprint})  # fmt: skip
+
+
+def stage(job: Job, *, max_pages: int | None = None, progress: Progress | None = None) -> Outcome:
+    """Stage at most ``max_pages`` bounded pages (all when None); call again to continue."""
+    with _sealed(job, progress) as (_, pre), _store(job) as store:
+        if stages.seal_stage(store, job, pre) == "active":
+            return Outcome("complete", pre.import_id)
+        with RedbSource(job.source) as src:
+            res = stages.stage_stage(store, job, pre, src, max_pages=max_pages, progress=progress)
+    return Outcome(
+        "staged" if res.complete else "staging",
+        pre.import_id,
+        detail={"pages": res.pages, "rows_staged": res.rows, "rows_total": pre.rows},
+    )
+
+
+def validate(job: Job, progress: Progress | None = None) -> Outcome:
+    """Validate the staged import against the source and the destination."""
+    with _sealed(job, progress) as (held, pre), _store(job) as store:
+        detail = stages.validate_stage(store, job, pre, held)
+    return Outcome("validated", pre.import_id, detail=detail)
+
+
+def activate(job: Job, progress: Progress | None = None) -> Outcome:
+    """Activate a validated import in one transaction; returns the receipt."""
+    with _sealed(job, progress) as (held, pre), _store(job) as store:
+        receipt = stages.activate_stage(store, job, pre, held)
+    return Outcome("complete", pre.import_id, receipt)
+
+
+class _ReadOnlyDb:
+    """A read-only view of an existing store file, for ``plan`` (never writes a byte)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self._conn.execute(sql, params).fetchone()
+        return row
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _plan_destination(job: Job, pre: Preflight) -> dict[str, Any]:
+    from fences import generations
+    from migrate.store import imports
+
+    directory = resolve_store_dir(job.store, create=True)
+    db_path = directory / DB_NAME
+    dest: dict[str, Any] = {"path": str(directory), "exists": db_path.exists()}
+    if not db_path.exists():
+        dest.update(state=None, conflicts=[], status=None, generation="original")
+        return dest
+    db = _ReadOnlyDb(db_path)
+    try:
+        marker, reached = generations.read_status(db)
+        nonce_owner = imports.import_of_nonce(db, pre.nonce)
+        conflicts = stages.destination_conflicts(db, job, pre, pre.import_id)
+        if nonce_owner is not None and nonce_owner != pre.import_id:
+            conflicts.insert(
+                0,
+                {
+                    "code": "nonce-conflict",
+                    "detail": f"nonce {pre.nonce} is used by import {nonce_owner}",
+                },
+            )
+        dest.update(
+            state=imports.import_state(db, pre.import_id),
+            conflicts=conflicts,
+            status=marker,
+            generation=reached,
+        )
+    except sqlite3.Error as exc:
+        from migrate.store.connection import translate
+
+        raise translate(exc, db_path, "reading the destination") from exc
+    finally:
+        db.close()
+    return dest
+
+
+def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
+    """The dry run of ``run``: what it would do, through the same checks; writes nothing."""
+    done = _retired(job)
+    if done is not None:
+        return {
+            "import_id": done.import_id,
+            "action": "none (source already retired)",
+            "receipt": done.receipt,
+        }
+    kind = source_kind(job)
+    pre = preflight(job, kind, fingerprint(job.source, kind), progress)
+    dest = _plan_destination(job, pre)
+    mapping = job.mapping
+    already = dest["state"] == "active"
+    doc: dict[str, Any] = {
+        "import_id": pre.import_id,
+        "nonce": pre.nonce,
+        "source": pre.fingerprint,
+        "source_locked": lock_held(job.source),
+        "destination": dest,
+        "action": "none (already activated; run returns the same receipt)"
+        if already
+        else "migrate",
+        "namespaces": pre.namespaces,
+        "tables": pre.report["tables"],
+        "rows": pre.rows,
+        "key_value_bytes": pre.nbytes,
+        "pages": -(-pre.rows // job.bounds.page_rows) if pre.rows else 0,
+        "archive_digest_sha256": pre.report["archive_digest_sha256"],
+        "mapping": mapping.to_json() if mapping is not None else None,
+        "fences": [o.origin.hex() for o in mapping.origins] if mapping is not None else [],
+        "generation_after": "neuron-v1"
+        if mapping is not None
+        else dest["generation"] or "original",
+        # Staged copy + published copy + SQLite's per-row overhead, and the WAL of one page.
+        "disk_bytes_needed": 0
+        if already
+        else 2 * (pre.nbytes + _ROW_OVERHEAD * pre.rows) + job.bounds.page_bytes,
+    }
+    return doc

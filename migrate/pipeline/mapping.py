@@ -1,0 +1,126 @@
+"""The optional mapping of origin namespaces to a subject (BRIEF §4, step 6).
+
+Given on the command line (``--subject HEX --map ORIGIN=INSTALL_NONCE ...``) or as a JSON file
+validated by ``schemas/mapping.schema.json``::
+
+    {"subject": "<64 hex>", "origins": [{"origin": "<64 hex>", "install_nonce": "<hex>"}]}
+
+Without a mapping, every origin keeps its id and history (a plain backend conversion).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+import schemas
+from migrate.errors import UsageError
+from migrate.pipeline import identity
+
+
+@dataclass(frozen=True)
+class Origin:
+    origin: bytes
+    install_nonce: bytes
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A subject and the origins mapped to it (sorted by origin id)."""
+
+    subject: bytes
+    origins: tuple[Origin, ...]
+
+    def prog_of(self, origin: Origin) -> bytes:
+        """The prog id of ``origin``: derived from (subject, install nonce)."""
+        return identity.prog_id(self.subject, origin.install_nonce)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject.hex(),
+            "origins": [
+                {"origin": o.origin.hex(), "install_nonce": o.install_nonce.hex()}
+                for o in self.origins
+            ],
+        }
+
+
+def parse_hex(value: str, what: str) -> str:
+    """``value`` as canonical lowercase hex (UsageError if it is not non-empty hex)."""
+    return _hex(value, what).hex()
+
+
+def _hex(value: str, what: str, length: int | None = None) -> bytes:
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError as exc:
+        raise UsageError(f"{what}: {value!r} is not hex", value=value) from exc
+    if length is not None and len(raw) != length:
+        raise UsageError(f"{what}: {value!r} must be {length} bytes ({2 * length} hex digits)")
+    if not raw:
+        raise UsageError(f"{what}: must not be empty")
+    return raw
+
+
+def build(subject: str, pairs: list[tuple[str, str]]) -> Mapping:
+    """A validated mapping from hex strings (UsageError on any malformed or repeated entry)."""
+    subj = _hex(subject, "--subject", 32)
+    origins: dict[bytes, Origin] = {}
+    nonces: set[bytes] = set()
+    for origin_hex, nonce_hex in pairs:
+        origin = _hex(origin_hex, "--map ORIGIN", 32)
+        nonce = _hex(nonce_hex, "--map INSTALL_NONCE")
+        if origin in origins:
+            raise UsageError(f"--map: origin {origin_hex} is mapped twice")
+        if nonce in nonces:
+            raise UsageError(f"--map: install nonce {nonce_hex} is used for two origins")
+        origins[origin] = Origin(origin, nonce)
+        nonces.add(nonce)
+    if not origins:
+        raise UsageError("--subject needs at least one --map ORIGIN=INSTALL_NONCE")
+    return Mapping(subj, tuple(origins[k] for k in sorted(origins)))
+
+
+def parse_cli(
+    subject: str | None, maps: list[str] | None, mapping_file: Path | None
+) -> Mapping | None:
+    """The mapping named on the command line, or None for a plain conversion."""
+    maps = maps or []
+    if mapping_file is not None:
+        if subject is not None or maps:
+            raise UsageError("give either --mapping FILE or --subject/--map, not both")
+        return load_file(mapping_file)
+    if subject is None:
+        if maps:
+            raise UsageError("--map needs --subject HEX")
+        return None
+    pairs = []
+    for item in maps:
+        origin, sep, nonce = item.partition("=")
+        if not sep:
+            raise UsageError(f"--map {item!r}: expected ORIGIN=INSTALL_NONCE")
+        pairs.append((origin.strip(), nonce.strip()))
+    return build(subject, pairs)
+
+
+def load_file(path: Path) -> Mapping:
+    """Read and validate a mapping file against ``schemas/mapping.schema.json``."""
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+        schemas.validate(doc, "mapping")
+    except OSError as exc:
+        raise UsageError(
+            f"{path}: cannot read mapping file: {exc.strerror}", path=str(path)
+        ) from exc
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}", path=str(path)) from exc
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+        raise UsageError(
+            f"{path}: mapping file invalid at {where}: {exc.message}", path=str(path)
+        ) from exc
+    return build(doc["subject"], [(o["origin"], o["install_nonce"]) for o in doc["origins"]])

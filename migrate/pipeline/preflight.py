@@ -1,0 +1,158 @@
+"""Preflight: read the whole source once, read-only, before anything is written anywhere.
+
+Every stage starts here, ``plan`` included, so a dry run walks the same code as ``run``:
+detect the kind by content, check the source's shape and links (an invalid source stops with
+exit 3 and nothing written), enforce the bounds, check the mapping against the source's
+namespaces, and fingerprint the source.  The result pins everything a receipt depends on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from migrate.detect import detect
+from migrate.errors import SourceError, UsageError, ValidationFailed
+from migrate.inspect import cell_report
+from migrate.pipeline import identity
+from migrate.pipeline.mapping import Mapping
+from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS, RedbSource
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Explicit limits; exceeding one is an error (exit 3), never a silent pass."""
+
+    max_rows: int = 100_000_000
+    max_bytes: int = 256 * 1024**3
+    max_namespaces: int = 1_000_000
+    page_rows: int = MAX_PAGE_ROWS
+    page_bytes: int = MAX_PAGE_BYTES
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.page_rows <= MAX_PAGE_ROWS:
+            raise UsageError(f"page rows must be 1..{MAX_PAGE_ROWS}")
+        if not 1 <= self.page_bytes <= MAX_PAGE_BYTES:
+            raise UsageError(f"page bytes must be 1..{MAX_PAGE_BYTES}")
+        if min(self.max_rows, self.max_bytes, self.max_namespaces) < 0:
+            raise UsageError("bounds must not be negative")
+
+
+@dataclass(frozen=True)
+class Job:
+    """What the operator asked for: a source, a store, an optional mapping and nonce."""
+
+    source: Path
+    store: Path | None
+    mapping: Mapping | None = None
+    nonce: str | None = None
+    bounds: Bounds = field(default_factory=Bounds)
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """The source as read before sealing: its report, fingerprint and derived identities."""
+
+    kind: str
+    report: dict[str, Any]
+    fingerprint: dict[str, Any]
+    nonce: str
+    import_id: str
+
+    @property
+    def namespaces(self) -> dict[str, dict[str, Any]]:
+        ns: dict[str, dict[str, Any]] = self.report["namespaces"]
+        return ns
+
+    @property
+    def rows(self) -> int:
+        return sum(t["rows"] for t in self.report["tables"].values())
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t["total_bytes"] for t in self.report["tables"].values())
+
+
+def _check_bounds(report: dict[str, Any], bounds: Bounds, path: Path) -> None:
+    rows = sum(t["rows"] for t in report["tables"].values())
+    nbytes = sum(t["total_bytes"] for t in report["tables"].values())
+    over = [
+        (what, have, limit, opt)
+        for what, have, limit, opt in (
+            ("rows", rows, bounds.max_rows, "--max-rows"),
+            ("bytes", nbytes, bounds.max_bytes, "--max-bytes"),
+            ("namespaces", len(report["namespaces"]), bounds.max_namespaces, "--max-namespaces"),
+        )
+        if have > limit
+    ]
+    if over:
+        what, have, limit, opt = over[0]
+        raise ValidationFailed(
+            f"{path}: the source has {have} {what}, over the bound of {limit}; raise {opt} "
+            "if this is expected",
+            path=str(path),
+            errors=[{"code": "limit-exceeded", "detail": f"{what}: {have} > {limit}"}],
+        )
+
+
+def _check_mapping(mapping: Mapping, namespaces: dict[str, Any], path: Path) -> None:
+    mapped = {o.origin.hex() for o in mapping.origins}
+    errors = [
+        {"code": "mapping-unknown-origin", "detail": f"origin {o} is not a namespace of the source"}
+        for o in sorted(mapped - namespaces.keys())
+    ] + [
+        {"code": "mapping-incomplete", "detail": f"namespace {n} of the source is not mapped"}
+        for n in sorted(namespaces.keys() - mapped)
+    ]
+    if errors:
+        raise ValidationFailed(
+            f"{path}: the mapping does not match the source: {errors[0]['detail']}"
+            + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+            path=str(path),
+            errors=errors,
+        )
+
+
+def source_kind(job: Job) -> str:
+    """The kind of the job's source, by content; only kinds this build migrates pass."""
+    kind = str(detect(job.source)["kind"])
+    if kind != "redb":
+        if kind in ("signal-log", "text-archive"):
+            raise UsageError(
+                f"{job.source}: a {kind} cannot be migrated by this build yet; "
+                "use `bbg-migrate inspect` to check it",
+                path=str(job.source),
+            )
+        raise SourceError(
+            f"{job.source}: not a redb file (judged by content)", path=str(job.source)
+        )
+    return kind
+
+
+def preflight(
+    job: Job, kind: str, fp: dict[str, Any], progress: Progress | None = None
+) -> Preflight:
+    """Read and check the source (read-only) whose fingerprint is ``fp``; raise if wrong."""
+    with RedbSource(job.source) as src:
+        report = cell_report(src, progress=progress)
+    if not report["valid"]:
+        first = report["errors"][0]
+        raise ValidationFailed(
+            f"{job.source}: the source breaks the cell store rules: {first['code']}: "
+            f"{first['detail']}"
+            + (f" (and {report['error_count'] - 1} more)" if report["error_count"] > 1 else "")
+            + "; nothing was written",
+            path=str(job.source),
+            errors=report["errors"],
+        )
+    _check_bounds(report, job.bounds, job.source)
+    if job.mapping is not None:
+        _check_mapping(job.mapping, report["namespaces"], job.source)
+    nonce = job.nonce or identity.default_nonce(fp["sha256"])
+    mapping_doc = job.mapping.to_json() if job.mapping is not None else None
+    iid = identity.import_id(kind, fp, mapping_doc, nonce)
+    return Preflight(kind=kind, report=report, fingerprint=fp, nonce=nonce, import_id=iid)

@@ -1,0 +1,386 @@
+"""The stages after preflight: seal, stage, validate, activate (BRIEF §4, steps 4-8).
+
+Each stage is idempotent and resumable, and records itself in the destination's journal in
+the same transaction as its effect (:mod:`migrate.store.imports`).  The destination is only
+ever changed in three ways before activation -- the import's seal record, its inert staging
+rows and cursor, and the journal -- none of which readers of the five tables can see.
+Activation is one transaction, so a crash leaves the destination either as it was or with
+the complete import published.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fences import generations
+from fences.namespaces import fence, fence_of
+from migrate.cell_rules import DIGEST_ORDER, check_shape
+from migrate.errors import Conflict, HeadMismatch, StoreError, ValidationFailed
+from migrate.links import iter_link_errors
+from migrate.pipeline import identity
+from migrate.pipeline.mapping import Mapping
+from migrate.pipeline.preflight import Job, Preflight
+from migrate.pipeline.seal import Seal
+from migrate.sources import RedbSource, pages
+from migrate.store import imports
+from migrate.store.codec import Head
+from migrate.store.graph import head as live_head
+from migrate.store.graph import publish
+from migrate.store.store import Store
+
+ROWS_STREAM = "rows"
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class StageResult:
+    """How far staging got in this call."""
+
+    complete: bool
+    pages: int
+    rows: int
+
+
+def seal_doc(job: Job, pre: Preflight) -> dict[str, Any]:
+    """The seal record: everything the import and its receipt are a function of."""
+    return {
+        "source": pre.fingerprint,
+        "nonce": pre.nonce,
+        "mapping": job.mapping.to_json() if job.mapping is not None else None,
+        "archive_digest_sha256": pre.report["archive_digest_sha256"],
+        "rows": {name: t["rows"] for name, t in pre.report["tables"].items()},
+        "namespaces": {
+            ns: {"head_index": v["head_index"], "head_commit": v["head_commit"]}
+            for ns, v in sorted(pre.namespaces.items())
+        },
+    }
+
+
+def _pinned_namespaces(job: Job, pre: Preflight) -> list[bytes]:
+    """Namespaces this import pins (stages): the origins, and the subject's when mapped."""
+    out = [bytes.fromhex(ns) for ns in sorted(pre.namespaces)]
+    if job.mapping is not None:
+        out.append(identity.subject_birth(job.mapping.subject)[0])
+    return sorted(set(out))
+
+
+def seal_stage(store: Store, job: Job, pre: Preflight) -> str:
+    """Record the seal, claim the nonce and pin the namespaces; returns the import's state."""
+    with store.transaction(import_id=pre.import_id) as tx:
+        state = imports.import_state(tx, pre.import_id)
+        if state == "active":
+            return state
+        if state == "discarded":
+            raise Conflict(
+                f"{store.directory}: import {pre.import_id} was discarded; use a new --nonce",
+                import_id=pre.import_id,
+            )
+        imports.claim_nonce(tx, pre.nonce, pre.import_id)
+        imports.begin_import(tx, pre.import_id)
+        imports.record_seal(tx, pre.import_id, seal_doc(job, pre))
+        prior: dict[str, Any] = {}
+        for ns in _pinned_namespaces(job, pre):
+            current = live_head(tx, ns)
+            prior[ns.hex()] = None if current is None else [current.index, current.commit.hex()]
+            imports.stage_namespace(tx, pre.import_id, ns)
+        if imports.journal_of(tx, pre.import_id, "sealed") is None:
+            imports.journal(tx, pre.import_id, "sealed", {"prior_heads": prior})
+        return "staging"
+
+
+def stage_stage(
+    store: Store,
+    job: Job,
+    pre: Preflight,
+    source: RedbSource,
+    *,
+    max_pages: int | None = None,
+    progress: Progress | None = None,
+) -> StageResult:
+    """Copy bounded pages into inert staging, each with its cursor; resumable anywhere."""
+    iid = pre.import_id
+    if imports.journal_of(store, iid, "staged") is not None:
+        return StageResult(True, 0, pre.rows)
+    prior = imports.cursor_of(store, iid, ROWS_STREAM)
+    cursor, copied = (prior[0], prior[1]) if prior else (None, 0)
+    done_pages = 0
+    copied_bytes = 0
+    b = job.bounds
+    for page in pages(source, cursor, max_rows=b.page_rows, max_bytes=b.page_bytes):
+        if max_pages is not None and done_pages >= max_pages:
+            return StageResult(False, done_pages, copied)
+        with store.transaction(import_id=iid) as tx:
+            by_table: dict[int, list[tuple[bytes, bytes]]] = {}
+            for ordinal, key, value in page.rows:
+                by_table.setdefault(ordinal, []).append((key, value))
+            for ordinal, rows in by_table.items():
+                imports.stage_rows(tx, iid, DIGEST_ORDER[ordinal], rows)
+            copied += len(page.rows)
+            imports.set_cursor(tx, iid, ROWS_STREAM, page.cursor, copied)
+        done_pages += 1
+        copied_bytes += page.nbytes
+        if progress is not None:
+            progress(copied, copied_bytes)
+    with store.transaction(import_id=iid) as tx:
+        imports.journal(tx, iid, "staged", {"rows": copied})
+    return StageResult(True, done_pages, copied)
+
+
+class _Staged:
+    """The import's staging area as a five-table row source."""
+
+    def __init__(self, tables: Any) -> None:
+        self._t = tables
+
+    def table_kinds(self) -> dict[str, str]:
+        return {name: "table" for name in DIGEST_ORDER}
+
+    def rows(self, table: str) -> Any:
+        return self._t.rows(table)
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        value: bytes | None = self._t.get(table, key)
+        return value
+
+
+def destination_conflicts(
+    db: Any, job: Job, pre: Preflight, import_id: str
+) -> list[dict[str, str]]:
+    """What in the destination stands in the way of this import (read-only)."""
+    out: list[dict[str, str]] = []
+    for ns_hex, facts in sorted(pre.namespaces.items()):
+        ns = bytes.fromhex(ns_hex)
+        current = live_head(db, ns)
+        if current is not None and (current.index, current.commit.hex()) != (
+            facts["head_index"],
+            facts["head_commit"],
+        ):
+            out.append(
+                {
+                    "code": "head-conflict",
+                    "detail": f"namespace {ns_hex}: destination head {current.describe()} differs "
+                    f"from the source head ({facts['head_index']}, {facts['head_commit']})",
+                }
+            )
+        record = fence_of(db, ns)
+        if record is not None and record["import_id"] != import_id:
+            out.append(
+                {
+                    "code": "fenced",
+                    "detail": f"namespace {ns_hex} is fenced by import {record['import_id']}",
+                }
+            )
+    return out
+
+
+def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) -> dict[str, Any]:
+    """Check the staged rows against the source: links, counts, digest; and the destination."""
+    iid = pre.import_id
+    done = imports.journal_of(store, iid, "validated")
+    if done is not None:
+        return done
+    if imports.journal_of(store, iid, "staged") is None:
+        raise StoreError(
+            f"{store.directory}: import {iid} is not fully staged yet; run `stage` (or `run`) first",
+            import_id=iid,
+        )
+    with store.snapshot(iid) as tables:
+        staged = _Staged(tables)
+        shape = check_shape(staged)
+        errors = list(shape.errors) + list(iter_link_errors(staged, report_malformed=False))
+    rows = {name: s.rows for name, s in shape.tables.items()}
+    want = {name: t["rows"] for name, t in pre.report["tables"].items() if name in rows}
+    if rows != want:
+        errors.append({"code": "count-mismatch", "detail": f"staged {rows} != source {want}"})
+    if shape.archive_digest_sha256 != pre.report["archive_digest_sha256"]:
+        errors.append(
+            {
+                "code": "digest-mismatch",
+                "detail": f"staged archive digest {shape.archive_digest_sha256} != source "
+                f"{pre.report['archive_digest_sha256']}",
+            }
+        )
+    errors += destination_conflicts(store, job, pre, iid)
+    if errors:
+        code = errors[0]["code"]
+        cls = Conflict if code in ("head-conflict", "fenced") else ValidationFailed
+        raise cls(
+            f"{store.directory}: import {iid} did not validate: {code}: {errors[0]['detail']}",
+            import_id=iid,
+            errors=errors,
+        )
+    if seal is not None:
+        seal.check_unchanged(full=True)
+    detail = {"archive_digest_sha256": shape.archive_digest_sha256, "rows": rows}
+    with store.transaction(import_id=iid) as tx:
+        imports.journal(tx, iid, "validated", detail)
+    return detail
+
+
+def _check_pins(tx: Any, iid: str) -> None:
+    sealed = imports.journal_of(tx, iid, "sealed")
+    assert sealed is not None
+    for ns_hex, pinned in sealed["prior_heads"].items():
+        current = live_head(tx, bytes.fromhex(ns_hex))
+        now = None if current is None else [current.index, current.commit.hex()]
+        if now != pinned:
+            raise HeadMismatch(
+                f"{tx.path}: namespace {ns_hex} moved since the import was sealed "
+                f"(pinned {pinned}, now {now}); nothing was activated",
+                namespace=ns_hex,
+                import_id=iid,
+            )
+
+
+def _publish_manifest(tx: Any, mapping: Mapping, pre: Preflight) -> dict[str, Any]:
+    """Birth the subject's namespace if needed, then append the import manifest commit."""
+    gen = generations.BUILD_GENERATION
+    subject_ns, birth = identity.subject_birth(mapping.subject)
+    current = live_head(tx, subject_ns)
+    if current is None:
+        request = identity.request_id(subject_ns, "birth", "")
+        birth_head = Head(0, subject_ns)
+        current = publish(
+            tx,
+            reader_generation=gen,
+            namespace=subject_ns,
+            request=request,
+            expected=None,
+            new_head=birth_head,
+            contents={subject_ns: identity.CODEC_BLOB + birth},
+            claims={},
+            fingerprint=identity.fingerprint(
+                subject_ns, request, birth_head.encode(), [subject_ns]
+            ),
+        )
+    origins = []
+    for o in mapping.origins:
+        facts = pre.namespaces[o.origin.hex()]
+        origins.append(
+            {
+                "origin": o.origin.hex(),
+                "head": {"index": facts["head_index"], "commit": facts["head_commit"]},
+                "install_nonce": o.install_nonce.hex(),
+                "prog": mapping.prog_of(o).hex(),
+            }
+        )
+    manifest = {
+        "format": "bbg-migrate/import-manifest/1",
+        "import_id": pre.import_id,
+        "subject": mapping.subject.hex(),
+        "subject_namespace": subject_ns.hex(),
+        "source": {
+            "kind": pre.kind,
+            "sha256": pre.fingerprint["sha256"],
+            "size_bytes": pre.fingerprint["size_bytes"],
+            "archive_digest_sha256": pre.report["archive_digest_sha256"],
+        },
+        "origins": origins,
+    }
+    import schemas
+
+    schemas.validate(manifest, "import-manifest")
+    payload = identity.canonical_json(manifest)
+    manifest_id = identity.hemera(payload)
+    request = identity.request_id(subject_ns, "manifest", pre.import_id)
+    new_head = Head(current.index + 1, manifest_id)
+    publish(
+        tx,
+        reader_generation=gen,
+        namespace=subject_ns,
+        request=request,
+        expected=current,
+        new_head=new_head,
+        contents={manifest_id: identity.CODEC_BLOB + payload},
+        claims={},
+        fingerprint=identity.fingerprint(subject_ns, request, new_head.encode(), [manifest_id]),
+    )
+    return {
+        "head": {
+            "namespace": subject_ns.hex(),
+            "index": new_head.index,
+            "commit": manifest_id.hex(),
+        },
+        "manifest": manifest_id.hex(),
+        "mappings": [{"origin": o["origin"], "prog": o["prog"]} for o in origins],
+    }
+
+
+def activate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) -> dict[str, Any]:
+    """Publish the staged import in one transaction and return its receipt."""
+    iid = pre.import_id
+    with store.transaction(import_id=iid) as tx:
+        if imports.import_state(tx, iid) == "active":
+            receipt = imports.receipt_of(tx, iid)
+            assert receipt is not None
+            return receipt
+        if imports.journal_of(tx, iid, "validated") is None:
+            raise StoreError(
+                f"{store.directory}: import {iid} is not validated yet; run `validate` first",
+                import_id=iid,
+            )
+        if seal is not None:
+            seal.check_unchanged()
+        _check_pins(tx, iid)
+        inserted = imports.activate(tx, iid)
+        published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
+        fenced: list[str] = []
+        if job.mapping is not None:
+            published = _publish_manifest(tx, job.mapping, pre)
+            for o in job.mapping.origins:
+                fence(
+                    tx,
+                    o.origin,
+                    import_id=iid,
+                    reason=f"mapped to prog {job.mapping.prog_of(o).hex()}",
+                )
+                fenced.append(o.origin.hex())
+            generation = generations.promote(tx, "neuron-v1")
+        else:
+            generation = generations.settle(tx)
+        validated = imports.journal_of(tx, iid, "validated")
+        assert validated is not None
+        receipt = build_receipt(
+            pre, published, fenced, generation, inserted, validated["archive_digest_sha256"]
+        )
+        imports.record_receipt(tx, iid, receipt)
+        imports.journal(tx, iid, "activated", {"generation": generation})
+    return receipt
+
+
+def build_receipt(
+    pre: Preflight,
+    published: dict[str, Any],
+    fenced: list[str],
+    generation: str,
+    inserted: dict[str, int],
+    staged_digest: str,
+) -> dict[str, Any]:
+    """The receipt: a pure function of the source, mapping, nonce and prior destination."""
+    receipt = {
+        "format": "bbg-migrate/receipt/1",
+        "import_id": pre.import_id,
+        "nonce": pre.nonce,
+        "source": pre.fingerprint,
+        "head": published["head"],
+        "manifest": published["manifest"],
+        "mappings": published["mappings"],
+        "fences": fenced,
+        "generation": generation,
+        "counts": {
+            "rows": {name: t["rows"] for name, t in pre.report["tables"].items()},
+            "new_rows": inserted,
+            "namespaces": len(pre.namespaces),
+        },
+        "digests": {
+            "source_archive_sha256": pre.report["archive_digest_sha256"],
+            "source_archive_hemera": pre.report["archive_digest_hemera"],
+            "staged_archive_sha256": staged_digest,
+        },
+    }
+    import schemas
+
+    schemas.validate(receipt, "receipt")
+    return receipt

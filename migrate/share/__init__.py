@@ -1,0 +1,23 @@
+"""Sharing and auditing a BBG store (BRIEF §8): portable text in and out, backups, checks.
+
+| module | verb |
+|---|---|
+| :mod:`~migrate.share.events` | ``tail``/``follow``: committed history as canonical event/1 NDJSON |
+| :mod:`~migrate.share.apply` | ``apply``: an event/1 stream merged into a store in one transaction |
+| :mod:`~migrate.share.snapshot` | ``snapshot``: every retained row as bbg-snapshot/1 NDJSON |
+| :mod:`~migrate.share.restore` | ``restore``: a snapshot into a pristine store, validated first |
+| :mod:`~migrate.share.backup` | ``backup``: SQLite online backup, verified, atomically published |
+| :mod:`~migrate.share.doctor` | ``doctor``: read-only health report |
+
+Every reader here opens the store file read-only (:func:`migrate.share.common.open_readonly`);
+only ``apply`` and ``restore`` write, through the store API.
+"""
+
+from migrate.share.apply import apply_stream
+from migrate.share.backup import backup
+from migrate.share.doctor import doctor
+from migrate.share.events import follow, iter_events
+from migrate.share.restore import restore
+from migrate.share.snapshot import write_snapshot
+
+__all__ = ["apply_stream", "backup", "doctor", "follow", "iter_events", "restore", "write_snapshot"]

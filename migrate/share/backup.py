@@ -1,0 +1,86 @@
+"""``backup DEST``: a verified copy of a live store, published atomically, never overwriting.
+
+Steps: refuse if ``DEST`` exists; make a temporary sibling directory ``.DEST.backup-*``; copy the
+database into it with SQLite's online backup API from a read-only connection (one step, one read
+transaction: a consistent committed state even while another process writes); verify the copy
+(``PRAGMA integrity_check`` plus the full :func:`migrate.share.doctor.doctor` report must be
+healthy); fsync the file and the temporary directory; rename it to ``DEST``; fsync the parent.
+On any failure the temporary directory is removed and ``DEST`` never appears.  ``DEST`` is a
+store directory, so ``bbg-migrate --store DEST doctor`` checks the backup.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from migrate.errors import StoreError, UsageError, ValidationFailed
+from migrate.share.common import db_file, open_readonly
+from migrate.share.doctor import doctor
+from migrate.store.layout import DB_NAME
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def backup(store_dir: Path, dest: Path) -> dict[str, Any]:
+    """Back the store in ``store_dir`` up into the new store directory ``dest``."""
+    db_file(store_dir)  # StoreRefused when there is no store to back up
+    dest = Path(dest)
+    if dest.exists() or dest.is_symlink():
+        raise UsageError(
+            f"{dest}: already exists; backup never overwrites, name a new directory",
+            path=str(dest),
+        )
+    parent = dest.parent if str(dest.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{parent}: no such directory for the backup", path=str(dest))
+    start = time.monotonic()
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.backup-", dir=parent))
+    except OSError as exc:
+        raise StoreError(f"{parent}: cannot create a temporary directory: {exc}") from exc
+    try:
+        copy = tmp / DB_NAME
+        with open_readonly(store_dir) as conn:
+            conn.backup_into(copy)
+        report = doctor(tmp)
+        if not report["healthy"]:
+            first = report["problems"][0]
+            raise ValidationFailed(
+                f"{dest}: the backup copy failed verification ({first['code']}: "
+                f"{first['detail']}); nothing was published",
+                path=str(dest),
+                errors=report["problems"],
+            )
+        size = copy.stat().st_size
+        _fsync(copy)
+        _fsync(tmp)
+        if dest.exists():  # appeared while we copied: still never overwrite
+            raise UsageError(f"{dest}: appeared during the backup; not overwritten")
+        os.rename(tmp, dest)
+        _fsync(parent)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StoreError(f"{dest}: backup failed: {exc}", path=str(dest)) from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {
+        "kind": "bbg-backup",
+        "source": str(store_dir),
+        "dest": str(dest),
+        "bytes": size,
+        "seconds": round(time.monotonic() - start, 6),
+        "archive_digest_sha256": report["tables"]["archive_digest_sha256"],
+        "last_transaction": report["store"]["last_transaction"],
+    }

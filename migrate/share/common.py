@@ -1,0 +1,83 @@
+"""What every share module needs: canonical lines, stable UUIDs, and read-only store opens."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from migrate.errors import StoreRefused
+from migrate.store.connection import Connection
+from migrate.store.layout import APPLICATION_ID, DB_NAME, SCHEMA_VERSION
+
+# apply refuses longer lines.  A content payload may be 16 MiB (BRIEF §2.1), i.e. 32 MiB as
+# hex, so the default must exceed that or a valid store could not travel as events.
+MAX_LINE = 40 * 1024 * 1024
+
+
+def canonical(doc: Any) -> bytes:
+    """``doc`` as one canonical line: sorted keys, no spaces, UTF-8, ending in LF."""
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8") + b"\n"
+
+
+def stable_uuid(domain: bytes, *parts: bytes) -> str:
+    """A UUIDv8 from SHA-256 of ``domain`` and length-prefixed ``parts`` (same input, same id)."""
+    h = hashlib.sha256(b"bbg-migrate/" + domain + b"\x00")
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    raw = bytearray(h.digest()[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x80  # version 8: custom (RFC 9562)
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC variant
+    return str(uuid.UUID(bytes=bytes(raw)))
+
+
+def db_file(store_dir: Path) -> Path:
+    """The store's database file, or StoreRefused naming the directory."""
+    db = Path(store_dir) / DB_NAME
+    if not db.is_file():
+        raise StoreRefused(
+            f"{store_dir}: no BBG store here ({DB_NAME} missing); name an existing store",
+            path=str(store_dir),
+        )
+    return db
+
+
+@contextmanager
+def open_readonly(store_dir: Path, *, live: bool = False) -> Iterator[Connection]:
+    """A read-only connection to the store in ``store_dir`` (identity checked).
+
+    ``live``: for a long-lived reader that must see later commits (see
+    :class:`migrate.store.connection.Connection`).
+    """
+    conn = Connection(db_file(store_dir), readonly=True, live=live)
+    try:
+        app = conn.one("PRAGMA application_id")
+        ver = conn.one("PRAGMA user_version")
+        if app is None or ver is None or (int(app[0]), int(ver[0])) != (
+            APPLICATION_ID,
+            SCHEMA_VERSION,
+        ):
+            raise StoreRefused(
+                f"{conn.path}: not a BBG store of schema version {SCHEMA_VERSION}",
+                path=str(conn.path),
+            )
+        yield conn
+    finally:
+        conn.close()
+
+
+def table_names(conn: Connection) -> list[str]:
+    """The names of the ordinary tables in the database, sorted."""
+    return [
+        str(r[0])
+        for r in conn.rows(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name"
+        )
+    ]

@@ -1,0 +1,176 @@
+"""``doctor``: a read-only health report of a BBG store.
+
+The file is opened read-only (:func:`migrate.share.common.open_readonly`: ``mode=ro``, or
+``immutable=1`` when no ``-wal``/``-shm`` exist, so no file is created or changed) and every
+check reads one consistent snapshot.  Checks:
+
+* ``sqlite``: ``PRAGMA integrity_check`` and ``PRAGMA foreign_key_check``;
+* ``tables``: row shapes, codecs and the links of BRIEF §2.1 (:func:`migrate.inspect.cell_report`),
+  with the archive digests (§6);
+* ``generation``: the status marker and the reader generation it stands for;
+* ``fences``: every fenced namespace;
+* ``leftovers``: imports still in state ``staging``, staged rows and staged namespaces;
+* ``orphan_content``: content rows whose id is not the commit of any history entry.
+
+Problems (the report is unhealthy, exit 3): SQLite corruption, a shape or link error, a status
+marker that is not a reader generation, staged rows or staged namespaces whose import is not in
+state ``staging`` (true leftovers).  Warnings (still healthy): imports in progress, orphan content
+(legacy stores carry payloads that no history entry names; an aborted commit may leave cache
+content, see the design notes), and a writer that appeared while an immutable check ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from fences import generations
+from migrate.inspect import cell_report
+from migrate.share.common import db_file, open_readonly
+from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.connection import Connection
+from migrate.store.tables import StoreTables
+
+SAMPLE = 20  # ids listed per finding (counts are exact)
+
+
+class _Source:
+    """The store's five tables as the RowSource that :func:`cell_report` reads."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._tables = StoreTables(conn)
+
+    def table_kinds(self) -> dict[str, str]:
+        return {name: "table" for name in ARCHIVE_ORDER}
+
+    def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        return self._tables.rows(table)
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        return self._tables.get(table, key)
+
+
+def orphan_content(conn: Connection) -> Iterator[bytes]:
+    """Ids of content rows that no history entry has as its commit, in key order."""
+    for (key,) in conn.rows(
+        "SELECT c.key FROM application_content AS c "
+        "WHERE NOT EXISTS (SELECT 1 FROM application_history AS h WHERE h.value = c.key) "
+        "ORDER BY c.key"
+    ):
+        yield bytes(key)
+
+
+def _count(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> int:
+    row = conn.one(sql, params)
+    return int(row[0]) if row else 0
+
+
+def doctor(store_dir: Path) -> dict[str, Any]:
+    """The doctor report of the store in ``store_dir`` (see the module docstring)."""
+    db = db_file(store_dir)
+    had_wal = Path(f"{db}-wal").exists()
+    problems: list[dict[str, str]] = []
+    warnings: list[dict[str, str]] = []
+    with open_readonly(store_dir) as conn, conn.read():
+        sqlite_doc = _sqlite_checks(conn, problems)
+        tables = cell_report(_Source(conn))
+        problems.extend(tables["errors"])
+        storage = conn.one("SELECT store_id, hash_suite, last_transaction FROM bbg_storage_v1")
+        marker, reached = generations.read_status(conn)
+        generation = generations.generation_of(marker)
+        if generation is None:
+            problems.append(
+                {
+                    "code": "unreadable-status",
+                    "detail": f"status marker {marker!r} is not a reader generation: normal "
+                    "opens are refused (an import was interrupted, or a newer tool wrote it)",
+                }
+            )
+        fences = [
+            {"namespace": bytes(r[0]).hex(), "import_id": r[1], "reason": r[2]}
+            for r in conn.rows(
+                "SELECT namespace, import_id, reason FROM bbg_import_v1_fences ORDER BY namespace"
+            )
+        ]
+        leftovers = _leftovers(conn, problems, warnings)
+        orphans: list[str] = []
+        orphan_count = 0
+        for key in orphan_content(conn):
+            orphan_count += 1
+            if len(orphans) < SAMPLE:
+                orphans.append(key.hex())
+        if orphan_count:
+            warnings.append(
+                {
+                    "code": "orphan-content",
+                    "detail": f"{orphan_count} content rows are not the commit of any history "
+                    "entry (kept: content is immutable; see orphan_content)",
+                }
+            )
+    if not had_wal and Path(f"{db}-wal").exists():
+        warnings.append(
+            {
+                "code": "concurrent-writer",
+                "detail": "a writer opened the store while it was checked; run doctor again",
+            }
+        )
+    assert storage is not None
+    return {
+        "kind": "bbg-doctor",
+        "path": str(store_dir),
+        "healthy": not problems,
+        "store": {"store_id": storage[0], "hash_suite": storage[1], "last_transaction": storage[2]},
+        "sqlite": sqlite_doc,
+        "tables": {k: tables[k] for k in ("tables", "archive_digest_sha256", "valid")},
+        "namespaces": len(tables["namespaces"]),
+        "generation": {"status": marker, "generation": generation, "highest_reached": reached},
+        "fences": fences,
+        "leftovers": leftovers,
+        "orphan_content": {"count": orphan_count, "sample": orphans},
+        "problems": problems,
+        "warnings": warnings,
+    }
+
+
+def _sqlite_checks(conn: Connection, problems: list[dict[str, str]]) -> dict[str, Any]:
+    integrity = [str(r[0]) for r in conn.rows("PRAGMA integrity_check")]
+    fk = [list(r) for r in conn.rows("PRAGMA foreign_key_check")]
+    if integrity != ["ok"]:
+        problems += [{"code": "sqlite-integrity", "detail": line} for line in integrity[:SAMPLE]]
+    for row in fk[:SAMPLE]:
+        problems.append(
+            {"code": "sqlite-foreign-key", "detail": f"{row[0]} row {row[1]} -> {row[2]}"}
+        )
+    return {"integrity": integrity[:SAMPLE], "foreign_key_violations": len(fk)}
+
+
+def _leftovers(
+    conn: Connection, problems: list[dict[str, str]], warnings: list[dict[str, str]]
+) -> dict[str, Any]:
+    staging = [str(r[0]) for r in conn.rows(
+        "SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging' ORDER BY import_id"
+    )]  # fmt: skip
+    for iid in staging:
+        warnings.append({"code": "import-in-progress", "detail": f"import {iid} is staging"})
+    stray_sql = (
+        " WHERE import_id NOT IN (SELECT import_id FROM bbg_import_v1_imports "
+        "WHERE state = 'staging')"
+    )
+    stray_rows = _count(conn, "SELECT count(*) FROM bbg_import_v1_staged" + stray_sql)
+    stray_ns = _count(conn, "SELECT count(*) FROM bbg_import_v1_staged_namespaces" + stray_sql)
+    if stray_rows or stray_ns:
+        problems.append(
+            {
+                "code": "staged-leftovers",
+                "detail": f"{stray_rows} staged rows and {stray_ns} staged namespaces belong to "
+                "no import in progress",
+            }
+        )
+    return {
+        "staging_imports": staging,
+        "staged_rows": _count(conn, "SELECT count(*) FROM bbg_import_v1_staged"),
+        "staged_namespaces": _count(conn, "SELECT count(*) FROM bbg_import_v1_staged_namespaces"),
+        "stray_staged_rows": stray_rows,
+        "stray_staged_namespaces": stray_ns,
+    }
