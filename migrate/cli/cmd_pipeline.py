@@ -23,8 +23,11 @@ MAP = typer.Option(None, "--map", help="ORIGIN=INSTALL_NONCE (hex), repeatable; 
 MAPPING = typer.Option(None, "--mapping", help="Mapping file (JSON, schemas/mapping.schema.json).")
 PAGES = typer.Option(None, "--pages", min=1, help="Stage at most N bounded pages in this call.")
 MAX_ROWS = typer.Option(100_000_000, "--max-rows", min=0, help="Refuse sources with more rows.")
-MAX_BYTES = typer.Option(256 * 1024**3, "--max-bytes", min=0, help="Refuse sources with more bytes.")
+MAX_BYTES = typer.Option(
+    256 * 1024**3, "--max-bytes", min=0, help="Refuse sources with more bytes."
+)
 MAX_NS = typer.Option(1_000_000, "--max-namespaces", min=0, help="Refuse more namespaces.")
+PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per staged page.")
 RETIRE = typer.Option(False, "--retire-source", help="After activation, retire the source (§4.9).")
 
 
@@ -108,11 +111,13 @@ def plan_cmd(
 def run_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, max_rows: int = MAX_ROWS,
-    max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, retire_source: bool = RETIRE,
-    as_json: bool = JSON,
+    max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
+    retire_source: bool = RETIRE, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
-    bounds = pipeline.Bounds(max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces)
+    bounds = pipeline.Bounds(
+        max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
+    )
     job = _job(source, store, nonce, subject, map_, mapping, bounds)
     with progress_bar("run", enabled=not as_json) as progress:
         outcome = pipeline.run(job, max_pages=pages, retire_source=retire_source, progress=progress)
@@ -131,10 +136,11 @@ def seal_cmd(
 @app.command("stage")
 def stage_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, as_json: bool = JSON,
+    map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES,
+    page_rows: int = PAGE_ROWS, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
-    job = _job(source, store, nonce, subject, map_, mapping)
+    job = _job(source, store, nonce, subject, map_, mapping, pipeline.Bounds(page_rows=page_rows))
     with progress_bar("stage", enabled=not as_json) as progress:
         outcome = pipeline.stage(job, max_pages=pages, progress=progress)
     _report(outcome, as_json)

@@ -8,6 +8,8 @@ each re-takes the source's lock and re-derives the same import id from the same 
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +25,7 @@ from migrate.pipeline.seal import Seal, fingerprint, seal
 from migrate.sources import RedbSource
 from migrate.store import open_store
 from migrate.store.layout import DB_NAME, resolve_store_dir
+from migrate.store.connection import CommitHook
 from migrate.store.store import Store
 
 __all__ = ["Bounds", "Job", "Outcome", "activate", "plan", "run", "seal_only", "stage", "validate"]
@@ -56,7 +59,28 @@ def _sealed(job: Job, progress: Progress | None) -> Iterator[tuple[Seal, Preflig
 
 
 def _store(job: Job) -> Store:
-    return open_store(job.store, create=True, maintenance=True)
+    store = open_store(job.store, create=True, maintenance=True)
+    store.commit_hook = _kill_hook_from_env()
+    return store
+
+
+def _kill_hook_from_env() -> CommitHook | None:
+    """Fault injection for the crash tests: ``BBG_MIGRATE_KILL_AT_COMMIT=N`` makes the process
+    SIGKILL itself at the N-th commit phase (each write transaction has two: just before
+    COMMIT and just after it).  Unset in normal use."""
+    spec = os.environ.get("BBG_MIGRATE_KILL_AT_COMMIT")
+    if not spec:
+        return None
+    target = int(spec)
+    seen = 0
+
+    def hook(phase: str) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == target:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
 
 
 def _retired(job: Job) -> Outcome | None:
@@ -139,7 +163,12 @@ class _ReadOnlyDb:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # A read-only open of a WAL database creates -wal/-shm files when they are absent
+        # (a cleanly closed store).  Then nobody is writing, and ``immutable=1`` reads the
+        # file without creating anything; while a writer is active they exist already.
+        wal = path.with_name(path.name + "-wal")
+        flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+        self._conn = sqlite3.connect(f"file:{path}?{flags}", uri=True)
 
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self._conn.execute(sql, params).fetchone()
