@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import schemas
+from importers import hemera
 from migrate.errors import StoreRefused
 from migrate.store.connection import Connection
 
@@ -23,7 +24,8 @@ DEFAULT_DIR = "bbg"
 LEGACY_NAME = "cell.redb"
 APPLICATION_ID = 0x42424731  # b"BBG1"
 SCHEMA_VERSION = 1
-DEFAULT_HASH_SUITE = "hemera"
+# The hash suite recorded in bbg_storage_v1: the pinned hemera variant.
+DEFAULT_HASH_SUITE = hemera.SUITE
 
 
 def resolve_store_dir(named: str | Path | None, *, create: bool, cwd: Path | None = None) -> Path:

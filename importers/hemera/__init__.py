@@ -1,0 +1,83 @@
+"""hemera, the cyber content hash: Poseidon2 over Goldilocks, 32-byte output.
+
+``hash(data)`` hashes bytes; ``Hasher`` streams (``update`` / ``digest`` / ``hexdigest`` /
+``copy``); ``hash_file`` and ``hash_stream`` read in bounded chunks.  A domain-separated
+digest, hemera(domain || bytes), is ``Hasher(domain)`` then ``update``, or
+``hash_file(path, prefix=domain)``; ``importers.hemera.domains`` lists the domains.
+
+The C core (cffi) is used when it was built, unless ``BBG_MIGRATE_PURE=1``; the pure-Python
+twin gives identical results.  ``BACKEND`` says which one is active, ``python_impl`` and
+``c_impl`` (``None`` when not built) give direct access for tests and benchmarks.
+``SUITE`` names the exact variant, for a store's ``hash_suite`` field.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+from importers.hemera import _python
+from importers.hemera._api import Backend, HasherLike
+from importers.hemera._params import DIGEST_SIZE, SUITE, BytesLike
+from migrate.errors import SourceError
+
+__all__ = [
+    "BACKEND",
+    "BytesLike",
+    "DIGEST_SIZE",
+    "SUITE",
+    "Backend",
+    "Hasher",
+    "HasherLike",
+    "c_impl",
+    "hash",
+    "hash_file",
+    "hash_stream",
+    "impl",
+    "python_impl",
+]
+
+python_impl: Backend = _python
+c_impl: Backend | None
+try:
+    from importers.hemera import _c
+
+    c_impl = _c
+except ImportError:  # extension not built: the twin takes over (setup.py's fallback rule)
+    c_impl = None
+
+_pure = os.environ.get("BBG_MIGRATE_PURE") == "1"
+impl: Backend = python_impl if c_impl is None or _pure else c_impl
+BACKEND = "c" if impl is c_impl else "python"
+
+Hasher = impl.Hasher
+hash = impl.hash  # noqa: A001 - the specification's own name
+
+#: Read size for files and streams: large enough that per-call overhead vanishes.
+CHUNK_SIZE = 1 << 20
+
+
+def hash_stream(
+    stream: BinaryIO, *, prefix: bytes = b"", backend: Backend | None = None
+) -> bytes:
+    """hemera(prefix || everything readable from ``stream``), holding at most one chunk."""
+    hasher = (backend or impl).Hasher(prefix)
+    while chunk := stream.read(CHUNK_SIZE):
+        hasher.update(chunk)
+    return hasher.digest()
+
+
+def hash_file(
+    path: str | os.PathLike[str], *, prefix: bytes = b"", backend: Backend | None = None
+) -> bytes:
+    """hemera(prefix || the file's bytes), streaming (see ``domains`` for the prefixes).
+
+    An unreadable file raises ``SourceError`` naming it (``path=`` in its context).
+    """
+    try:
+        with open(path, "rb") as f:
+            return hash_stream(f, prefix=prefix, backend=backend)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise SourceError(f"cannot read {Path(path)}: {reason}", path=str(path)) from exc

@@ -1,0 +1,37 @@
+"""The interface both backends implement, as typing protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from importers.hemera._params import BytesLike
+
+
+class HasherLike(Protocol):
+    """A streaming hemera hasher (hashlib-style)."""
+
+    name: str
+    digest_size: int
+    block_size: int
+
+    def update(self, data: BytesLike) -> None: ...
+
+    def digest(self) -> bytes: ...
+
+    def hexdigest(self) -> str: ...
+
+    def copy(self) -> HasherLike: ...
+
+
+class Backend(Protocol):
+    """What ``importers.hemera._c`` and ``importers.hemera._python`` provide."""
+
+    @property
+    def Hasher(self) -> Callable[..., HasherLike]: ...  # noqa: N802 - a class in each backend
+
+    def hash(self, data: BytesLike) -> bytes: ...
+
+    def round_constants(self) -> tuple[int, ...]: ...
+
+    def permute(self, state: list[int], *, zero_constants: bool = False) -> list[int]: ...

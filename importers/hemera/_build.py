@@ -1,0 +1,44 @@
+"""cffi build script (out-of-line API mode) for the hemera C core.
+
+Referenced from ``setup.py`` (``cffi_modules``); the C source lives beside it in ``hemera.c``
+(which includes ``hemera_simd.h``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cffi import FFI
+
+HERE = Path(__file__).resolve().parent
+
+CDEF = """
+typedef struct {
+    uint64_t state[16];
+    uint8_t buf[56];
+    uint32_t buf_len;
+    uint64_t length;
+} hemera_ctx;
+
+int hemera_setup(void);
+void hemera_round_constants(uint64_t *out);
+void hemera_permute(uint64_t *st, int zero_constants);
+int hemera_use_simd(int level);
+void hemera_init(hemera_ctx *ctx);
+void hemera_update(hemera_ctx *ctx, const char *data, size_t len);
+void hemera_digest(const hemera_ctx *ctx, char *out);
+void hemera_hash(const char *data, size_t len, char *out);
+"""
+
+ffi = FFI()
+ffi.cdef(CDEF)
+ffi.set_source(
+    "importers.hemera._hemera_c",
+    (HERE / "hemera.c").read_text(encoding="utf-8"),
+    include_dirs=[str(HERE)],  # hemera.c includes hemera_simd.h from beside it
+    depends=[str(HERE / "hemera.c"), str(HERE / "hemera_simd.h")],
+    extra_compile_args=["-O3"],
+)
+
+if __name__ == "__main__":
+    ffi.compile(verbose=True)

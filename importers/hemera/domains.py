@@ -1,0 +1,16 @@
+"""Domain prefixes of the hemera digests that legacy stores and the real tools print.
+
+Each digest is hemera(domain || bytes); the domains end in NUL so that no domain is a
+prefix of another domain followed by data.  Use ``Hasher(domain)`` then ``update``, or
+``hash_file(path, prefix=domain)``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: ``hemera_source_digest`` of a Signal log: domain || the whole file.
+LEGACY_SOURCE: Final = b"cybergraph/legacy-source/v1\0"
+
+#: ``archive_digest_hemera``: domain || the archive-digest row stream (BRIEF section 6).
+ARCHIVE_ROWS: Final = b"bbg/application-archive-rows/1\0"

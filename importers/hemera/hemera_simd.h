@@ -1,0 +1,322 @@
+/*
+ * SIMD versions of the hemera permutation, included by hemera.c (not a standalone header:
+ * it uses hemera.c's field helpers, constants and inversion).
+ *
+ * Both are compiled into every x86-64 build through per-function target attributes, and
+ * hemera_use_simd picks one at run time from what the CPU reports, so the extension is
+ * still built with plain -O3 and runs on any x86-64.  They compute exactly what
+ * permute_scalar computes; the tests compare all three on the same inputs.
+ */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HEMERA_PORTABLE)
+#define HEMERA_SIMD 1
+#include <immintrin.h>
+#define AVX512 __attribute__((target("avx512f")))
+
+/*
+ * The same permutation with the state in two 8-lane AVX-512 registers.  Why: the 64
+ * products of each full round and the 15 of each partial round are independent, and the
+ * scalar code spends most of its time on them.  Used only when the CPU has AVX-512F
+ * (checked in hemera_setup); the tests compare it with the scalar path.
+ */
+
+/* a * b mod p per lane: 64x64 -> 128 from four 32x32 products, then reduce128's steps
+ * with lane masks for the borrow and the carry. */
+AVX512 static inline __m512i mul8(__m512i a, __m512i b) {
+    const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);  /* also the low-32 mask */
+    __m512i a_hi = _mm512_srli_epi64(a, 32), b_hi = _mm512_srli_epi64(b, 32);
+    __m512i ll = _mm512_mul_epu32(a, b);
+    __m512i lh = _mm512_mul_epu32(a, b_hi);
+    __m512i hl = _mm512_mul_epu32(a_hi, b);
+    __m512i hh = _mm512_mul_epu32(a_hi, b_hi);
+    /* Each partial sum stays below 2^64: (2^32-1)^2 + 2*(2^32-1) = 2^64 - 1. */
+    __m512i mid = _mm512_add_epi64(lh, _mm512_srli_epi64(ll, 32));
+    __m512i mid2 = _mm512_add_epi64(hl, _mm512_and_si512(mid, eps));
+    __m512i lo = _mm512_or_si512(_mm512_slli_epi64(mid2, 32), _mm512_and_si512(ll, eps));
+    __m512i hi = _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(mid, 32)),
+                                  _mm512_srli_epi64(mid2, 32));
+    __m512i hi_hi = _mm512_srli_epi64(hi, 32);
+    __m512i hi_lo = _mm512_and_si512(hi, eps);
+    __m512i t0 = _mm512_sub_epi64(lo, hi_hi);
+    t0 = _mm512_mask_sub_epi64(t0, _mm512_cmplt_epu64_mask(lo, hi_hi), t0, eps);
+    __m512i t1 = _mm512_sub_epi64(_mm512_slli_epi64(hi_lo, 32), hi_lo);
+    __m512i r = _mm512_add_epi64(t0, t1);
+    return _mm512_mask_add_epi64(r, _mm512_cmplt_epu64_mask(r, t0), r, eps);
+}
+
+/* a + b mod p per lane, for any 64-bit lanes (the vector form of add()). */
+AVX512 static inline __m512i add8(__m512i a, __m512i b) {
+    const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);
+    __m512i s = _mm512_add_epi64(a, b);
+    __mmask8 wrap = _mm512_cmplt_epu64_mask(s, a);
+    __m512i t = _mm512_mask_add_epi64(s, wrap, s, eps);
+    /* A second wrap only follows a first one, and leaves t < EPS. */
+    __mmask8 again = _mm512_mask_cmplt_epu64_mask(wrap, t, eps);
+    return _mm512_mask_add_epi64(t, again, t, eps);
+}
+
+AVX512 static inline __m512i pow7x8(__m512i x) {
+    __m512i x2 = mul8(x, x);
+    return mul8(mul8(x2, x), mul8(x2, x2));
+}
+
+/* The linear part of M_E on one limb of every element (a = elements 0..7, b = 8..15).
+ * By linearity circ(2*M4, M4, M4, M4) x = M4 (x_c + S) per chunk c, with S the sum of
+ * the four chunks; and per chunk M4 y = t + y + 2 * rot(y), with t the chunk sum and
+ * rot(y)_i = y_(i+1 mod 4) (row 0: (a+b+c+d) + a + 2b = 2a + 3b + c + d, and so on).
+ * Limbs are below 2^32 and the coefficients of a row add up to 35, so plain 64-bit
+ * additions cannot wrap. */
+AVX512 static inline void external_limbs(__m512i *a, __m512i *b) {
+    const __m512i rot1 = _mm512_set_epi64(4, 7, 6, 5, 0, 3, 2, 1);
+    const __m512i rot2 = _mm512_set_epi64(5, 4, 7, 6, 1, 0, 3, 2);
+    __m512i ab = _mm512_add_epi64(*a, *b);
+    __m512i s = _mm512_add_epi64(ab, _mm512_shuffle_i64x2(ab, ab, 0x4E));  /* swap halves */
+    __m512i v[2] = {_mm512_add_epi64(*a, s), _mm512_add_epi64(*b, s)};
+    for (int h = 0; h < 2; h++) {
+        __m512i y = v[h];
+        __m512i r1 = _mm512_permutexvar_epi64(rot1, y);
+        __m512i u = _mm512_add_epi64(y, r1);                                /* y_i + y_(i+1) */
+        __m512i t = _mm512_add_epi64(u, _mm512_permutexvar_epi64(rot2, u)); /* chunk sum */
+        v[h] = _mm512_add_epi64(_mm512_add_epi64(t, u), r1);                /* t + y + 2y_(i+1) */
+    }
+    *a = v[0];
+    *b = v[1];
+}
+
+/* lo + hi * 2^32 mod p, for lo, hi below 2^39: with hi = h1 * 2^32 + h0, the value is
+ * lo + h0 * 2^32 + h1 * EPS (2^64 = EPS).  At most one of the two sums can wrap (after
+ * a first wrap the running value is below 2^39), and one EPS then fixes it. */
+AVX512 static inline __m512i join_limbs(__m512i lo, __m512i hi) {
+    const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);
+    __m512i h1 = _mm512_srli_epi64(hi, 32);
+    __m512i x = _mm512_add_epi64(_mm512_slli_epi64(hi, 32), lo);   /* h0 * 2^32 + lo */
+    __mmask8 c1 = _mm512_cmplt_epu64_mask(x, lo);
+    __m512i y = _mm512_sub_epi64(_mm512_slli_epi64(h1, 32), h1);    /* h1 * EPS */
+    __m512i r = _mm512_add_epi64(x, y);
+    __mmask8 c2 = _mm512_cmplt_epu64_mask(r, x);
+    return _mm512_mask_add_epi64(r, (__mmask8)(c1 | c2), r, eps);
+}
+
+/* state <- M_E state (+ rc when not NULL: the next full round's constants, folded in). */
+AVX512 static inline void external8(__m512i *a, __m512i *b, const uint64_t *rc) {
+    const __m512i lo32 = _mm512_set1_epi64((long long)HEMERA_EPS);
+    __m512i alo = _mm512_and_si512(*a, lo32), ahi = _mm512_srli_epi64(*a, 32);
+    __m512i blo = _mm512_and_si512(*b, lo32), bhi = _mm512_srli_epi64(*b, 32);
+    external_limbs(&alo, &blo);
+    external_limbs(&ahi, &bhi);
+    if (rc) {
+        /* One more term per row: the sums stay below 36 * 2^32. */
+        __m512i ra = _mm512_loadu_si512((const void *)rc);
+        __m512i rb = _mm512_loadu_si512((const void *)(rc + 8));
+        alo = _mm512_add_epi64(alo, _mm512_and_si512(ra, lo32));
+        ahi = _mm512_add_epi64(ahi, _mm512_srli_epi64(ra, 32));
+        blo = _mm512_add_epi64(blo, _mm512_and_si512(rb, lo32));
+        bhi = _mm512_add_epi64(bhi, _mm512_srli_epi64(rb, 32));
+    }
+    *a = join_limbs(alo, ahi);
+    *b = join_limbs(blo, bhi);
+}
+
+/* Sum of all 16 lanes mod p, exactly: the 32-bit halves are summed separately. */
+AVX512 static inline uint64_t hsum16(__m512i a, __m512i b) {
+    const __m512i lo32 = _mm512_set1_epi64((long long)HEMERA_EPS);
+    __m512i lo = _mm512_add_epi64(_mm512_and_si512(a, lo32), _mm512_and_si512(b, lo32));
+    __m512i hi = _mm512_add_epi64(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
+    uint64_t lo_sum = (uint64_t)_mm512_reduce_add_epi64(lo);  /* < 2^36: no wrap */
+    uint64_t hi_sum = (uint64_t)_mm512_reduce_add_epi64(hi);
+    return reduce_small(((u128)hi_sum << 32) + lo_sum);
+}
+
+AVX512 static void permute_avx512(uint64_t *st, const uint64_t *rc) {
+    const uint64_t *full = rc, *part = rc + 2 * HALF_FULL * WIDTH;
+    __m512i a = _mm512_loadu_si512((const void *)st);
+    __m512i b = _mm512_loadu_si512((const void *)(st + 8));
+    external8(&a, &b, full);
+    for (int r = 0; r < HALF_FULL; r++) {
+        a = pow7x8(a);
+        b = pow7x8(b);
+        external8(&a, &b, r + 1 < HALF_FULL ? full + (r + 1) * WIDTH : NULL);
+    }
+    /* Partial rounds: element 0 lives in a scalar (it goes through the inversion), the
+     * vectors carry elements 1..15 with lane 0 kept at zero so that sums ignore it. */
+    const __m512i diag_a = _mm512_loadu_si512((const void *)DIAG);
+    const __m512i diag_b = _mm512_loadu_si512((const void *)(DIAG + 8));
+    uint64_t s0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(a));
+    a = _mm512_maskz_mov_epi64(0xFE, a);
+    for (int r = 0; r < PARTIAL; r++) {
+        uint64_t x = canon(add(s0, part[r]));
+        uint64_t others = hsum16(a, b);
+        uint64_t y = 0;
+        if (x != 0) {
+            unsigned k;
+            uint64_t s = inv_shifted(x, &k);
+            if (k > MAX_SHIFT) k = MAX_SHIFT; /* unreachable: k < 128 for 0 < x < p */
+            y = mul(s, INV_POW2[k]);
+            s0 = add(mul(s, DIAG0_INV_POW2[k]), others);  /* (d0 + 1) y + others */
+        } else {
+            s0 = others;
+        }
+        __m512i total = _mm512_set1_epi64((long long)add(y, others));
+        a = _mm512_maskz_mov_epi64(0xFE, add8(mul8(a, diag_a), total));
+        b = add8(mul8(b, diag_b), total);
+    }
+    a = _mm512_mask_mov_epi64(a, 0x01, _mm512_set1_epi64((long long)s0));
+    const uint64_t *term = full + HALF_FULL * WIDTH;
+    a = add8(a, _mm512_loadu_si512((const void *)term));
+    b = add8(b, _mm512_loadu_si512((const void *)(term + 8)));
+    for (int r = 0; r < HALF_FULL; r++) {
+        a = pow7x8(a);
+        b = pow7x8(b);
+        external8(&a, &b, r + 1 < HALF_FULL ? term + (r + 1) * WIDTH : NULL);
+    }
+    _mm512_storeu_si512((void *)st, a);
+    _mm512_storeu_si512((void *)(st + 8), b);
+}
+
+#define AVX2 __attribute__((target("avx2")))
+
+/*
+ * The permutation on AVX2 (most x86-64 CPUs without AVX-512): one 4-lane register per
+ * 4-element chunk.  Same arithmetic as the AVX-512 version; AVX2 has no unsigned
+ * compare, so a < b is computed as a signed compare with the top bits flipped.
+ */
+
+AVX2 static inline __m256i lt4(__m256i a, __m256i b) {  /* all ones where a < b */
+    const __m256i top = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
+    return _mm256_cmpgt_epi64(_mm256_xor_si256(b, top), _mm256_xor_si256(a, top));
+}
+
+AVX2 static inline __m256i mul4(__m256i a, __m256i b) {
+    const __m256i eps = _mm256_set1_epi64x((long long)HEMERA_EPS);  /* also the low-32 mask */
+    __m256i a_hi = _mm256_srli_epi64(a, 32), b_hi = _mm256_srli_epi64(b, 32);
+    __m256i ll = _mm256_mul_epu32(a, b);
+    __m256i lh = _mm256_mul_epu32(a, b_hi);
+    __m256i hl = _mm256_mul_epu32(a_hi, b);
+    __m256i hh = _mm256_mul_epu32(a_hi, b_hi);
+    __m256i mid = _mm256_add_epi64(lh, _mm256_srli_epi64(ll, 32));
+    __m256i mid2 = _mm256_add_epi64(hl, _mm256_and_si256(mid, eps));
+    __m256i lo = _mm256_or_si256(_mm256_slli_epi64(mid2, 32), _mm256_and_si256(ll, eps));
+    __m256i hi = _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(mid, 32)),
+                                  _mm256_srli_epi64(mid2, 32));
+    __m256i hi_hi = _mm256_srli_epi64(hi, 32);
+    __m256i hi_lo = _mm256_and_si256(hi, eps);
+    __m256i t0 = _mm256_sub_epi64(lo, hi_hi);
+    t0 = _mm256_sub_epi64(t0, _mm256_and_si256(lt4(lo, hi_hi), eps));
+    __m256i t1 = _mm256_sub_epi64(_mm256_slli_epi64(hi_lo, 32), hi_lo);
+    __m256i r = _mm256_add_epi64(t0, t1);
+    return _mm256_add_epi64(r, _mm256_and_si256(lt4(r, t0), eps));
+}
+
+AVX2 static inline __m256i add4(__m256i a, __m256i b) {
+    const __m256i eps = _mm256_set1_epi64x((long long)HEMERA_EPS);
+    __m256i s = _mm256_add_epi64(a, b);
+    __m256i wrap = lt4(s, a);
+    __m256i t = _mm256_add_epi64(s, _mm256_and_si256(wrap, eps));
+    __m256i again = _mm256_and_si256(wrap, lt4(t, eps));  /* only after a first wrap */
+    return _mm256_add_epi64(t, _mm256_and_si256(again, eps));
+}
+
+AVX2 static inline __m256i pow7x4(__m256i x) {
+    __m256i x2 = mul4(x, x);
+    return mul4(mul4(x2, x), mul4(x2, x2));
+}
+
+/* M_E's linear part on one limb of every element, v[c] = chunk c (see external_limbs). */
+AVX2 static inline void external_limbs4(__m256i *v) {
+    __m256i s = _mm256_add_epi64(_mm256_add_epi64(v[0], v[1]), _mm256_add_epi64(v[2], v[3]));
+    for (int c = 0; c < 4; c++) {
+        __m256i y = _mm256_add_epi64(v[c], s);
+        __m256i r1 = _mm256_permute4x64_epi64(y, 0x39);                     /* y_(i+1) */
+        __m256i u = _mm256_add_epi64(y, r1);
+        __m256i t = _mm256_add_epi64(u, _mm256_permute4x64_epi64(u, 0x4E)); /* chunk sum */
+        v[c] = _mm256_add_epi64(_mm256_add_epi64(t, u), r1);
+    }
+}
+
+AVX2 static inline __m256i join_limbs4(__m256i lo, __m256i hi) {  /* see join_limbs */
+    const __m256i eps = _mm256_set1_epi64x((long long)HEMERA_EPS);
+    __m256i h1 = _mm256_srli_epi64(hi, 32);
+    __m256i x = _mm256_add_epi64(_mm256_slli_epi64(hi, 32), lo);
+    __m256i c1 = lt4(x, lo);
+    __m256i y = _mm256_sub_epi64(_mm256_slli_epi64(h1, 32), h1);
+    __m256i r = _mm256_add_epi64(x, y);
+    __m256i c2 = lt4(r, x);
+    return _mm256_add_epi64(r, _mm256_and_si256(_mm256_or_si256(c1, c2), eps));
+}
+
+AVX2 static inline void external4(__m256i *v, const uint64_t *rc) {
+    const __m256i lo32 = _mm256_set1_epi64x((long long)HEMERA_EPS);
+    __m256i lo[4], hi[4];
+    for (int c = 0; c < 4; c++) {
+        lo[c] = _mm256_and_si256(v[c], lo32);
+        hi[c] = _mm256_srli_epi64(v[c], 32);
+    }
+    external_limbs4(lo);
+    external_limbs4(hi);
+    for (int c = 0; c < 4; c++) {
+        if (rc) {
+            __m256i k = _mm256_loadu_si256((const __m256i *)(rc + 4 * c));
+            lo[c] = _mm256_add_epi64(lo[c], _mm256_and_si256(k, lo32));
+            hi[c] = _mm256_add_epi64(hi[c], _mm256_srli_epi64(k, 32));
+        }
+        v[c] = join_limbs4(lo[c], hi[c]);
+    }
+}
+
+AVX2 static inline uint64_t hsum4x4(const __m256i *v) {  /* exact, like hsum16 */
+    const __m256i lo32 = _mm256_set1_epi64x((long long)HEMERA_EPS);
+    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+        lo = _mm256_add_epi64(lo, _mm256_and_si256(v[c], lo32));
+        hi = _mm256_add_epi64(hi, _mm256_srli_epi64(v[c], 32));
+    }
+    __m128i l2 = _mm_add_epi64(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
+    __m128i h2 = _mm_add_epi64(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
+    uint64_t lo_sum = (uint64_t)_mm_cvtsi128_si64(l2) + (uint64_t)_mm_extract_epi64(l2, 1);
+    uint64_t hi_sum = (uint64_t)_mm_cvtsi128_si64(h2) + (uint64_t)_mm_extract_epi64(h2, 1);
+    return reduce_small(((u128)hi_sum << 32) + lo_sum);
+}
+
+AVX2 static void permute_avx2(uint64_t *st, const uint64_t *rc) {
+    const uint64_t *full = rc, *part = rc + 2 * HALF_FULL * WIDTH;
+    __m256i v[4], diag[4];
+    for (int c = 0; c < 4; c++) v[c] = _mm256_loadu_si256((const __m256i *)(st + 4 * c));
+    external4(v, full);
+    for (int r = 0; r < HALF_FULL; r++) {
+        for (int c = 0; c < 4; c++) v[c] = pow7x4(v[c]);
+        external4(v, r + 1 < HALF_FULL ? full + (r + 1) * WIDTH : NULL);
+    }
+    /* Partial rounds: element 0 in a scalar, lane 0 of v[0] kept at zero (as AVX-512). */
+    for (int c = 0; c < 4; c++) diag[c] = _mm256_loadu_si256((const __m256i *)(DIAG + 4 * c));
+    const __m256i zero = _mm256_setzero_si256();
+    uint64_t s0 = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(v[0]));
+    v[0] = _mm256_blend_epi32(v[0], zero, 0x03);
+    for (int r = 0; r < PARTIAL; r++) {
+        uint64_t x = canon(add(s0, part[r]));
+        uint64_t others = hsum4x4(v);
+        uint64_t y = 0;
+        if (x != 0) {
+            unsigned k;
+            uint64_t s = inv_shifted(x, &k);
+            if (k > MAX_SHIFT) k = MAX_SHIFT; /* unreachable: k < 128 for 0 < x < p */
+            y = mul(s, INV_POW2[k]);
+            s0 = add(mul(s, DIAG0_INV_POW2[k]), others);  /* (d0 + 1) y + others */
+        } else {
+            s0 = others;
+        }
+        __m256i total = _mm256_set1_epi64x((long long)add(y, others));
+        for (int c = 0; c < 4; c++) v[c] = add4(mul4(v[c], diag[c]), total);
+        v[0] = _mm256_blend_epi32(v[0], zero, 0x03);
+    }
+    v[0] = _mm256_blend_epi32(v[0], _mm256_set1_epi64x((long long)s0), 0x03);
+    const uint64_t *term = full + HALF_FULL * WIDTH;
+    for (int c = 0; c < 4; c++)
+        v[c] = add4(v[c], _mm256_loadu_si256((const __m256i *)(term + 4 * c)));
+    for (int r = 0; r < HALF_FULL; r++) {
+        for (int c = 0; c < 4; c++) v[c] = pow7x4(v[c]);
+        external4(v, r + 1 < HALF_FULL ? term + (r + 1) * WIDTH : NULL);
+    }
+    for (int c = 0; c < 4; c++) _mm256_storeu_si256((__m256i *)(st + 4 * c), v[c]);
+}
+#endif
+

@@ -1,0 +1,77 @@
+"""``bbg-migrate hemera``: sha256sum-style output, stdin, exit codes and messages."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from importers import hemera
+
+HELLO = "e1b19b8235443e9fac8f1d6a1203de66e9a58c53e36cbbc1f71a031c3d13ce77"
+EMPTY = "a67a71b221e6bdd6442a20432bf5d74c885d89e5dfbeec3ec4e334cb806d563c"
+
+
+def run(*args: str, stdin: bytes = b"", pure: bool = False) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("BBG_MIGRATE_PURE", None)
+    if pure:
+        env["BBG_MIGRATE_PURE"] = "1"
+    return subprocess.run([sys.executable, "-m", "migrate", "hemera", *args], input=stdin,
+                          capture_output=True, check=False, env=env)
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["default", "pure"])
+def test_files_and_stdin(tmp_path: Path, pure: bool) -> None:
+    a = tmp_path / "a.txt"
+    a.write_bytes(b"hello")
+    b = tmp_path / "b.bin"
+    b.write_bytes(bytes(range(256)) * 50)
+    res = run(str(a), "-", str(b), stdin=b"", pure=pure)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.decode() == (
+        f"{HELLO}  {a}\n{EMPTY}  -\n{hemera.hash(b.read_bytes()).hex()}  {b}\n"
+    )
+    assert res.stderr == b""
+
+
+def test_no_arguments_reads_stdin() -> None:
+    res = run(stdin=b"hello")
+    assert (res.returncode, res.stdout) == (0, f"{HELLO}  -\n".encode())
+
+
+def test_missing_file_is_named_and_fails(tmp_path: Path) -> None:
+    a = tmp_path / "a.txt"
+    a.write_bytes(b"hello")
+    missing = tmp_path / "missing.txt"
+    res = run(str(missing), str(a))
+    assert res.returncode == 1
+    # The readable file is still hashed, as sha256sum does.
+    assert res.stdout.decode() == f"{HELLO}  {a}\n"
+    assert res.stderr.decode().splitlines() == [
+        f"error: cannot read {missing}: No such file or directory",
+        "error: 1 of 2 inputs could not be read",
+    ]
+
+
+def test_directory_fails(tmp_path: Path) -> None:
+    res = run(str(tmp_path))
+    assert res.returncode == 1
+    assert f"error: cannot read {tmp_path}: Is a directory" in res.stderr.decode()
+
+
+def test_name_with_newline_is_escaped(tmp_path: Path) -> None:
+    odd = tmp_path / "a\nb"
+    odd.write_bytes(b"hello")
+    res = run(str(odd))
+    assert res.returncode == 0
+    assert res.stdout.decode() == f"\\{HELLO}  {tmp_path}/a\\nb\n"
+
+
+def test_version_names_hemera_backend() -> None:
+    res = subprocess.run([sys.executable, "-m", "migrate", "--version"], capture_output=True,
+                         text=True, check=True)
+    assert f"hemera: {hemera.BACKEND}" in res.stdout.splitlines()

@@ -1,0 +1,63 @@
+"""Known answers: the specification repository's vectors and the committed reference set."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from importers.hemera import SUITE, Backend
+from importers.hemera.vectors import case_input
+from tests.conftest import FIXTURES
+
+VECTORS = FIXTURES / "hemera" / "vectors.json"
+
+# From vectors/hemera.json of cyberia-to/hemera at e63b85a ("hash" section).
+SPEC_VECTORS = {
+    b"": "a67a71b221e6bdd6442a20432bf5d74c885d89e5dfbeec3ec4e334cb806d563c",
+    b"hello": "e1b19b8235443e9fac8f1d6a1203de66e9a58c53e36cbbc1f71a031c3d13ce77",
+    b"hemera": "94341ea38ac105378d9e8ce04ac889fdbcb952c7877d9ab9225ecc022b66c82a",
+}
+
+
+def load_vectors() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(VECTORS.read_text(encoding="utf-8"))
+    return doc
+
+
+@pytest.mark.parametrize("data", list(SPEC_VECTORS), ids=repr)
+def test_specification_vectors(impl: Backend, data: bytes) -> None:
+    assert impl.hash(data).hex() == SPEC_VECTORS[data]
+
+
+def test_vector_file_is_for_this_suite() -> None:
+    doc = load_vectors()
+    assert doc["suite"] == SUITE
+    assert doc["columns"] == ["length", "pattern", "hemera"]
+    lengths = {n for n, _, _ in doc["cases"]}
+    # The file must keep covering every rate/padding boundary and large inputs.
+    assert set(range(0, 201)) <= lengths
+    assert {55, 56, 57, 111, 112, 113, 4095, 4096, 4097, 100_000, 102_400} <= lengths
+    assert len(doc["cases"]) >= 500
+
+
+def test_reference_vectors(impl: Backend) -> None:
+    doc = load_vectors()
+    wrong = []
+    for index, (length, pattern, want) in enumerate(doc["cases"]):
+        data = case_input(index, length, pattern)
+        assert len(data) == length
+        if impl.hash(data).hex() != want:
+            wrong.append((index, length, pattern))
+    assert wrong == []
+
+
+def test_case_input_patterns() -> None:
+    assert case_input(3, 4, "zero") == b"\0\0\0\0"
+    assert case_input(3, 2, "ff") == b"\xff\xff"
+    assert case_input(3, 258, "counter")[255:] == b"\xff\x00\x01"
+    assert case_input(1, 64, "seeded") != case_input(2, 64, "seeded")
+    assert case_input(1, 64, "seeded")[:10] == case_input(1, 10, "seeded")
+    with pytest.raises(ValueError):
+        case_input(0, 1, "nope")
