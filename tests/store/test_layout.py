@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from importers import hemera
 from migrate.errors import StoreRefused
 from migrate.store import DB_NAME, open_store, resolve_store_dir
 from migrate.store.codec import ARCHIVE_ORDER
@@ -19,7 +20,7 @@ def test_create_then_open(store_dir: Path) -> None:
     assert (store_dir / DB_NAME).is_file()
     with open_store(store_dir) as st:
         assert st.info()["store_id"] == info["store_id"]
-        assert st.info()["hash_suite"] == "hemera"
+        assert st.info()["hash_suite"] == hemera.SUITE
         assert st.generation == "original"
 
 
