@@ -1,0 +1,203 @@
+"""Mutation tests: random byte flips, overwrites and truncations of real fixture files.
+
+For every mutated file the reader either raises a :class:`MigrateError` subclass (no other
+exception, no hang), or returns exactly the oracle dump of the unmutated file.  The one
+legitimate exception: a mutation of the (unchecksummed) god byte or geometry can make the crate
+read another commit; that is only accepted when the reader *reports* a different commit
+(transaction id), never as the same commit with different contents.
+
+Mutations are aimed at the bytes that matter: the super-header and the pages a clean read
+visits, as well as anywhere in the file.  ``MUTATIONS`` counts what ran (printed with ``-s``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import gzip
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from importers.redb import open_redb
+from importers.redb.btree import PageReader
+from importers.redb.dump import dump_lines
+from migrate.errors import MigrateError
+from tests.redb.cases import local_case
+
+BASES = [
+    ("1.5.2", "types"),
+    ("1.5.2", "multimap"),
+    ("2.6.3", "types"),
+    ("2.6.3", "two_phase"),
+    ("2.6.3", "page_size_1024"),
+    ("2.6.3", "types_fmt3"),
+    ("3.1.3", "large_values"),
+    ("3.1.3", "nondurable_crash"),
+    ("4.2.0", "multimap"),
+    ("4.2.0", "btree_multilevel"),
+    ("4.2.0", "types"),
+]
+
+MUTATIONS = {"total": 0, "error": 0, "identical": 0, "other_commit": 0}
+
+
+@dataclass
+class Base:
+    key: str
+    data: bytes
+    oracle: list[str]
+    transaction_id: int
+    hot: list[tuple[int, int]]  # super-header and every page a clean read visits
+
+
+@contextmanager
+def _recording_pages(spans: list[tuple[int, int]]) -> Iterator[None]:
+    original = PageReader.page
+
+    def page(self: PageReader, raw: int, table: str) -> tuple[bytes, int]:
+        buf, offset = original(self, raw, table)
+        spans.append((offset, offset + len(buf)))
+        return buf, offset
+
+    PageReader.page = page  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        PageReader.page = original  # type: ignore[method-assign]
+
+
+_WORK = Path(tempfile.mkdtemp(prefix="bbg-redb-mutation-"))
+atexit.register(shutil.rmtree, _WORK, ignore_errors=True)
+_BASES: dict[str, Base] = {}
+
+
+def _base(version: str, name: str) -> Base:
+    key = f"{version}/{name}"
+    if key not in _BASES:
+        case = local_case(version, name)
+        data = gzip.decompress(case.redb_gz.read_bytes())
+        path = _WORK / f"{version}-{name}.redb"
+        path.write_bytes(data)
+        spans: list[tuple[int, int]] = [(0, 512)]
+        with _recording_pages(spans), open_redb(path) as db:
+            oracle = list(dump_lines(db))
+            txn = db.header.transaction_id
+        assert "".join(line + "\n" for line in oracle).encode() == case.oracle()
+        _BASES[key] = Base(key, data, oracle, txn, sorted(set(spans)))
+    return _BASES[key]
+
+
+class Mutant(bytes):
+    """Mutated file bytes whose repr is short (hypothesis prints failing examples)."""
+
+    what = ""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} bytes: {self.what}>"
+
+
+def mutant(data: bytes, what: str) -> Mutant:
+    out = Mutant(data)
+    out.what = what
+    return out
+
+
+@st.composite
+def mutations(draw: st.DrawFn) -> tuple[str, bytes, str]:
+    version, name = draw(st.sampled_from(BASES))
+    base = _base(version, name)
+    data = bytearray(base.data)
+    size = len(data)
+
+    def offset() -> int:
+        where = draw(st.sampled_from(["header", "hot", "anywhere"]))
+        if where == "header":
+            return draw(st.integers(0, 511))
+        if where == "hot":
+            start, end = draw(st.sampled_from(base.hot))
+            return draw(st.integers(start, end - 1))
+        return draw(st.integers(0, size - 1))
+
+    kind = draw(st.sampled_from(["flip", "flips", "overwrite", "truncate"]))
+    if kind == "flip":
+        at = offset()
+        data[at] ^= draw(st.integers(1, 255))
+        what = f"flip {at}"
+    elif kind == "flips":
+        ats = [offset() for _ in range(draw(st.integers(2, 6)))]
+        for at in ats:
+            data[at] ^= draw(st.integers(1, 255))
+        what = f"flips {ats}"
+    elif kind == "overwrite":
+        at = offset()
+        chunk = draw(st.binary(min_size=1, max_size=32))
+        data[at : at + len(chunk)] = chunk
+        del data[size:]
+        what = f"overwrite {at} with {chunk.hex()}"
+    else:
+        cut = draw(
+            st.one_of(
+                st.integers(0, 600),
+                st.integers(0, size - 1),
+                st.sampled_from([s for s, _ in base.hot] + [e for _, e in base.hot if e < size]),
+            )
+        )
+        del data[cut:]
+        what = f"truncate to {cut}"
+    return base.key, mutant(bytes(data), f"{base.key}: {what}"), what
+
+
+def _check(key: str, data: bytes, what: str) -> None:
+    base = _BASES[key]
+    path = _WORK / "mutant.redb"
+    path.write_bytes(data)
+    MUTATIONS["total"] += 1
+    try:
+        with open_redb(path) as db:
+            lines = list(dump_lines(db))
+            txn = db.header.transaction_id
+    except MigrateError as exc:
+        assert exc.message.startswith(str(path)), exc.message
+        MUTATIONS["error"] += 1
+        return
+    finally:
+        os.unlink(path)
+    if lines == base.oracle:
+        MUTATIONS["identical"] += 1
+        return
+    assert txn != base.transaction_id, f"{key}: {what}: a changed dump presented as good"
+    MUTATIONS["other_commit"] += 1
+
+
+_FAST = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+)
+
+
+@_FAST
+@given(mutations())
+def test_mutations_fast(mutation: tuple[str, bytes, str]) -> None:
+    _check(*mutation)
+
+
+@pytest.mark.slow
+@settings(_FAST, max_examples=10000)
+@given(mutations())
+def test_mutations_many(mutation: tuple[str, bytes, str]) -> None:
+    _check(*mutation)
+
+
+def test_report_mutation_count(capsys: pytest.CaptureFixture[str]) -> None:
+    with capsys.disabled():
+        print(f"\nredb mutations so far: {MUTATIONS}")
