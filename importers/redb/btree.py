@@ -14,6 +14,7 @@ in the commit slot or the table definition).  Every page read here is checked ag
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import struct
 from collections.abc import Iterator
@@ -244,14 +245,41 @@ class Tree:
         assert not isinstance(pairs, str)
         return pairs
 
+    def _branch_keys(self, buf: bytes) -> list[bytes]:
+        """The separator keys of a verified branch page (key i is the last key of child i)."""
+        (n,) = _U16.unpack_from(buf, 2)
+        keys_at = 8 + 24 * (n + 1)
+        if self.key_width is None:
+            ends = _ends(buf, keys_at, n)
+            start = keys_at + 4 * n
+        else:
+            start = keys_at
+            ends = tuple(keys_at + self.key_width * (i + 1) for i in range(n))
+        keys = []
+        for end in ends:
+            keys.append(buf[start:end])
+            start = end
+        return keys
+
     def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, value) in stored order; memory bounded by depth x fan-out."""
+        return self.walk()
+
+    def walk(self, after: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """The pairs in stored order, or only those whose key sorts after ``after``.
+
+        Seeking compares keys as bytes, so ``after`` is only meaningful for key types that
+        redb orders bytewise (the caller checks); it descends one path, then streams.
+        """
         reader = self.reader
         budget = self.budget
-        # A stack of pending subtrees, the next one on top.
-        stack: list[tuple[int, int, int]] = [(self.root_page, self.root_checksum, 0)]
+        # A stack of pending subtrees, the next one on top; "seek" marks the one on the path
+        # to ``after``.
+        stack: list[tuple[int, int, int, bool]] = [
+            (self.root_page, self.root_checksum, 0, after is not None)
+        ]
         while stack:
-            raw, expected, depth = stack.pop()
+            raw, expected, depth, seek = stack.pop()
             budget.left -= 1
             if budget.left < 0:
                 raise reader.corrupt(
@@ -266,11 +294,22 @@ class Tree:
             buf, offset = reader.page(raw, self.table)
             kind = buf[0]
             if kind == LEAF:
-                yield from self._leaf(buf, raw, offset, expected)
+                pairs = self._leaf(buf, raw, offset, expected)
+                if seek:
+                    assert after is not None
+                    pairs = [pair for pair in pairs if pair[0] > after]
+                yield from pairs
             elif kind == BRANCH:
                 children = self._branch(buf, raw, offset, expected)
-                for child, checksum in reversed(children):
-                    stack.append((child, checksum, depth + 1))
+                first = 0
+                if seek:
+                    assert after is not None
+                    # Child i holds keys up to keys[i]: skip the children that end at or
+                    # before ``after``.
+                    first = bisect.bisect_right(self._branch_keys(buf), after)
+                for i in range(len(children) - 1, first - 1, -1):
+                    child, checksum = children[i]
+                    stack.append((child, checksum, depth + 1, seek and i == first))
             else:
                 raise reader.corrupt(
                     f"unknown page type {kind}", table=self.table, page=raw, offset=offset

@@ -48,6 +48,7 @@ from importers.redb.tables import (
     TableInfo,
     iter_multimap,
     iter_normal,
+    orders_bytewise,
     parse_definition,
 )
 from migrate.errors import RedbCorrupt, RedbUnsupported, SourceError
@@ -448,10 +449,22 @@ class RedbFile:
                 return info
         raise KeyError(name)
 
-    def iter_table(self, name: str) -> Iterator[tuple[bytes, bytes]]:
-        """Every (key, value) of table ``name`` in stored order (multimap: one per pair)."""
+    def iter_table(self, name: str, *, after: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Every (key, value) of table ``name`` in stored order (multimap: one per pair).
+
+        With ``after``, only the pairs whose key sorts after it, found by descending the tree
+        (a resumable cursor); allowed for normal tables whose key type redb orders bytewise
+        (``&[u8]``, ``[u8;N]``, ``&str``, ``String``), else ``ValueError``.
+        """
         info = self.table(name)
-        return self._iter(self._reader, self._slot, info)
+        if after is None:
+            return self._iter(self._reader, self._slot, info)
+        if info.kind != "table" or info.key_type_class == 2 or not orders_bytewise(info.key_type):
+            raise ValueError(
+                f"table {name!r}: seeking needs a normal table with bytewise-ordered keys "
+                f"(it is a {info.kind} keyed by {info.key_type})"
+            )
+        return iter_normal(self._reader, info, bytes(after))
 
 
 def _what(exc: RedbCorrupt) -> str:

@@ -172,10 +172,21 @@ def iter_multimap(reader: PageReader, info: TableInfo, fmt: int) -> Iterator[tup
             raise reader.corrupt(f"unknown multimap collection type {tag}", table=info.name)
 
 
-def iter_normal(reader: PageReader, info: TableInfo) -> Iterator[tuple[bytes, bytes]]:
-    """Every (key, value) pair of a normal table in stored order."""
+def iter_normal(
+    reader: PageReader, info: TableInfo, after: bytes | None = None
+) -> Iterator[tuple[bytes, bytes]]:
+    """Every (key, value) pair of a normal table in stored order (keys after ``after``)."""
     if info.root_page is None or info.root_checksum is None:
         return
-    yield from Tree(
+    tree = Tree(
         reader, info.root_page, info.root_checksum, info.key_width, info.value_width, info.name
     )
+    yield from tree.walk(after)
+
+
+def orders_bytewise(type_name: str) -> bool:
+    """Whether redb orders keys of this built-in type as plain bytes (so seeking by bytes is
+    exact): ``&[u8]``, ``[u8;N]``, ``&str`` and ``String``."""
+    if type_name in ("&[u8]", "&str", "String"):
+        return True
+    return type_name.startswith("[u8;") and type_name.endswith("]")
