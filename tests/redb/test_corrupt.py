@@ -8,6 +8,7 @@ flag: the crate reads the same data, and so do we, reporting that recovery was r
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -40,8 +41,10 @@ def test_corrupt_variant_is_a_named_error(case: Case, redb_file: Callable[[Case]
     path = redb_file(case)
     expect = case.expect
     assert expect is not None
+    before = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
     with pytest.raises(RedbCorrupt) as info:
         _read_all(path)
+    assert (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns) == before
     err = info.value
     assert err.context["path"] == str(path)
     assert err.message.startswith(f"{path}: corrupt redb file: ")
