@@ -217,28 +217,31 @@ def stage_rows(
                 table=table,
                 key=key,
             )
-    new = 0
-    for item in batch:
-        cur = tx.execute(
-            "INSERT INTO bbg_import_v1_staged (import_id, tbl, key, value) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (import_id, tbl, key) DO NOTHING",
-            item,
-        )
-        if cur.rowcount == 1:
-            new += 1
-            continue
-        row = tx.one(
-            "SELECT value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? AND key = ?",
-            item[:3],
-        )
-        if row is None or bytes(row[0]) != item[3]:
-            raise Conflict(
-                f"{tx.path}: import {import_id} staged other bytes for {table} key {item[2].hex()}",
-                path=str(tx.path),
-                table=table,
-                key=item[2],
-                import_id=import_id,
+    # Fast path: one executemany; only when some rows already existed (a resumed page) are
+    # they compared one by one, so a re-staged row with other bytes is still a Conflict.
+    before = tx.total_changes()
+    tx.executemany(
+        "INSERT INTO bbg_import_v1_staged (import_id, tbl, key, value) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (import_id, tbl, key) DO NOTHING",
+        batch,
+    )
+    new = tx.total_changes() - before
+    if new != len(batch):
+        for item in batch:
+            row = tx.one(
+                "SELECT value FROM bbg_import_v1_staged "
+                "WHERE import_id = ? AND tbl = ? AND key = ?",
+                item[:3],
             )
+            if row is None or bytes(row[0]) != item[3]:
+                raise Conflict(
+                    f"{tx.path}: import {import_id} staged other bytes for {table} "
+                    f"key {item[2].hex()}",
+                    path=str(tx.path),
+                    table=table,
+                    key=item[2],
+                    import_id=import_id,
+                )
     if stream is not None and cursor is not None:
         prior = cursor_of(tx, import_id, stream)
         set_cursor(tx, import_id, stream, cursor, (prior[1] if prior else 0) + len(batch))

@@ -94,12 +94,12 @@ class Tx:
             _check_key(table, key, self.path)
         if not batch:
             return 0
-        before = self._count_changes()
+        before = self.total_changes()
         self.wrote = True
         self._conn.executemany(
             f"INSERT INTO {table} (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", batch
         )
-        inserted = self._count_changes() - before
+        inserted = self.total_changes() - before
         if inserted != len(batch):
             # Some keys were present already: each must hold exactly these bytes.
             for key, value in batch:
@@ -113,7 +113,13 @@ class Tx:
                     )
         return inserted
 
-    def _count_changes(self) -> int:
+    def executemany(self, sql: str, rows: Any) -> None:
+        """Run one writing statement for each parameter row."""
+        self.wrote = True
+        self._conn.executemany(sql, rows)
+
+    def total_changes(self) -> int:
+        """SQLite's running count of changed rows on this connection."""
         row = self._conn.one("SELECT total_changes()")
         assert row is not None
         return int(row[0])
