@@ -2,8 +2,9 @@
 
 | module | verb |
 |---|---|
-| :mod:`~migrate.share.events` | ``tail``/``follow``: committed history as canonical event/1 NDJSON |
-| :mod:`~migrate.share.apply` | ``apply``: an event/1 stream merged into a store in one transaction |
+| :mod:`~migrate.share.events` | ``tail``: history as canonical event/1 NDJSON |
+| :mod:`~migrate.share.follow` | ``tail --follow``: then each new commit as it lands |
+| :mod:`~migrate.share.apply` | ``apply``: an event/1 stream merged in one transaction |
 | :mod:`~migrate.share.snapshot` | ``snapshot``: every retained row as bbg-snapshot/1 NDJSON |
 | :mod:`~migrate.share.restore` | ``restore``: a snapshot into a pristine store, validated first |
 | :mod:`~migrate.share.backup` | ``backup``: SQLite online backup, verified, atomically published |
@@ -16,8 +17,18 @@ only ``apply`` and ``restore`` write, through the store API.
 from migrate.share.apply import apply_stream
 from migrate.share.backup import backup
 from migrate.share.doctor import doctor
-from migrate.share.events import follow, iter_events
+from migrate.share.events import iter_events, tail
+from migrate.share.follow import follow
 from migrate.share.restore import restore
 from migrate.share.snapshot import write_snapshot
 
-__all__ = ["apply_stream", "backup", "doctor", "follow", "iter_events", "restore", "write_snapshot"]
+__all__ = [
+    "apply_stream",
+    "backup",
+    "doctor",
+    "follow",
+    "iter_events",
+    "restore",
+    "tail",
+    "write_snapshot",
+]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fences import generations
+from migrate.errors import StoreError
 from migrate.inspect import cell_report
 from migrate.share.common import db_file, open_readonly
 from migrate.store.codec import ARCHIVE_ORDER
@@ -53,10 +54,10 @@ class _Source:
 
 def orphan_content(conn: Connection) -> Iterator[bytes]:
     """Ids of content rows that no history entry has as its commit, in key order."""
+    # NOT IN: one ephemeral index of the history's commits, not a history scan per row.
     for (key,) in conn.rows(
-        "SELECT c.key FROM application_content AS c "
-        "WHERE NOT EXISTS (SELECT 1 FROM application_history AS h WHERE h.value = c.key) "
-        "ORDER BY c.key"
+        "SELECT key FROM application_content "
+        "WHERE key NOT IN (SELECT value FROM application_history) ORDER BY key"
     ):
         yield bytes(key)
 
@@ -74,8 +75,12 @@ def doctor(store_dir: Path) -> dict[str, Any]:
     warnings: list[dict[str, str]] = []
     with open_readonly(store_dir) as conn, conn.read():
         sqlite_doc = _sqlite_checks(conn, problems)
-        tables = cell_report(_Source(conn))
-        problems.extend(tables["errors"])
+        if sqlite_doc["integrity"] == ["ok"]:
+            tables = cell_report(_Source(conn))
+            problems.extend(tables["errors"])
+        else:
+            # Reading a damaged b-tree can fail half-way: report the damage, read no further.
+            tables = {"tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}}
         storage = conn.one("SELECT store_id, hash_suite, last_transaction FROM bbg_storage_v1")
         marker, reached = generations.read_status(conn)
         generation = generations.generation_of(marker)
@@ -96,7 +101,7 @@ def doctor(store_dir: Path) -> dict[str, Any]:
         leftovers = _leftovers(conn, problems, warnings)
         orphans: list[str] = []
         orphan_count = 0
-        for key in orphan_content(conn):
+        for key in orphan_content(conn) if sqlite_doc["integrity"] == ["ok"] else ():
             orphan_count += 1
             if len(orphans) < SAMPLE:
                 orphans.append(key.hex())
@@ -134,8 +139,12 @@ def doctor(store_dir: Path) -> dict[str, Any]:
 
 
 def _sqlite_checks(conn: Connection, problems: list[dict[str, str]]) -> dict[str, Any]:
-    integrity = [str(r[0]) for r in conn.rows("PRAGMA integrity_check")]
-    fk = [list(r) for r in conn.rows("PRAGMA foreign_key_check")]
+    try:
+        integrity = [str(r[0]) for r in conn.rows("PRAGMA integrity_check")]
+        fk = [list(r) for r in conn.rows("PRAGMA foreign_key_check")]
+    except StoreError as exc:
+        # Damage bad enough that the check itself stops ("database disk image is malformed").
+        integrity, fk = [exc.message], []
     if integrity != ["ok"]:
         problems += [{"code": "sqlite-integrity", "detail": line} for line in integrity[:SAMPLE]]
     for row in fk[:SAMPLE]:

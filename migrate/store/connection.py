@@ -62,7 +62,7 @@ class Connection:
     """A store connection (``isolation_level=None``: we issue BEGIN/COMMIT ourselves)."""
 
     def __init__(
-                self,
+        self,
         path: Path,
         *,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,

@@ -1,0 +1,188 @@
+"""``tail``, ``apply``, ``snapshot``, ``restore``, ``backup``, ``doctor``: sharing and auditing.
+
+Each command resolves the store (``--store`` before or after the command name, else ``./bbg``
+behind the default-store guard), calls one function of :mod:`migrate.share`, and renders.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import typer
+
+from migrate import share
+from migrate.cli import app
+from migrate.cli._render import emit_json, err
+from migrate.cli._state import state
+from migrate.errors import UsageError, ValidationFailed
+from migrate.share.common import MAX_LINE, canonical
+from migrate.store import resolve_store_dir
+
+STORE = typer.Option(None, "--store", help="The BBG store directory (default ./bbg).")
+JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
+STREAM = typer.Argument(..., help="A file, or - for standard input.", show_default=False)
+DEST = typer.Argument(..., help="A new directory for the copy.", show_default=False)
+
+
+def _store(option: Path | None, *, create: bool = False) -> Path:
+    named = option if option is not None else (Path(state.store) if state.store else None)
+    return resolve_store_dir(named, create=create)
+
+
+def _open_input(name: str) -> BinaryIO:
+    if name == "-":
+        return sys.stdin.buffer
+    try:
+        return open(name, "rb")  # noqa: SIM115 - closed by the caller
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read: {exc.strerror}", path=name) from exc
+
+
+@contextmanager
+def _stdout_reader_may_leave() -> Iterator[None]:
+    """``tail | head``: the reader going away is not an error (exit 0, no noise)."""
+    try:
+        yield
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _write_whole(out: BinaryIO, data: bytes, *, flush: bool = False) -> None:
+    """Write ``data`` with Ctrl-C held back, so an interrupt never tears a line in two.
+
+    (A KeyboardInterrupt raised inside a buffered write can leave half a line behind.)
+    """
+    if not hasattr(signal, "pthread_sigmask"):
+        out.write(data)
+        if flush:
+            out.flush()
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        out.write(data)
+        if flush:
+            out.flush()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _summary(doc: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(doc)
+    else:
+        err.print(", ".join(f"{k}={v}" for k, v in doc.items() if k != "kind"), markup=False)
+
+
+@app.command("tail")
+def tail_cmd(
+    since: int = typer.Option(0, "--since", min=0, help="Skip the first N events."),
+    follow: bool = typer.Option(False, "--follow", help="Keep streaming new commits (Ctrl-C)."),
+    poll: float = typer.Option(0.5, "--poll", min=0.01, help="Seconds between polls (--follow)."),
+    store: Path = STORE,
+) -> None:
+    """Committed history as canonical event/1 NDJSON on stdout (same store, same bytes)."""
+    directory = _store(store)
+    out = sys.stdout.buffer
+    with _stdout_reader_may_leave():
+        if follow:
+            for event in share.follow(directory, since, poll=poll):
+                # flush: an audit collector must see each commit as it lands
+                _write_whole(out, canonical(event), flush=True)
+            return
+        for event in share.tail(directory, since):
+            _write_whole(out, canonical(event))
+        out.flush()
+
+
+@app.command("apply")
+def apply_cmd(
+    source: str = STREAM,
+    max_line: int = typer.Option(MAX_LINE, "--max-line", min=1, help="Byte cap per line."),
+    store: Path = STORE,
+    as_json: bool = JSON,
+) -> None:
+    """Apply an event/1 stream in ONE transaction: every line is checked first; any bad,
+    conflicting, oversized or truncated line rolls back all of it (exit 3 or 4, naming the
+    line). Re-applied events return their original receipt with empty deltas. This is an
+    ordered logical merge, not a CRDT: events apply in stream order, each commit needs its
+    namespace at the head it retracts, so review the order of independent streams. The store
+    is created if absent."""
+    from migrate.store import open_store
+
+    stream = _open_input(source)
+    try:
+        with open_store(_store(store, create=True), create=True) as st:
+            doc = share.apply_stream(st, stream, max_line=max_line)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    _summary(doc, as_json)
+
+
+@app.command("snapshot")
+def snapshot_cmd(store: Path = STORE) -> None:
+    """Every retained row as bbg-snapshot/1 NDJSON on stdout (header, records, footer)."""
+    with _stdout_reader_may_leave():
+        share.write_snapshot(_store(store), sys.stdout.buffer)
+
+
+@app.command("restore")
+def restore_cmd(source: str = STREAM, store: Path = STORE, as_json: bool = JSON) -> None:
+    """Restore a snapshot into a pristine store (absent or empty directory); nothing is
+    published unless the whole stream validates."""
+    stream = _open_input(source)
+    try:
+        doc = share.restore(stream, _store(store, create=True))
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    _summary(doc, as_json)
+
+
+@app.command("backup")
+def backup_cmd(
+    dest: Path = DEST,
+    store: Path = STORE,
+    as_json: bool = JSON,
+) -> None:
+    """Online backup into the new store directory DEST: verified, fsynced, atomically
+    published; never overwrites."""
+    _summary(share.backup(_store(store), dest), as_json)
+
+
+@app.command("doctor")
+def doctor_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
+    """Read-only health report (SQLite integrity, links, digest, generation, fences,
+    leftovers, orphan content); exit 0 healthy, 3 not."""
+    report = share.doctor(_store(store))
+    if as_json:
+        emit_json(report, "doctor")
+    else:
+        verdict = "healthy" if report["healthy"] else "NOT healthy"
+        err.print(f"{report['path']}: {verdict}", markup=False)
+        gen = report["generation"]
+        err.print(
+            f"  integrity {report['sqlite']['integrity'][0]}, digest "
+            f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
+            f"({gen['generation']}), {len(report['fences'])} fences, "
+            f"{report['orphan_content']['count']} orphan content rows",
+            markup=False,
+        )
+        for kind in ("problems", "warnings"):
+            for f in report[kind][:20]:
+                err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)
+    if not report["healthy"]:
+        raise ValidationFailed(
+            f"{report['path']}: not healthy ({report['problems'][0]['code']})",
+            path=report["path"],
+            errors=report["problems"],
+        )

@@ -1,0 +1,236 @@
+"""``restore``: a bbg-snapshot/1 stream into a pristine store, published only if all of it holds.
+
+The destination must not exist, or be an empty directory.  A new store is created in a
+temporary sibling directory; every line is checked as it is read (LF-terminated, canonical
+JSON, its ``h``, its schema, header first and footer last, the table it names exists with the
+same columns) and its row inserted, all in one write transaction.  At the footer: the SHA-256
+over every prior line, the counts, the record total, the archive digest of the restored five
+tables and their links (:func:`migrate.links.validate_links`) must all agree; nothing may
+follow the footer.  Only then is the transaction committed, the file and directory fsynced,
+and the directory renamed onto the destination.  Any failure removes the temporary directory
+and names the line (``line=``).  The restored store gets a new store id; everything else the
+snapshot carries (including ``last_transaction``) is restored exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from migrate.errors import StoreError, UsageError, ValidationFailed
+from migrate.links import validate_links
+from migrate.share.apply import read_line
+from migrate.share.backup import _fsync
+from migrate.share.common import MAX_LINE, canonical, schema_problem
+from migrate.share.snapshot import STORAGE, columns, line_hash, retained_tables
+from migrate.store import open_store
+from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.connection import Connection
+from migrate.store.digest import archive_digest
+from migrate.store.layout import DB_NAME
+from migrate.store.tables import StoreTables
+from migrate.store.tx import Tx
+
+_BATCH = 512
+_ROW_KEYS = frozenset({"table", "key", "value", "h"})
+_KEY = re.compile(r"(?:[0-9a-f]{2}){1,64}")
+_VALUE = re.compile(r"(?:[0-9a-f]{2})*")
+_H = re.compile(r"[0-9a-f]{16}")
+_FIVE = frozenset(ARCHIVE_ORDER)
+
+
+def _plain_row_ok(doc: dict[str, Any]) -> bool:
+    """True only for a five-table record that schemas/snapshot-record accepts.
+
+    Nearly every line of a snapshot is one; checking it directly is ~3x faster than the
+    general validator.  Anything this does not accept still goes to the schema, which then
+    decides (and words the error).
+    """
+    if doc.keys() != _ROW_KEYS:
+        return False
+    table, key, value, h = doc["table"], doc["key"], doc["value"], doc["h"]
+    return (
+        isinstance(table, str) and table in _FIVE
+        and isinstance(key, str) and _KEY.fullmatch(key) is not None
+        and isinstance(value, str) and _VALUE.fullmatch(value) is not None
+        and isinstance(h, str) and _H.fullmatch(h) is not None
+    )  # fmt: skip
+
+
+def _bad(line: int, detail: str, code: str = "bad-snapshot") -> ValidationFailed:
+    return ValidationFailed(
+        f"snapshot line {line}: {detail}; nothing was restored",
+        line=line,
+        errors=[{"code": code, "detail": f"line {line}: {detail}"}],
+    )
+
+
+def _decode(raw: bytes, number: int, schema: str | None = None) -> dict[str, Any]:
+    """Check one line; ``schema`` None: a record, or the footer when it says ``bbg: end``."""
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(number, f"not UTF-8 JSON ({exc})") from exc
+    if not isinstance(doc, dict) or canonical(doc) != raw:
+        raise _bad(number, "not a canonical JSON object")
+    if doc.get("h") != line_hash(doc):
+        raise _bad(number, "line hash h does not match: the line was changed", "bad-line-hash")
+    if schema is None:
+        if _plain_row_ok(doc):
+            return doc
+        schema = "snapshot-footer" if doc.get("bbg") == "end" else "snapshot-record"
+    problem = schema_problem(doc, schema)
+    if problem:
+        raise _bad(number, f"not a {schema} line ({problem})")
+    return doc
+
+
+def _pristine(dest: Path) -> None:
+    if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
+        raise UsageError(
+            f"{dest}: restore needs a pristine destination (absent, or an empty directory)",
+            path=str(dest),
+        )
+
+
+class _Loader:
+    """Inserts records into the new store inside one transaction, checking table shapes."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.tx = Tx(conn, 0)
+        self.columns = {t: columns(conn, t) for t in retained_tables(conn)}
+        self.counts: dict[str, int] = {}
+        self.pending: dict[str, list[tuple[bytes, bytes]]] = {t: [] for t in ARCHIVE_ORDER}
+        self.storage: dict[str, Any] | None = None
+
+    def add(self, doc: dict[str, Any], number: int) -> None:
+        table = doc["table"]
+        self.counts[table] = self.counts.get(table, 0) + 1
+        if table in self.pending:
+            batch = self.pending[table]
+            batch.append((bytes.fromhex(doc["key"]), bytes.fromhex(doc["value"])))
+            if len(batch) >= _BATCH:
+                self.flush(table)
+        elif table == STORAGE:
+            if self.storage is not None or set(doc["row"]) != {"hash_suite", "last_transaction"}:
+                raise _bad(number, "one storage record with hash_suite and last_transaction")
+            self.storage = doc["row"]
+        elif table in self.columns and set(doc["row"]) == set(self.columns[table]):
+            names = self.columns[table]
+            values = [_cell(doc["row"][n]) for n in names]
+            self.tx.execute(
+                f"INSERT INTO {table} ({', '.join(names)}) VALUES "
+                f"({', '.join('?' for _ in names)})",
+                values,
+            )
+        else:
+            raise _bad(number, f"table {table} is not retained by this store schema (or its "
+                       "columns differ); the snapshot comes from another schema version")
+
+    def flush(self, table: str | None = None) -> None:
+        for name in [table] if table else list(self.pending):
+            self.tx.put_many(name, self.pending[name])
+            self.pending[name] = []
+
+
+def _cell(value: Any) -> Any:
+    return bytes.fromhex(value["hex"]) if isinstance(value, dict) else value
+
+
+def restore(stream: BinaryIO, dest: Path, *, max_line: int = MAX_LINE) -> dict[str, Any]:
+    """Restore the snapshot read from ``stream`` into the new store directory ``dest``."""
+    dest = Path(dest)
+    _pristine(dest)
+    parent = dest.parent
+    if not parent.is_dir():
+        raise UsageError(f"{parent}: no such directory for the restore", path=str(dest))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.restore-", dir=parent))
+    except OSError as exc:
+        raise StoreError(f"{parent}: cannot create a temporary directory: {exc}") from exc
+    try:
+        summary = _load(stream, tmp, max_line)
+        _fsync(tmp / DB_NAME)
+        _fsync(tmp)
+        _pristine(dest)  # still pristine: never replace what appeared meanwhile
+        if dest.exists():
+            dest.rmdir()  # empty, checked just above; rename cannot replace it portably
+        os.rename(tmp, dest)
+        _fsync(parent)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StoreError(f"{dest}: restore failed: {exc}", path=str(dest)) from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {**summary, "dest": str(dest)}
+
+
+def _load(stream: BinaryIO, directory: Path, max_line: int) -> dict[str, Any]:
+    first = read_line(stream, 1, max_line)
+    if first is None:
+        raise _bad(1, "empty stream: no snapshot header")
+    header = _decode(first, 1, "snapshot-header")
+    digest = hashlib.sha256(first)
+    open_store(directory, create=True).close()
+    conn = Connection(directory / DB_NAME)
+    try:
+        with conn.write(action="restore"):
+            loader = _Loader(conn)
+            number = 1
+            while True:
+                number += 1
+                raw = read_line(stream, number, max_line)
+                if raw is None:
+                    raise _bad(number, "the stream ends without a footer (truncated)")
+                doc = _decode(raw, number)
+                if doc.get("bbg") == "end":
+                    footer = doc
+                    break
+                loader.add(doc, number)
+                digest.update(raw)
+            if read_line(stream, number + 1, max_line) is not None:
+                raise _bad(number + 1, "data after the footer")
+            loader.flush()
+            _check_footer(conn, loader, footer, digest.hexdigest(), number)
+    finally:
+        conn.close()
+    return {
+        "kind": "bbg-restore",
+        "basis": header["basis"],
+        "records": footer["records"],
+        "archive_digest_sha256": footer["archive_digest_sha256"],
+    }
+
+
+def _check_footer(
+    conn: Connection, loader: _Loader, footer: dict[str, Any], sha: str, number: int
+) -> None:
+    if footer["sha256"] != sha:
+        raise _bad(number, "footer sha256 does not match the lines before it")
+    counts = {t: n for t, n in footer["counts"].items() if n}
+    if counts != loader.counts or footer["records"] != sum(loader.counts.values()):
+        raise _bad(number, f"footer counts {counts} do not match the records {loader.counts}")
+    if loader.storage is None:
+        raise _bad(number, "no storage record")
+    tables = StoreTables(conn)
+    errors = validate_links(tables)
+    if errors:
+        raise ValidationFailed(
+            f"snapshot: the restored tables break the links ({errors[0]['code']}: "
+            f"{errors[0]['detail']}); nothing was restored",
+            line=number,
+            errors=errors,
+        )
+    if archive_digest(tables).hex() != footer["archive_digest_sha256"]:
+        raise _bad(number, "the restored tables' archive digest differs from the footer's")
+    conn.execute(
+        f"UPDATE {STORAGE} SET hash_suite = ?, last_transaction = ? WHERE id = 1",
+        (loader.storage["hash_suite"], loader.storage["last_transaction"]),
+    )

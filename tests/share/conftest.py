@@ -1,0 +1,80 @@
+"""Fixtures for the share tests: built stores, a CLI runner, and a writer process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.share.stores import cell_small_store, graph_store
+
+
+@pytest.fixture(scope="session")
+def _built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("share-stores")
+    return {"cell": cell_small_store(base / "cell"), "graph": graph_store(base / "graph")}
+
+
+@pytest.fixture(params=["cell", "graph"])
+def any_store(request: pytest.FixtureRequest, _built: dict[str, Path], tmp_path: Path) -> Path:
+    """A fresh copy of one of the built stores (tests may write to it)."""
+    dest = tmp_path / request.param
+    shutil.copytree(_built[request.param], dest)
+    return dest
+
+
+@pytest.fixture
+def cell_store(_built: dict[str, Path], tmp_path: Path) -> Path:
+    dest = tmp_path / "cell"
+    shutil.copytree(_built["cell"], dest)
+    return dest
+
+
+@pytest.fixture
+def graph(_built: dict[str, Path], tmp_path: Path) -> Path:
+    dest = tmp_path / "graph"
+    shutil.copytree(_built["graph"], dest)
+    return dest
+
+
+def run_cli(
+    *args: str, stdin: bytes | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``bbg-migrate ARGS`` in a child process; returns its exit code and output."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "migrate", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def spawn_writer() -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Start writer processes (tests.share._child); they are killed at teardown."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def spawn(store: Path, count: int = 0, checkpoint: bool = False) -> subprocess.Popen[str]:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.share._child", "writer", str(store), str(count),
+             "1" if checkpoint else "0"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        procs.append(proc)
+        return proc
+
+    yield spawn
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.communicate(timeout=30)
