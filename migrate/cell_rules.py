@@ -108,30 +108,18 @@ def _check_row(
     report: ShapeReport,
     blob_id: Callable[[bytes], bytes] | None,
 ) -> None:
-    if len(key) > MAX_KEY:
-        _error(
-            report,
-            "oversized-key",
-            f"{table}: key of {len(key)} bytes (> {MAX_KEY}) {key[:8].hex()}",
-        )
-        return
-    if len(key) != KEY_LEN[table]:
-        _error(
-            report,
-            "bad-key-length",
-            f"{table}: key {key.hex()} has {len(key)} bytes (expected {KEY_LEN[table]})",
-        )
-        return
+    key_ok = _check_key(table, key, report)
     want = VALUE_LEN.get(table)
-    if want is not None and len(value) != want:
-        _error(
-            report,
-            "bad-value-length",
-            f"{table}: key {key.hex()} has a {len(value)}-byte value (expected {want})",
-        )
+    if want is not None:
+        if len(value) != want:
+            _error(
+                report,
+                "bad-value-length",
+                f"{table}: key {key.hex()} has a {len(value)}-byte value (expected {want})",
+            )
         return
-    if table != "application_content":
-        return
+    # application_content: codec byte + payload.  Codecs are counted even for a row whose
+    # key is malformed (it is still a content row); its id cannot be checked.
     if not value or len(value) - 1 > MAX_PAYLOAD:
         _error(
             report,
@@ -144,7 +132,7 @@ def _check_row(
         report.codecs["data"] += 1
     elif codec == CODEC_BLOB:
         report.codecs["blob"] += 1
-        if blob_id is not None and blob_id(value[1:]) != key:
+        if key_ok and blob_id is not None and blob_id(value[1:]) != key:
             report.blob_id_mismatches += 1
             _error(
                 report,
@@ -154,6 +142,24 @@ def _check_row(
     else:
         report.codecs["other"] += 1
         _error(report, "unknown-codec", f"content {key.hex()}: codec byte {codec}")
+
+
+def _check_key(table: str, key: bytes, report: ShapeReport) -> bool:
+    if len(key) > MAX_KEY:
+        _error(
+            report,
+            "oversized-key",
+            f"{table}: key of {len(key)} bytes (> {MAX_KEY}) {key[:8].hex()}",
+        )
+        return False
+    if len(key) != KEY_LEN[table]:
+        _error(
+            report,
+            "bad-key-length",
+            f"{table}: key {key.hex()} has {len(key)} bytes (expected {KEY_LEN[table]})",
+        )
+        return False
+    return True
 
 
 def _hemera_factory() -> Callable[[], Any] | None:

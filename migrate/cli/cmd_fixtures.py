@@ -1,0 +1,46 @@
+"""``bbg-migrate fixtures check DIR``: replay legacy fixtures against golden results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from migrate import fixtures_check
+from migrate.cli import app
+from migrate.cli._render import emit_json, err
+from migrate.errors import ValidationFailed
+
+fixtures_app = typer.Typer(
+    help="Legacy fixtures with golden results, for CI.", no_args_is_help=True, rich_markup_mode=None
+)
+app.add_typer(fixtures_app, name="fixtures")
+
+
+@fixtures_app.command("check")
+def check_cmd(
+    directory: Path = typer.Argument(..., help="Directory of fixtures (*.expected.json)."),
+    bless: bool = typer.Option(False, "--bless", help="Write golden receipts that are missing."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
+) -> None:
+    """Replay every fixture in DIRECTORY; exit 3 on any difference from its golden result."""
+
+    def show(result: dict[str, Any]) -> None:
+        if not as_json:
+            mark = "ok  " if result["ok"] else "FAIL"
+            err.print(f"{mark} {result['fixture']}", markup=False)
+            for diff in result["differences"]:
+                err.print(f"     {diff}", markup=False)
+
+    report = fixtures_check.check(directory, bless=bless, on_result=show)
+    if as_json:
+        emit_json(report, "fixtures-check")
+    if report["failed"]:
+        raise ValidationFailed(
+            f"{directory}: {report['failed']} of {report['fixtures']} fixtures differ from their "
+            "golden results",
+            path=str(directory),
+        )
+    if not as_json:
+        err.print(f"all {report['fixtures']} fixtures match their golden results")
