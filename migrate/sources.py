@@ -1,5 +1,9 @@
 """Sources the pipeline copies from, all seen as five sorted tables plus bounded pages.
 
+Every source kind offers ``pages(cursor, max_rows=, max_bytes=)`` (:class:`PageSource`):
+a cell.redb here (cursor = table ordinal ‖ last key), a legacy Signal log or TextArchive in
+:mod:`migrate.pipeline.legacy` (cursor = history index ‖ rows of that item staged).
+
 A source yields *pages* for staging: at most ``max_rows`` rows and ``max_bytes`` key+value
 bytes each, with a cursor that says where the next page starts.  The cursor is committed
 with the page, so a stage interrupted anywhere resumes exactly after the last committed page.
@@ -11,10 +15,10 @@ import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from migrate.cell_rules import DIGEST_ORDER
 from migrate.errors import SourceError
+from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
 
 CHUNK = 1 << 20
 MAX_PAGE_ROWS = 512
@@ -44,6 +48,14 @@ class Page:
     rows: list[tuple[int, bytes, bytes]]
     cursor: bytes
     nbytes: int
+
+
+class PageSource(Protocol):
+    """What staging reads: bounded pages after a cursor (the cursor's form is the source's)."""
+
+    def pages(
+        self, cursor: bytes | None, *, max_rows: int = ..., max_bytes: int = ...
+    ) -> Iterator[Page]: ...
 
 
 def encode_cursor(ordinal: int, key: bytes) -> bytes:
@@ -87,6 +99,16 @@ class RedbSource:
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         return self._db.iter_table(table)
+
+    def pages(
+        self,
+        cursor: bytes | None,
+        *,
+        max_rows: int = MAX_PAGE_ROWS,
+        max_bytes: int = MAX_PAGE_BYTES,
+    ) -> Iterator[Page]:
+        """Bounded pages of the five tables in archive order (see :func:`pages`)."""
+        return pages(self, cursor, max_rows=max_rows, max_bytes=max_bytes)
 
 
 def pages(

@@ -14,7 +14,11 @@ from migrate.cli._render import emit_json, err, progress_bar
 from migrate.cli._state import state
 from migrate.pipeline import mapping as mapping_mod
 
-SOURCE = typer.Argument(..., help="The legacy cell.redb (never written).", show_default=False)
+SOURCE = typer.Argument(
+    ...,
+    help="The legacy cell.redb, Signal log or TextArchive (never written).",
+    show_default=False,
+)
 STORE = typer.Option(None, "--store", help="Destination BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 NONCE = typer.Option(None, "--nonce", help="Run nonce (hex); default: derived from the source.")
@@ -29,6 +33,14 @@ MAX_BYTES = typer.Option(
 MAX_NS = typer.Option(1_000_000, "--max-namespaces", min=0, help="Refuse more namespaces.")
 PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per staged page.")
 RETIRE = typer.Option(False, "--retire-source", help="After activation, retire the source (§4.9).")
+TORN = typer.Option(
+    False,
+    "--accept-torn-tail",
+    help="Signal log with a torn last frame: import the valid prefix; the receipt records the cut.",
+)
+KIND = typer.Option(
+    None, "--kind", help="redb, signal-log or text-archive, where content cannot tell (empty file)."
+)
 
 
 def _job(
@@ -39,6 +51,8 @@ def _job(
     maps: list[str] | None,
     mapping_file: Path | None,
     bounds: pipeline.Bounds | None = None,
+    accept_torn_tail: bool = False,
+    kind: str | None = None,
 ) -> pipeline.Job:
     if nonce is not None:
         nonce = mapping_mod.parse_hex(nonce, "--nonce")
@@ -49,6 +63,8 @@ def _job(
         mapping=mapping_mod.parse_cli(subject, maps, mapping_file),
         nonce=nonce,
         bounds=bounds or pipeline.Bounds(),
+        accept_torn_tail=accept_torn_tail,
+        kind=kind,
     )
 
 
@@ -60,6 +76,16 @@ def _receipt_table(receipt: dict[str, Any]) -> None:
     for name, rows in receipt["counts"]["rows"].items():
         table.add_row(name, f"{rows} rows ({receipt['counts']['new_rows'].get(name, 0)} new)")
     table.add_row("namespaces", str(receipt["counts"]["namespaces"]))
+    legacy = receipt.get("legacy")
+    if legacy is not None:
+        table.add_row("namespace", legacy["namespace"])
+        table.add_row("items imported", str(legacy["items"]))
+        torn = legacy["torn_tail"]
+        if torn is not None:
+            table.add_row(
+                "torn tail",
+                f"{torn['discarded_bytes']} bytes after byte {torn['valid_prefix_end']} left out",
+            )
     table.add_row("generation", receipt["generation"])
     if receipt["head"]:
         table.add_row("subject head", f"{receipt['head']['index']} {receipt['head']['commit']}")
@@ -87,10 +113,11 @@ def _report(outcome: pipeline.Outcome, as_json: bool) -> None:
 @app.command("plan")
 def plan_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, as_json: bool = JSON,
+    map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
+    kind: str = KIND, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Dry run of `run`: what it would do (namespaces, counts, conflicts, disk); writes nothing."""
-    job = _job(source, store, nonce, subject, map_, mapping)
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
     with progress_bar("plan", enabled=not as_json) as progress:
         doc = pipeline.plan(job, progress)
     if as_json:
@@ -101,6 +128,10 @@ def plan_cmd(
                 "generation_after", "source_locked"):  # fmt: skip
         table.add_row(key, str(doc[key]))
     table.add_row("namespaces", str(len(doc["namespaces"])))
+    if "legacy" in doc:
+        table.add_row("namespace", doc["legacy"]["namespace"])
+        table.add_row("items", str(doc["legacy"]["items"]))
+        table.add_row("torn tail", str(doc["legacy"]["torn_tail"]))
     table.add_row("fences", str(len(doc["fences"])))
     for c in doc["destination"]["conflicts"]:
         table.add_row("CONFLICT", f"{c['code']}: {c['detail']}")
@@ -112,13 +143,14 @@ def run_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
-    retire_source: bool = RETIRE, as_json: bool = JSON,
+    retire_source: bool = RETIRE, accept_torn_tail: bool = TORN, kind: str = KIND,
+    as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
     bounds = pipeline.Bounds(
         max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
     )
-    job = _job(source, store, nonce, subject, map_, mapping, bounds)
+    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind)
     with progress_bar("run", enabled=not as_json) as progress:
         outcome = pipeline.run(job, max_pages=pages, retire_source=retire_source, progress=progress)
     _report(outcome, as_json)
@@ -127,20 +159,24 @@ def run_cmd(
 @app.command("seal")
 def seal_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, as_json: bool = JSON,
+    map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
+    kind: str = KIND, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
-    _report(pipeline.seal_only(_job(source, store, nonce, subject, map_, mapping)), as_json)
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
+    _report(pipeline.seal_only(job), as_json)
 
 
 @app.command("stage")
 def stage_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES,
-    page_rows: int = PAGE_ROWS, as_json: bool = JSON,
+    page_rows: int = PAGE_ROWS, accept_torn_tail: bool = TORN, kind: str = KIND,
+    as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
-    job = _job(source, store, nonce, subject, map_, mapping, pipeline.Bounds(page_rows=page_rows))
+    bounds = pipeline.Bounds(page_rows=page_rows)
+    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind)
     with progress_bar("stage", enabled=not as_json) as progress:
         outcome = pipeline.stage(job, max_pages=pages, progress=progress)
     _report(outcome, as_json)
@@ -149,16 +185,20 @@ def stage_cmd(
 @app.command("validate")
 def validate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, as_json: bool = JSON,
+    map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
+    kind: str = KIND, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
-    _report(pipeline.validate(_job(source, store, nonce, subject, map_, mapping)), as_json)
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
+    _report(pipeline.validate(job), as_json)
 
 
 @app.command("activate")
 def activate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, as_json: bool = JSON,
+    map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
+    kind: str = KIND, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
-    _report(pipeline.activate(_job(source, store, nonce, subject, map_, mapping)), as_json)
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
+    _report(pipeline.activate(job), as_json)

@@ -1,4 +1,7 @@
-"""The staged migration of a legacy cell.redb into a BBG store (BRIEF §4).
+"""The staged migration of a legacy source into a BBG store (BRIEF §4).
+
+Sources: a cell.redb (its five tables copied byte for byte), an old cyb Signal log or an
+old TextArchive (each becomes one namespace of provenance records: :mod:`.legacy`).
 
 ``run`` = detect → preflight (inspect) → seal → stage → validate → activate [→ retire].
 ``plan`` walks the same preflight and destination checks and writes nothing.  The step
@@ -19,13 +22,14 @@ from typing import Any
 
 from migrate.detect import lock_held
 from migrate.pipeline import stages
+from migrate.pipeline.legacy import LegacySource
 from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight, source_kind
 from migrate.pipeline.retire import retire, retired_record
 from migrate.pipeline.seal import Seal, fingerprint, seal
 from migrate.sources import RedbSource
 from migrate.store import open_store
-from migrate.store.layout import DB_NAME, resolve_store_dir
 from migrate.store.connection import CommitHook
+from migrate.store.layout import DB_NAME, resolve_store_dir
 from migrate.store.store import Store
 
 __all__ = ["Bounds", "Job", "Outcome", "activate", "plan", "run", "seal_only", "stage", "validate"]
@@ -56,6 +60,13 @@ def _sealed(job: Job, progress: Progress | None) -> Iterator[tuple[Seal, Preflig
     kind = source_kind(job)
     with seal(job.source, kind) as held:
         yield held, preflight(job, kind, held.fingerprint, progress)
+
+
+def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
+    """The staging reader of the preflighted source (a context manager with ``pages``)."""
+    if pre.legacy is not None:
+        return LegacySource(pre.legacy)
+    return RedbSource(job.source)
 
 
 def _store(job: Job) -> Store:
@@ -104,7 +115,7 @@ def run(
         return done
     with _sealed(job, progress) as (held, pre), _store(job) as store:
         if stages.seal_stage(store, job, pre) != "active":
-            with RedbSource(job.source) as src:
+            with _open_source(job, pre) as src:
                 res = stages.stage_stage(
                     store, job, pre, src, max_pages=max_pages, progress=progress
                 )
@@ -135,7 +146,7 @@ def stage(job: Job, *, max_pages: int | None = None, progress: Progress | None =
     with _sealed(job, progress) as (_, pre), _store(job) as store:
         if stages.seal_stage(store, job, pre) == "active":
             return Outcome("complete", pre.import_id)
-        with RedbSource(job.source) as src:
+        with _open_source(job, pre) as src:
             res = stages.stage_stage(store, job, pre, src, max_pages=max_pages, progress=progress)
     return Outcome(
         "staged" if res.complete else "staging",
@@ -245,6 +256,7 @@ def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
         "key_value_bytes": pre.nbytes,
         "pages": -(-pre.rows // job.bounds.page_rows) if pre.rows else 0,
         "archive_digest_sha256": pre.report["archive_digest_sha256"],
+        **({"legacy": pre.report["legacy"]} if pre.legacy is not None else {}),
         "mapping": mapping.to_json() if mapping is not None else None,
         "fences": [o.origin.hex() for o in mapping.origins] if mapping is not None else [],
         "generation_after": "neuron-v1"

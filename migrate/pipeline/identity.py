@@ -8,9 +8,17 @@ and therefore the same receipt.
 | import id | SHA-256(canonical JSON of {kind, source fingerprint, mapping, nonce}) hex |
 | default nonce | SHA-256("bbg-migrate/default-nonce/1\\0" ‖ source SHA-256) |
 | prog id | hemera("bbg-migrate/prog-id/1\\0" ‖ subject[32] ‖ install nonce) |
-| subject birth | payload "bbg-migrate/subject-birth/1\\0" ‖ subject[32]; namespace = hemera(payload) |
+| subject birth | payload "bbg-migrate/subject-birth/1\\0" ‖ subject[32]; ns = hemera(payload) |
 | request id | hemera("bbg-migrate/request/1\\0" ‖ namespace[32] ‖ purpose ‖ 0x00 ‖ import id) |
-| fingerprint | hemera("bbg-migrate/fingerprint/1\\0" ‖ namespace ‖ request ‖ head(40) ‖ content ids) |
+| fingerprint | hemera("bbg-migrate/fingerprint/1\\0" ‖ ns ‖ request ‖ head(40) ‖ content ids) |
+| legacy namespace | hemera(import record payload): the record is history[ns‖0] (birth rule) |
+| legacy commit | hemera(item record payload), at history index i = ordinal + 1 (logs) or line |
+| legacy raw id | hemera(raw bytes): the frame incl. header, or the line incl. LF |
+| legacy request id | hemera("bbg-migrate/legacy-request/1\\0" ‖ source SHA-256 ‖ index u64 LE) |
+
+The legacy request id depends on the source digest and the history index only (index 0 is
+the import record, index i the item of event index i-1 or of line i), so a rerun after a
+crash derives the same request for the same item and the store resolves it, item by item.
 
 Blob content ids are hemera(payload), like every Blob of a legacy cell store, so the
 content-id rule of BRIEF §2.1 holds for what the pipeline itself writes.
@@ -82,3 +90,12 @@ def fingerprint(
     """The request fingerprint: binds the request to its head and sorted content ids."""
     body = b"".join(sorted(set(content_ids)))
     return hemera(b"bbg-migrate/fingerprint/1\x00" + namespace + request + head + body)
+
+
+def legacy_request_id(source_sha256: str, index: int) -> bytes:
+    """The request id of history ``index`` of a legacy source (0 = its import record)."""
+    return hemera(
+        b"bbg-migrate/legacy-request/1\x00"
+        + bytes.fromhex(source_sha256)
+        + index.to_bytes(8, "little")
+    )

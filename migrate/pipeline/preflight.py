@@ -4,6 +4,10 @@ Every stage starts here, ``plan`` included, so a dry run walks the same code as 
 detect the kind by content, check the source's shape and links (an invalid source stops with
 exit 3 and nothing written), enforce the bounds, check the mapping against the source's
 namespaces, and fingerprint the source.  The result pins everything a receipt depends on.
+
+A legacy Signal log or TextArchive is decoded whole and strictly here
+(:mod:`migrate.pipeline.legacy`); its report has the same five-table fields as a cell
+store's (the rows it becomes), plus a ``legacy`` section.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from migrate.detect import detect
 from migrate.errors import SourceError, UsageError, ValidationFailed
@@ -20,6 +24,10 @@ from migrate.pipeline import identity
 from migrate.pipeline.mapping import Mapping
 from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS, RedbSource
 
+if TYPE_CHECKING:
+    from migrate.pipeline.legacy import LegacyImport
+
+KINDS = ("redb", "signal-log", "text-archive")
 Progress = Callable[[int, int], None]
 
 
@@ -51,6 +59,10 @@ class Job:
     mapping: Mapping | None = None
     nonce: str | None = None
     bounds: Bounds = field(default_factory=Bounds)
+    # Import a torn Signal log's valid prefix (an explicit operator choice, in the receipt).
+    accept_torn_tail: bool = False
+    # The source's kind when the content cannot tell (an empty file); checked against detect.
+    kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,7 @@ class Preflight:
     fingerprint: dict[str, Any]
     nonce: str
     import_id: str
+    legacy: LegacyImport | None = None
 
     @property
     def namespaces(self) -> dict[str, dict[str, Any]]:
@@ -118,27 +131,58 @@ def _check_mapping(mapping: Mapping, namespaces: dict[str, Any], path: Path) -> 
 
 
 def source_kind(job: Job) -> str:
-    """The kind of the job's source, by content; only kinds this build migrates pass."""
-    kind = str(detect(job.source)["kind"])
-    if kind != "redb":
-        if kind in ("signal-log", "text-archive"):
+    """The kind of the job's source, by content (or ``job.kind`` where content cannot tell)."""
+    found = detect(job.source)
+    kind = str(found["kind"])
+    if job.kind is not None:
+        if job.kind not in KINDS:
+            raise UsageError(f"--kind must be one of {', '.join(KINDS)}", kind=job.kind)
+        if kind not in ("unknown", job.kind):
             raise UsageError(
-                f"{job.source}: a {kind} cannot be migrated by this build yet; "
-                "use `bbg-migrate inspect` to check it",
+                f"{job.source}: --kind {job.kind} but the content is a {kind}",
                 path=str(job.source),
             )
+        kind = job.kind
+    elif kind == "unknown" and found.get("size_bytes") == 0:
+        raise UsageError(
+            f"{job.source}: the file is empty; name its kind with --kind signal-log or "
+            "--kind text-archive",
+            path=str(job.source),
+        )
+    if kind not in KINDS:
         raise SourceError(
-            f"{job.source}: not a redb file (judged by content)", path=str(job.source)
+            f"{job.source}: not a redb file, Signal log or TextArchive (judged by content)",
+            path=str(job.source),
+        )
+    if job.accept_torn_tail and kind != "signal-log":
+        raise UsageError(
+            f"{job.source}: --accept-torn-tail applies to Signal logs only (this is a {kind})",
+            path=str(job.source),
         )
     return kind
+
+
+def _legacy_preflight(
+    job: Job, kind: str, fp: dict[str, Any], progress: Progress | None
+) -> tuple[dict[str, Any], LegacyImport]:
+    from migrate.pipeline.legacy import LegacyImport
+
+    imp = LegacyImport.read(
+        job.source, kind, fp, accept_torn_tail=job.accept_torn_tail, progress=progress
+    )
+    return imp.report(progress), imp
 
 
 def preflight(
     job: Job, kind: str, fp: dict[str, Any], progress: Progress | None = None
 ) -> Preflight:
     """Read and check the source (read-only) whose fingerprint is ``fp``; raise if wrong."""
-    with RedbSource(job.source) as src:
-        report = cell_report(src, progress=progress)
+    legacy = None
+    if kind == "redb":
+        with RedbSource(job.source) as src:
+            report = cell_report(src, progress=progress)
+    else:
+        report, legacy = _legacy_preflight(job, kind, fp, progress)
     if not report["valid"]:
         first = report["errors"][0]
         raise ValidationFailed(
@@ -155,4 +199,6 @@ def preflight(
     nonce = job.nonce or identity.default_nonce(fp["sha256"])
     mapping_doc = job.mapping.to_json() if job.mapping is not None else None
     iid = identity.import_id(kind, fp, mapping_doc, nonce)
-    return Preflight(kind=kind, report=report, fingerprint=fp, nonce=nonce, import_id=iid)
+    return Preflight(
+        kind=kind, report=report, fingerprint=fp, nonce=nonce, import_id=iid, legacy=legacy
+    )

@@ -21,7 +21,7 @@ from typing import Any
 
 import schemas
 from migrate.errors import SourceError, ValidationFailed
-from migrate.pipeline.seal import file_sha256
+from migrate.sources import file_sha256
 
 RETIREMENT = "retirement.json"
 

@@ -16,15 +16,16 @@ from typing import Any
 
 from fences import generations
 from fences.namespaces import fence, fence_of
-from migrate.cell_rules import DIGEST_ORDER, check_shape
+from migrate.cell_rules import check_shape
 from migrate.errors import Conflict, HeadMismatch, StoreError, ValidationFailed
 from migrate.links import iter_link_errors
 from migrate.pipeline import identity
 from migrate.pipeline.mapping import Mapping
 from migrate.pipeline.preflight import Job, Preflight
 from migrate.pipeline.seal import Seal
-from migrate.sources import RedbSource, pages
+from migrate.sources import PageSource
 from migrate.store import imports
+from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
 from migrate.store.codec import Head
 from migrate.store.graph import head as live_head
 from migrate.store.graph import publish
@@ -94,7 +95,7 @@ def stage_stage(
     store: Store,
     job: Job,
     pre: Preflight,
-    source: RedbSource,
+    source: PageSource,
     *,
     max_pages: int | None = None,
     progress: Progress | None = None,
@@ -108,7 +109,7 @@ def stage_stage(
     done_pages = 0
     copied_bytes = 0
     b = job.bounds
-    for page in pages(source, cursor, max_rows=b.page_rows, max_bytes=b.page_bytes):
+    for page in source.pages(cursor, max_rows=b.page_rows, max_bytes=b.page_bytes):
         if max_pages is not None and done_pages >= max_pages:
             return StageResult(False, done_pages, copied)
         with store.transaction(import_id=iid) as tx:
@@ -183,7 +184,8 @@ def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
         return done
     if imports.journal_of(store, iid, "staged") is None:
         raise StoreError(
-            f"{store.directory}: import {iid} is not fully staged yet; run `stage` (or `run`) first",
+            f"{store.directory}: import {iid} is not fully staged yet; "
+            "run `stage` (or `run`) first",
             import_id=iid,
         )
     with store.snapshot(iid) as tables:
@@ -359,7 +361,7 @@ def build_receipt(
     staged_digest: str,
 ) -> dict[str, Any]:
     """The receipt: a pure function of the source, mapping, nonce and prior destination."""
-    receipt = {
+    receipt: dict[str, Any] = {
         "format": "bbg-migrate/receipt/1",
         "import_id": pre.import_id,
         "nonce": pre.nonce,
@@ -380,6 +382,9 @@ def build_receipt(
             "staged_archive_sha256": staged_digest,
         },
     }
+    if pre.legacy is not None:
+        # Optional, so a cell.redb receipt stays exactly as it was.
+        receipt["legacy"] = pre.legacy.facts()
     import schemas
 
     schemas.validate(receipt, "receipt")

@@ -1,0 +1,97 @@
+"""Benchmark: `run` throughput against a raw executemany load of the same rows into SQLite.
+
+Both are measured in this one run, on the same file, each in its own child process (so the
+peak RSS of each is its own):
+
+* baseline -- read every row of the five tables with the same redb reader and load them
+  with ``executemany`` into five WITHOUT ROWID tables (WAL, synchronous=FULL), one
+  transaction per 512 rows, like a bare copy with no staging, checks or receipts;
+* run -- the whole pipeline (preflight/inspect, seal, staging, validation, activation).
+
+Prints rows/s of both, the ratio run/baseline (goal >= 0.5) and each peak RSS.
+
+    python benchmarks/pipeline.py [--file cell.redb]   # default: the bundled demo store
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHILD = r"""
+import json, resource, sqlite3, sys, time
+from pathlib import Path
+mode, src, work = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+t0 = time.perf_counter()
+rows = 0
+if mode == "baseline":
+    from importers.redb import open_redb
+    from migrate.cell_rules import DIGEST_ORDER
+    conn = sqlite3.connect(work / "raw.sqlite3", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL"); conn.execute("PRAGMA synchronous=FULL")
+    for t in DIGEST_ORDER:
+        conn.execute(f"CREATE TABLE {t} (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID")
+    with open_redb(src) as db:
+        for t in DIGEST_ORDER:
+            batch = []
+            for kv in db.iter_table(t):
+                batch.append(kv)
+                if len(batch) == 512:
+                    conn.execute("BEGIN"); conn.executemany(f"INSERT INTO {t} VALUES (?, ?)", batch)
+                    conn.execute("COMMIT"); rows += len(batch); batch = []
+            if batch:
+                conn.execute("BEGIN"); conn.executemany(f"INSERT INTO {t} VALUES (?, ?)", batch)
+                conn.execute("COMMIT"); rows += len(batch)
+    conn.close()
+else:
+    from migrate import pipeline
+    out = pipeline.run(pipeline.Job(source=src, store=work / "bbg"))
+    rows = sum(out.receipt["counts"]["rows"].values())
+elapsed = time.perf_counter() - t0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"mode": mode, "rows": rows, "seconds": elapsed, "peak_rss_bytes": rss}))
+"""
+
+
+def measure(mode: str, src: Path) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="bbg-bench-") as work:
+        res = subprocess.run(
+            [sys.executable, "-c", CHILD, mode, str(src), work],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    doc: dict[str, float] = json.loads(res.stdout.strip().splitlines()[-1])
+    return doc
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--file", type=Path, help="a legacy cell.redb (default: bundled demo)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = args.file
+        if src is None:
+            from migrate.demo import unpack_demo
+
+            src = unpack_demo(Path(tmp))
+        from migrate import backends
+
+        print(f"file: {src} ({src.stat().st_size / 1e6:.1f} MB); readers: {backends.active()}")
+        t = time.perf_counter()
+        base = measure("baseline", src)
+        run = measure("run", src)
+        for doc in (base, run):
+            print(
+                f"{doc['mode']:>8}: {doc['rows']:,} rows in {doc['seconds']:.2f} s = "
+                f"{doc['rows'] / doc['seconds']:,.0f} rows/s, peak RSS {doc['peak_rss_bytes'] / 2**20:.0f} MiB"
+            )
+        ratio = base["seconds"] / run["seconds"]
+        print(f"ratio run/baseline throughput: {ratio:.2f} (goal >= 0.5); total {time.perf_counter() - t:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

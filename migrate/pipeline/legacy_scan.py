@@ -1,0 +1,164 @@
+"""Reading a legacy Signal log or TextArchive for the pipeline: strict, whole, before any write.
+
+:func:`scan` walks the whole source with the strict decoders of :mod:`importers` and keeps
+only each item's byte span, so memory is 16 bytes per item.  Any decode error stops it as
+:class:`~migrate.errors.ValidationFailed` (exit 3) naming the code and the offset / frame or
+the line -- except a Signal log's torn last frame (``truncated-frame``), which the operator
+may accept explicitly: the valid prefix is then imported and the cut is recorded.
+
+:func:`decode_item` re-decodes one item from its raw bytes (the pipeline re-reads spans
+instead of holding every decoded item in memory).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from importers.signal_log import DEFAULT_LIMITS as LOG_LIMITS
+from importers.signal_log import Intent, Signal, decode_frames, read_frames
+from importers.text_archive import DEFAULT_LIMITS as TEXT_LIMITS
+from importers.text_archive import TextRecord, decode_line, read_records
+from migrate.errors import SignalLogError, TextArchiveError, ValidationFailed
+from migrate.pipeline import identity
+from migrate.pipeline.legacy_records import summary
+from migrate.store.codec import MAX_PAYLOAD
+
+SIGNAL_LOG, TEXT_ARCHIVE = "signal-log", "text-archive"
+KINDS = (SIGNAL_LOG, TEXT_ARCHIVE)
+TORN = "truncated-frame"
+
+
+@dataclass
+class Scan:
+    """What the strict pass found: item spans ``[start, end)`` and an accepted torn tail."""
+
+    starts: array[int]
+    ends: array[int]
+    torn_tail: dict[str, Any] | None = None
+
+    @property
+    def items(self) -> int:
+        return len(self.starts)
+
+
+def ordinal_of(kind: str, index: int) -> int:
+    """The source ordinal of history ``index`` ≥ 1: event index (logs), 1-based line (archives)."""
+    return index - 1 if kind == SIGNAL_LOG else index
+
+
+def _invalid(exc: SignalLogError | TextArchiveError, extra: str = "") -> ValidationFailed:
+    """A decode error as exit 3, keeping the decoder's code and position."""
+    ctx = exc.context
+    where = ("offset", "frame_index", "frame_start") if "offset" in ctx else ("line",)
+    error: dict[str, Any] = {"code": ctx["code"], "detail": exc.message}
+    error.update({k: ctx[k] for k in where})
+    return ValidationFailed(
+        f"{exc.message}{extra}; nothing was written",
+        path=ctx.get("path"),
+        errors=[error],
+        **{k: ctx[k] for k in ("code", *where)},
+    )
+
+
+def _oversized(path: Path, index: int, start: int, size: int) -> ValidationFailed:
+    # A content value is codec byte + payload ≤ 16 MiB (BRIEF §2.1); the frame header can
+    # push a maximal 16 MiB payload just past that, so such a frame cannot be one Blob.
+    detail = f"frame {index} of {size} bytes is larger than one Blob ({MAX_PAYLOAD} bytes)"
+    return ValidationFailed(
+        f"{path}: limit-exceeded at byte {start}: {detail}; nothing was written",
+        path=str(path),
+        errors=[
+            {
+                "code": "limit-exceeded",
+                "detail": detail,
+                "offset": start,
+                "frame_index": index,
+                "frame_start": start,
+            }
+        ],  # fmt: skip
+        code="limit-exceeded",
+        offset=start,
+    )
+
+
+def _scan_log(path: Path, accept_torn_tail: bool, tick: Callable[[int, int], None]) -> Scan:
+    found = Scan(array("Q"), array("Q"))
+    try:
+        for frame in read_frames(path, limits=LOG_LIMITS):
+            if frame.end - frame.start > MAX_PAYLOAD:
+                raise _oversized(path, frame.index, frame.start, frame.end - frame.start)
+            found.starts.append(frame.start)
+            found.ends.append(frame.end)
+            tick(found.items, frame.end)
+    except SignalLogError as exc:
+        ctx = exc.context
+        if ctx["code"] != TORN:
+            raise _invalid(exc) from exc
+        end = found.ends[-1] if found.items else 0
+        if not accept_torn_tail:
+            raise _invalid(
+                exc,
+                f"; to import the {found.items} intact event(s) before byte {end} and record "
+                "the cut in the receipt, rerun with --accept-torn-tail",
+            ) from exc
+        found.torn_tail = {
+            "code": TORN,
+            "offset": ctx["offset"],
+            "valid_prefix_events": found.items,
+            "valid_prefix_end": end,
+            "discarded_bytes": ctx["offset"] - end,
+        }
+    return found
+
+
+def _scan_archive(path: Path, tick: Callable[[int, int], None]) -> Scan:
+    found = Scan(array("Q"), array("Q"))
+    try:
+        for record in read_records(path, limits=TEXT_LIMITS, hash_fn=identity.hemera):
+            found.starts.append(record.start)
+            found.ends.append(record.end)
+            tick(found.items, record.end)
+    except TextArchiveError as exc:
+        raise _invalid(exc) from exc
+    return found
+
+
+def scan(
+    path: Path,
+    kind: str,
+    *,
+    accept_torn_tail: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Scan:
+    """The strict whole-source pass (see the module docstring)."""
+
+    def tick(items: int, offset: int) -> None:
+        if progress is not None and items % 4096 == 0:
+            progress(items, offset)
+
+    if kind == SIGNAL_LOG:
+        return _scan_log(path, accept_torn_tail, tick)
+    return _scan_archive(path, tick)
+
+
+def decode_item(kind: str, raw: bytes, index: int, start: int, path: Path) -> dict[str, Any]:
+    """The summary of the item at history ``index`` from its exact raw bytes."""
+    body: Signal | Intent | TextRecord
+    try:
+        if kind == SIGNAL_LOG:
+            body = next(iter(decode_frames(raw, limits=LOG_LIMITS, path=str(path)))).body
+        else:
+            body = decode_line(raw, index, start, hash_fn=identity.hemera, path=str(path))
+    except (SignalLogError, TextArchiveError, StopIteration) as exc:
+        # The strict pass accepted these bytes; failing now means the file changed under us.
+        raise ValidationFailed(
+            f"{path}: the item at byte {start} no longer decodes; the source changed after "
+            "it was read. Stop whatever writes it, then start again",
+            path=str(path),
+            errors=[{"code": "source-changed", "detail": f"item {index} at byte {start}"}],
+        ) from exc
+    return summary(body)

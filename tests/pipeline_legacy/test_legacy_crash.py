@@ -1,0 +1,71 @@
+"""kill -9 at every commit point of a Signal log import; the medium fixtures when present."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from migrate import pipeline
+from migrate.inspect import inspect_bbg
+from tests.conftest import shared_fixtures
+from tests.pipeline.helpers import cli, tree_state
+from tests.pipeline.test_crash import EMPTY_DIGEST, live_digest
+from tests.pipeline_legacy.support import copy_fixture
+
+
+@pytest.mark.slow
+def test_kill_9_at_every_commit_point_of_a_log(tmp_path: Path) -> None:
+    src = copy_fixture("signals-small.log", tmp_path / "src")
+    source_state = tree_state(src)
+    args = ("run", str(src), "--json", "--page-rows", "8")
+    ref = cli(*args, "--store", str(tmp_path / "ref"))
+    assert ref.returncode == 0, ref.stderr
+    want = json.loads(ref.stdout)["digests"]["source_archive_sha256"]
+    killed = 0
+    point = 0
+    while True:
+        point += 1
+        store = tmp_path / f"s{point}"
+        res = cli(*args, "--store", str(store), env={"BBG_MIGRATE_KILL_AT_COMMIT": str(point)})
+        if res.returncode == 0:
+            break  # past the last commit point
+        assert res.returncode == -signal.SIGKILL, res.stderr
+        killed += 1
+        assert live_digest(store) in (None, EMPTY_DIGEST, want), f"half-advanced at point {point}"
+        again = cli(*args, "--store", str(store))
+        assert again.returncode == 0, again.stderr
+        assert again.stdout == ref.stdout, f"receipt differs after a kill at point {point}"
+        assert live_digest(store) == want
+    # seal, 44 rows in pages of 8 (6 pages), staged, validated, activated: 2 points each.
+    assert killed >= 2 * (1 + 6 + 3), killed
+    assert tree_state(src) == source_state
+
+
+MEDIUM = ["signals-medium.log", "texts-medium.jsonl"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MEDIUM)
+def test_medium_fixture_migrates(name: str, tmp_path: Path) -> None:
+    shared = shared_fixtures()
+    if shared is None:
+        pytest.skip("medium fixtures need BBG_SHARED_FIXTURES")
+    src = shared / "legacy" / name
+    want = json.loads(Path(f"{src}.expected.json").read_text())
+    count = want.get("event_count", want.get("line_count"))
+    started = time.monotonic()
+    outcome = pipeline.run(pipeline.Job(src, tmp_path / "bbg"))
+    elapsed = time.monotonic() - started
+    assert outcome.receipt is not None
+    legacy = outcome.receipt["legacy"]
+    assert legacy["items"] == count
+    report = inspect_bbg(tmp_path / "bbg")
+    assert report["valid"], report["errors"]
+    assert report["namespaces"][legacy["namespace"]]["history_rows"] == count + 1
+    size = want["size_bytes"]
+    print(f"{name}: {count} items, {size} bytes in {elapsed:.2f} s: "
+          f"{count / elapsed:.0f} items/s, {size / elapsed / 1e6:.2f} MB/s")  # fmt: skip

@@ -1,0 +1,300 @@
+"""Signal logs and TextArchives through the staged pipeline, with exact provenance (issue 7)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import schemas
+from importers import hemera
+from importers.signal_log import LEGACY_SOURCE_DOMAIN
+from migrate import pipeline
+from migrate.inspect import inspect_bbg
+from tests.pipeline.helpers import cli, tree_state
+from tests.pipeline_legacy.support import content, copy_fixture, expected, records
+
+VALID = ["signals-small.log", "texts-small.jsonl"]
+INVALID_LOGS = [
+    "signals-overlong-leb.log",
+    "signals-unknown-sigil.log",
+    "signals-trailing-bytes.log",
+]
+INVALID_TEXTS = [
+    "texts-invalid-blank-line.jsonl",
+    "texts-invalid-particle.jsonl",
+    "texts-invalid-unknown-field.jsonl",
+    "texts-invalid-unterminated.jsonl",
+    "texts-invalid-utf8.jsonl",
+]
+
+
+def run_json(*args: str) -> dict[str, Any]:
+    res = cli(*args, "--json")
+    assert res.returncode == 0, res.stderr
+    doc: dict[str, Any] = json.loads(res.stdout)
+    return doc
+
+
+def item_count(want: dict[str, Any]) -> int:
+    return int(want["event_count"] if "event_count" in want else want["line_count"])
+
+
+def check_provenance(src: Path, store: Path, receipt: dict[str, Any], count: int) -> None:
+    """Every record of the source's namespace points at the exact raw bytes of its item."""
+    data = src.read_bytes()
+    legacy = receipt["legacy"]
+    ns = legacy["namespace"]
+    recs = records(store, ns)
+    assert len(recs) == count + 1
+    commit0, birth, payload0 = recs[0]
+    schemas.validate(birth, "legacy-import-record")
+    assert commit0.hex() == ns == hemera.hash(payload0).hex()  # the birth rule
+    assert birth["items"] == count and birth["kind"] == legacy["kind"]
+    assert birth["source"]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert birth["torn_tail"] == legacy["torn_tail"]
+    previous = commit0
+    for index, (commit, doc, payload) in enumerate(recs[1:], start=1):
+        schemas.validate(doc, "legacy-item-record")
+        assert commit == hemera.hash(payload)
+        assert doc["index"] == index and doc["namespace"] == ns
+        assert doc["previous"] == previous.hex()
+        prov = doc["provenance"]
+        assert prov["source_sha256"] == birth["source"]["sha256"]
+        assert prov["ordinal"] == (index - 1 if legacy["kind"] == "signal-log" else index)
+        start, end = prov["span"]
+        raw = data[start:end]
+        assert doc["raw"] == {"id": hemera.hash(raw).hex(), "size": len(raw)}
+        assert content(store, bytes.fromhex(doc["raw"]["id"])) == b"\x01" + raw
+        previous = commit
+
+
+def expected_spans(want: dict[str, Any], data: bytes) -> list[tuple[int, int]]:
+    if "frames" in want:
+        return [(row[0], row[1]) for row in want["frames"]]
+    # Archives list each line's SHA-256; the spans are where those exact lines sit.
+    spans, pos = [], 0
+    for line in want["lines"]:
+        end = data.index(b"\n", pos) + 1
+        assert hashlib.sha256(data[pos:end]).hexdigest() == line["sha256"]
+        spans.append((pos, end))
+        pos = end
+    return spans
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_valid_source_migrates_with_exact_provenance(name: str, tmp_path: Path) -> None:
+    src = copy_fixture(name, tmp_path / "src")
+    store = tmp_path / "bbg"
+    before = tree_state(src)
+    receipt = run_json("run", str(src), "--store", str(store))
+    schemas.validate(receipt, "receipt")
+    want = expected(src)
+    count = item_count(want)
+    legacy = receipt["legacy"]
+    assert legacy["items"] == count and legacy["torn_tail"] is None
+    digest_name = "hemera_source_digest" if "event_count" in want else "hemera_file"
+    assert legacy[digest_name] == want[digest_name]
+    assert receipt["source"]["sha256"] == want["sha256"]
+    assert (
+        receipt["digests"]["staged_archive_sha256"] == receipt["digests"]["source_archive_sha256"]
+    )
+    report = inspect_bbg(store)
+    assert report["valid"], report["errors"]
+    assert report["archive_digest_sha256"] == receipt["digests"]["source_archive_sha256"]
+    assert report["namespaces"] == {
+        legacy["namespace"]: {
+            "head_index": count,
+            "head_commit": report["namespaces"][legacy["namespace"]]["head_commit"],
+            "history_rows": count + 1,
+        }
+    }
+    assert report["tables"]["application_requests"]["rows"] == count + 1
+    check_provenance(src, store, receipt, count)
+    spans = [
+        tuple(doc["provenance"]["span"]) for _, doc, _ in records(store, legacy["namespace"])[1:]
+    ]
+    assert spans == expected_spans(want, src.read_bytes())
+    assert tree_state(src) == before  # the source is never written
+
+
+def test_hemera_source_digest_is_the_documented_one(tmp_path: Path) -> None:
+    src = copy_fixture("signals-small.log", tmp_path)
+    receipt = run_json("run", str(src), "--store", str(tmp_path / "bbg"))
+    want = hemera.hash(LEGACY_SOURCE_DOMAIN + src.read_bytes()).hex()
+    assert receipt["legacy"]["hemera_source_digest"] == want
+
+
+def existing_store(tmp_path: Path) -> Path:
+    """A destination that already holds another import (made in-process: faster)."""
+    store = tmp_path / "bbg"
+    other = copy_fixture("signals-small.log", tmp_path / "other")
+    assert pipeline.run(pipeline.Job(other, store)).status == "complete"
+    return store
+
+
+@pytest.mark.parametrize("name", INVALID_LOGS + INVALID_TEXTS)
+def test_invalid_source_exits_3_with_its_code_and_writes_nothing(name: str, tmp_path: Path) -> None:
+    src = copy_fixture(name, tmp_path / "src")
+    store = existing_store(tmp_path)  # must stay byte for byte as it was
+    before = tree_state(src, store)
+    want = expected(src)
+    # Every step preflights the whole source; the first one and the dry run stand for all.
+    verbs = ("plan", "run", "seal", "stage") if name == INVALID_LOGS[0] else ("plan", "run")
+    for verb in verbs:
+        res = cli(verb, str(src), "--store", str(store), "--json")
+        assert res.returncode == 3, (verb, res.stderr)
+        if "error" in want:
+            err = want["error"]
+            assert (
+                f"{err['code']} at byte {err['offset']} (frame {err['frame_index']}" in res.stderr
+            )
+        else:
+            err = want["first_error"]
+            assert f":{err['line']}: {err['code']}:" in res.stderr
+        assert "nothing was written" in res.stderr
+    assert tree_state(src, store) == before
+
+
+def test_torn_tail_needs_the_flag_then_imports_the_valid_prefix(tmp_path: Path) -> None:
+    src = copy_fixture("signals-truncated-tail.log", tmp_path / "src")
+    store = tmp_path / "bbg"
+    want = expected(src)
+    res = cli("run", str(src), "--store", str(store))
+    assert res.returncode == 3
+    assert f"truncated-frame at byte {want['error']['offset']}" in res.stderr
+    assert "--accept-torn-tail" in res.stderr
+    assert not store.exists()
+    receipt = run_json("run", str(src), "--store", str(store), "--accept-torn-tail")
+    torn = receipt["legacy"]["torn_tail"]
+    assert torn == {
+        "code": "truncated-frame",
+        "offset": want["size_bytes"],
+        "valid_prefix_events": want["valid_prefix_events"],
+        "valid_prefix_end": want["valid_prefix_end"],
+        "discarded_bytes": want["size_bytes"] - want["valid_prefix_end"],
+    }
+    assert receipt["legacy"]["items"] == want["valid_prefix_events"]
+    report = inspect_bbg(store)
+    assert report["valid"], report["errors"]
+    check_provenance(src, store, receipt, want["valid_prefix_events"])
+    # The last imported frame ends exactly where the valid prefix ends.
+    last = records(store, receipt["legacy"]["namespace"])[-1][1]
+    assert last["provenance"]["span"][1] == want["valid_prefix_end"]
+
+
+def test_exact_rerun_gives_byte_identical_receipt_and_changes_nothing(tmp_path: Path) -> None:
+    src = copy_fixture("texts-small.jsonl", tmp_path)
+    args = ("run", str(src), "--store", str(tmp_path / "bbg"), "--json")
+    first = cli(*args)
+    assert first.returncode == 0, first.stderr
+    state = tree_state(tmp_path / "bbg" / "bbg.sqlite3")
+    second = cli(*args)
+    assert second.returncode == 0 and second.stdout == first.stdout
+    assert tree_state(tmp_path / "bbg" / "bbg.sqlite3") == state
+
+
+def test_same_nonce_with_other_inputs_is_a_conflict(tmp_path: Path) -> None:
+    a = copy_fixture("signals-small.log", tmp_path)
+    b = copy_fixture("texts-small.jsonl", tmp_path)
+    store = str(tmp_path / "bbg")
+    assert cli("run", str(a), "--store", store, "--nonce", "abcd").returncode == 0
+    res = cli("run", str(b), "--store", store, "--nonce", "abcd")
+    assert res.returncode == 4 and "nonce abcd was already used" in res.stderr
+
+
+def test_plan_writes_nothing_and_names_the_namespace(tmp_path: Path) -> None:
+    src = copy_fixture("signals-small.log", tmp_path / "src")
+    store = tmp_path / "bbg"
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    for existing in (False, True):
+        if existing:
+            assert cli("run", str(src), "--store", str(store)).returncode == 0
+        before = tree_state(src, store, tmp_path)
+        res = cli("plan", str(src), "--store", str(store), "--json", cwd=tmp_path,
+                  env={"TMPDIR": str(tmp)})  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        schemas.validate(doc, "plan")
+        assert list(doc["namespaces"]) == [doc["legacy"]["namespace"]]
+        assert doc["rows"] == 21 + 11 + 11 + 1  # content, requests, history, heads
+        assert doc["destination"]["exists"] is existing
+        assert tree_state(src, store, tmp_path) == before
+        assert os.listdir(tmp) == []
+
+
+def test_step_by_step_resumes_item_by_item_and_equals_run(tmp_path: Path) -> None:
+    src = copy_fixture("texts-small.jsonl", tmp_path / "src")
+    store = str(tmp_path / "steps")
+    assert cli("seal", str(src), "--store", store, "--json").returncode == 0
+    calls = 0
+    staged = []
+    while True:
+        calls += 1
+        res = cli("stage", str(src), "--store", store, "--pages", "1", "--page-rows", "13",
+                  "--json")  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        staged.append(doc["rows_staged"])
+        if doc["status"] == "staged":
+            break
+    # content 1 + 20 + 20, requests 21, history 21, heads 1 = 84 rows: 13 a page (items are
+    # split across pages: 13 is no multiple of an item's 4 rows), a page a call.
+    total = doc["rows_total"]
+    assert total == 41 + 21 + 21 + 1
+    assert calls == -(-total // 13)
+    assert staged == [min(13 * k, total) for k in range(1, calls + 1)]
+    assert cli("validate", str(src), "--store", store, "--json").returncode == 0
+    stepped = run_json("activate", str(src), "--store", store)
+    direct = run_json("run", str(src), "--store", str(tmp_path / "direct"))
+    assert stepped == direct
+
+
+def test_mapping_uses_the_source_namespace_as_the_single_origin(tmp_path: Path) -> None:
+    src = copy_fixture("signals-small.log", tmp_path)
+    plan = run_json("plan", str(src), "--store", str(tmp_path / "bbg"))
+    ns = plan["legacy"]["namespace"]
+    receipt = run_json("run", str(src), "--store", str(tmp_path / "bbg"), "--subject", "ab" * 32,
+                       "--map", f"{ns}=01")  # fmt: skip
+    assert receipt["fences"] == [ns]
+    assert [m["origin"] for m in receipt["mappings"]] == [ns]
+    assert receipt["generation"] == "neuron-v1"
+    assert inspect_bbg(tmp_path / "bbg")["valid"]
+    res = cli("run", str(src), "--store", str(tmp_path / "b2"), "--subject", "ab" * 32,
+              "--map", f"{'cd' * 32}=01")  # fmt: skip
+    assert res.returncode == 3 and "not a namespace of the source" in res.stderr
+    assert not (tmp_path / "b2").exists()
+
+
+def test_flags_and_kinds_are_checked(tmp_path: Path) -> None:
+    texts = copy_fixture("texts-small.jsonl", tmp_path)
+    res = cli("run", str(texts), "--store", str(tmp_path / "a"), "--accept-torn-tail")
+    assert res.returncode == 2 and "Signal logs only" in res.stderr
+    res = cli("run", str(texts), "--store", str(tmp_path / "a"), "--kind", "signal-log")
+    assert res.returncode == 2 and "the content is a text-archive" in res.stderr
+    empty = copy_fixture("signals-empty.log", tmp_path)
+    res = cli("run", str(empty), "--store", str(tmp_path / "a"))
+    assert res.returncode == 2 and "--kind" in res.stderr
+    assert not (tmp_path / "a").exists()
+    receipt = run_json("run", str(empty), "--store", str(tmp_path / "a"), "--kind", "signal-log")
+    assert receipt["legacy"]["items"] == 0
+    assert (
+        inspect_bbg(tmp_path / "a")["namespaces"][receipt["legacy"]["namespace"]]["history_rows"]
+        == 1
+    )
+    # A valid log is not torn: the flag changes nothing and the receipt says no cut.
+    log = copy_fixture("signals-small.log", tmp_path)
+    plain = run_json("plan", str(log), "--store", str(tmp_path / "b"))
+    flagged = run_json("plan", str(log), "--store", str(tmp_path / "b"), "--accept-torn-tail")
+    assert flagged == plain and flagged["legacy"]["torn_tail"] is None
+
+
+def test_detect_names_both_kinds(tmp_path: Path) -> None:
+    for name, kind in (("signals-small.log", "signal-log"), ("texts-small.jsonl", "text-archive")):
+        src = copy_fixture(name, tmp_path)
+        assert run_json("detect", str(src))["kind"] == kind
