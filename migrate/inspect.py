@@ -48,10 +48,13 @@ def namespaces(source: RowSource) -> dict[str, dict[str, Any]]:
 
 
 def cell_report(
-    source: RowSource, *, progress: Callable[[int, int], None] | None = None
+    source: RowSource,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    hemera_digest: bool = True,
 ) -> dict[str, Any]:
     """The five-table part of an inspect report (shared by cell.redb and BBG stores)."""
-    shape = check_shape(source, progress=progress)
+    shape = check_shape(source, progress=progress, hemera_digest=hemera_digest)
     errors = list(shape.errors)
     # Links need content, requests, history and heads as plain tables (claims play no part).
     kinds = source.table_kinds()

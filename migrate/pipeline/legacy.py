@@ -241,7 +241,9 @@ class LegacyImport:
         validation checks them on the staged rows, which is what gets published.
         """
         with self.open() as fh:
-            shape = check_shape(LegacyRows(self, fh), verify_blob_ids=False, progress=progress)
+            shape = check_shape(
+                LegacyRows(self, fh), verify_blob_ids=False, hemera_digest=False, progress=progress
+            )
         head = self.head
         return {
             "kind": self.kind,

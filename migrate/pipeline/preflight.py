@@ -180,7 +180,7 @@ def preflight(
     legacy = None
     if kind == "redb":
         with RedbSource(job.source) as src:
-            report = cell_report(src, progress=progress)
+            report = cell_report(src, progress=progress, hemera_digest=False)
     else:
         report, legacy = _legacy_preflight(job, kind, fp, progress)
     if not report["valid"]:
