@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
+from migrate.store.codec import ARCHIVE_ORDER, MAX_PAYLOAD
 from migrate.store.codec import MAX_KEY_LEN as MAX_KEY
-from migrate.store.codec import MAX_PAYLOAD
 
+# Digest order (§6): the position is the ordinal byte written before each table.
+DIGEST_ORDER = ARCHIVE_ORDER
 TABLES = frozenset(DIGEST_ORDER)
 CODEC_DATA, CODEC_BLOB = 0, 1
 HEMERA_DIGEST_DOMAIN = b"bbg/application-archive-rows/1\x00"

@@ -16,13 +16,16 @@ fixtures_app = typer.Typer(
     help="Legacy fixtures with golden results, for CI.", no_args_is_help=True, rich_markup_mode=None
 )
 app.add_typer(fixtures_app, name="fixtures")
+DIR_ARG = typer.Argument(..., help="Directory of fixtures (*.expected.json).")
+BLESS_OPT = typer.Option(False, "--bless", help="Write golden receipts that are missing.")
+JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
 
 
 @fixtures_app.command("check")
 def check_cmd(
-    directory: Path = typer.Argument(..., help="Directory of fixtures (*.expected.json)."),
-    bless: bool = typer.Option(False, "--bless", help="Write golden receipts that are missing."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
+    directory: Path = DIR_ARG,
+    bless: bool = BLESS_OPT,
+    as_json: bool = JSON_OPT,
 ) -> None:
     """Replay every fixture in DIRECTORY; exit 3 on any difference from its golden result."""
 

@@ -290,7 +290,7 @@ def _clear(tx: Tx, import_id: str, state: str) -> None:
 
 
 def claim_nonce(tx: Tx, nonce: str, import_id: str) -> None:
-    """Bind ``nonce`` to ``import_id`` for good; the same nonce with another import is a Conflict."""
+    """Bind ``nonce`` to ``import_id`` for good (the same nonce, another import: Conflict)."""
     row = tx.one("SELECT import_id FROM bbg_import_v1_nonces WHERE nonce = ?", (nonce,))
     if row is None:
         tx.execute(

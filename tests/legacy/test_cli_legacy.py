@@ -78,7 +78,10 @@ def test_unknown_content_and_bad_kind(tmp_path: Path) -> None:
     other = tmp_path / "notes.log"
     other.write_bytes(b"hello\n")
     res = run(str(other))
-    assert res.returncode == 1 and "not a redb file, BBG store, signal log or text archive" in res.stderr
+    assert (
+        res.returncode == 1
+        and "not a redb file, BBG store, signal log or text archive" in res.stderr
+    )
     assert run(str(other), "--kind", "cell").returncode == 2
     res = run(str(other), "--kind", "redb")
     assert res.returncode == 1 and "notes.log" in res.stderr

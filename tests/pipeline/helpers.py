@@ -61,7 +61,7 @@ def tree_state(*roots: Path) -> dict[str, tuple[str, int]]:
         if not root.exists():
             out[str(root)] = ("absent", 0)
             continue
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, _dirnames, filenames in os.walk(root):
             out[dirpath] = ("dir", 0)
             for name in filenames:
                 p = Path(dirpath) / name

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 import schemas
-from migrate import pipeline
 from migrate.inspect import inspect_bbg
 from migrate.pipeline import mapping as mapping_mod
 from tests.pipeline.helpers import cell_fixtures, cli, expected, tree_state, unpack
@@ -151,8 +150,8 @@ def test_mapping_publishes_manifest_fences_and_promotes(tmp_path: Path) -> None:
     assert report["valid"], report["errors"]
     assert receipt["head"]["namespace"] in report["namespaces"]
     # An original-generation reader now refuses the store.
-    from migrate.store import open_store
     from migrate.errors import StoreRefused
+    from migrate.store import open_store
 
     with pytest.raises(StoreRefused):
         open_store(tmp_path / "bbg", reader_generation="original")
