@@ -104,8 +104,10 @@ class _BlobVerifier:
     BATCH_BYTES = 4 * 1024 * 1024
     MAX_PENDING = 2
 
-    def __init__(self, hash_fn: Callable[[bytes], bytes], report: ShapeReport) -> None:
-        self._hash = hash_fn
+    def __init__(
+        self, hash_many: Callable[[list[bytes]], list[bytes]], report: ShapeReport
+    ) -> None:
+        self._hash_many = hash_many
         self._report = report
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="blob-ids")
         self._pending: deque[Future[list[tuple[int, bytes]]]] = deque()
@@ -119,7 +121,9 @@ class _BlobVerifier:
             self._flush()
 
     def _verify(self, batch: list[tuple[int, bytes, bytes]]) -> list[tuple[int, bytes]]:
-        return [(pos, key) for pos, key, payload in batch if self._hash(payload) != key]
+        # One C call per batch: the GIL is released for all of it, not per small payload.
+        ids = self._hash_many([payload for _, _, payload in batch])
+        return [(pos, key) for (pos, key, _), got in zip(batch, ids, strict=True) if got != key]
 
     def _flush(self) -> None:
         if self._batch:
@@ -247,7 +251,7 @@ def check_shape(
     if verify_blob_ids and hemera_factory is not None:
         from importers import hemera
 
-        blob_ids = _BlobVerifier(hemera.hash, report)
+        blob_ids = _BlobVerifier(hemera.hash_many, report)
         report.blob_ids_checked = True
     try:
         _pass(source, kinds, report, blob_ids, hemera_factory if hemera_digest else None, progress)

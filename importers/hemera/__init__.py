@@ -33,6 +33,7 @@ __all__ = [
     "c_impl",
     "hash",
     "hash_file",
+    "hash_many",
     "hash_stream",
     "impl",
     "python_impl",
@@ -53,6 +54,7 @@ BACKEND = "c" if impl is c_impl else "python"
 
 Hasher = impl.Hasher
 hash = impl.hash  # noqa: A001 - the specification's own name
+hash_many = impl.hash_many
 
 #: Read size for files and streams: large enough that per-call overhead vanishes.
 CHUNK_SIZE = 1 << 20

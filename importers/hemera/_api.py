@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from importers.hemera._params import BytesLike
@@ -31,6 +31,8 @@ class Backend(Protocol):
     def Hasher(self) -> Callable[..., HasherLike]: ...  # noqa: N802 - a class in each backend
 
     def hash(self, data: BytesLike) -> bytes: ...
+
+    def hash_many(self, items: Sequence[BytesLike]) -> list[bytes]: ...
 
     def round_constants(self) -> tuple[int, ...]: ...
 

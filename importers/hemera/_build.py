@@ -28,6 +28,7 @@ void hemera_init(hemera_ctx *ctx);
 void hemera_update(hemera_ctx *ctx, const char *data, size_t len);
 void hemera_digest(const hemera_ctx *ctx, char *out);
 void hemera_hash(const char *data, size_t len, char *out);
+void hemera_hash_many(const char *data, const uint64_t *ends, size_t n, char *out);
 """
 
 ffi = FFI()

@@ -180,6 +180,11 @@ class Hasher:
         return other
 
 
+def hash_many(items: Sequence[BytesLike]) -> list[bytes]:
+    """hemera of each item (the twin of the C batch call)."""
+    return [hash(item) for item in items]
+
+
 def hash(data: BytesLike) -> bytes:  # noqa: A001 - the specification's own name
     """The 32-byte hemera hash of ``data``."""
     return Hasher(data).digest()

@@ -450,3 +450,14 @@ void hemera_hash(const char *data, size_t len, char *out) {
     hemera_update(&ctx, data, len);
     hemera_digest(&ctx, out);
 }
+
+/* Hash n inputs laid end to end in one buffer (input i is data[ends[i-1] .. ends[i]),
+ * ends[-1] = 0) into out[32*i ..]: one call per batch, so the caller's GIL is released
+ * for the whole batch (cffi releases it around every call). */
+void hemera_hash_many(const char *data, const uint64_t *ends, size_t n, char *out) {
+    uint64_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        hemera_hash(data + start, (size_t)(ends[i] - start), out + 32 * i);
+        start = ends[i];
+    }
+}

@@ -106,3 +106,9 @@ def test_hash_file_missing_names_the_file(tmp_path: Path) -> None:
 def test_hash_file_directory_is_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="cannot read"):
         hemera.hash_file(tmp_path)
+
+
+def test_hash_many_equals_hash_per_item(impl: Backend) -> None:
+    items = [data_of(n) for n in (0, 1, 55, 56, 57, 111, 112, 4096, 70_000)]
+    assert impl.hash_many(items) == [impl.hash(item) for item in items]
+    assert impl.hash_many([]) == []
