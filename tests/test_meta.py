@@ -1,0 +1,44 @@
+"""Meta-tests that catch drift: schemas are valid, every command has help, docs list them."""
+
+from __future__ import annotations
+
+import re
+
+import jsonschema
+import pytest
+
+import schemas
+from migrate.cli import app
+from tests.conftest import ROOT
+from tests.test_cli_basics import run
+
+
+@pytest.mark.parametrize("name", schemas.names())
+def test_every_schema_is_valid_and_accepts_its_examples(name: str) -> None:
+    schema = schemas.load(name)
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    assert schema.get("$id") in (name, f"https://bbg-migrate/schemas/{name}.schema.json")
+    for example in schema.get("examples", []):
+        schemas.validate(example, name)
+
+
+def _commands() -> list[list[str]]:
+    out: list[list[str]] = []
+    for info in app.registered_commands:
+        out.append([info.name or info.callback.__name__])  # type: ignore[union-attr]
+    for group in app.registered_groups:
+        sub = group.typer_instance
+        assert sub is not None and group.name is not None
+        for info in sub.registered_commands:
+            out.append([group.name, info.name or info.callback.__name__])  # type: ignore[union-attr]
+    return out
+
+
+@pytest.mark.parametrize("words", _commands(), ids=" ".join)
+def test_every_command_has_help_and_is_in_the_readme(words: list[str]) -> None:
+    res = run(*words, "--help")
+    assert res.returncode == 0, res.stderr
+    assert "Usage:" in res.stdout
+    readme = (ROOT / "README.md").read_text()
+    pattern = r"bbg-migrate (--store \S+ )?" + r"[^`|]*".join(re.escape(w) for w in words)
+    assert re.search(pattern, readme), f"README does not mention `bbg-migrate {' '.join(words)}`"
