@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import bisect
 import mmap
+import os
 import struct
 from collections.abc import Iterator
 from typing import Any
 
 from importers.redb.header import xxh3_128
 from importers.redb.layout import Layout, page_label
-from migrate.errors import RedbCorrupt
+from migrate.errors import RedbCorrupt, SourceError
 
 LEAF = 1
 BRANCH = 2
 MAX_DEPTH = 64
+Pair = tuple[bytes, bytes]
+SHRUNK = "the file ended inside a page (did it shrink while being read?)"
 
 _U16 = struct.Struct("<H")
 
@@ -44,13 +47,36 @@ class Budget:
 
 
 class PageReader:
-    """Reads bounds-checked pages out of the mapped file, and builds precise corruption errors."""
+    """Reads bounds-checked pages of the file, and builds precise corruption errors.
 
-    def __init__(self, mm: mmap.mmap, file_size: int, layout: Layout, path: str) -> None:
+    Pages are read with ``pread`` from ``fd``, not sliced from the mapping ``mm`` (which only
+    serves the super-header): every page of a mapping the process touches counts towards its
+    RSS (and the kernel maps 64 KiB around each fault), so a scan would grow RSS by the size
+    of the file; read pages are freed as soon as they are consumed.
+    """
+
+    def __init__(self, mm: mmap.mmap, fd: int, file_size: int, layout: Layout, path: str) -> None:
         self.mm = mm
+        self.fd = fd
         self.file_size = file_size
         self.layout = layout
         self.path = path
+        #: Pages read so far (both paths count them; tests use it to see what a walk read).
+        self.pages_read = 0
+        #: The C path's handle on this file (set by ``importers.redb._c``).
+        self.native: Any = None
+        #: Set when the file is closed: reading then raises ValueError (the descriptor number
+        #: may already belong to another file).
+        self.closed = False
+
+    def check_open(self) -> None:
+        """ValueError if the file has been closed."""
+        if self.closed:
+            raise ValueError(f"{self.path}: the redb file is closed")
+
+    def read_failed(self, errno: int) -> SourceError:
+        """The error for a page read that the operating system refused."""
+        return SourceError(f"{self.path}: cannot read: {os.strerror(errno)}", path=self.path)
 
     def corrupt(
         self,
@@ -91,7 +117,15 @@ class PageReader:
                 page=raw,
                 offset=start,
             )
-        return self.mm[start:end], start
+        self.check_open()
+        try:
+            data = os.pread(self.fd, end - start, start)
+        except OSError as exc:
+            raise self.read_failed(exc.errno or 0) from exc
+        if len(data) != end - start:
+            raise self.corrupt(SHRUNK, table=table, page=raw, offset=start)
+        self.pages_read += 1
+        return data, start
 
 
 def _ends(buf: bytes, at: int, count: int) -> tuple[int, ...]:
@@ -261,18 +295,44 @@ class Tree:
             start = end
         return keys
 
-    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
+    def __iter__(self) -> Iterator[Pair]:
         """Every (key, value) in stored order; memory bounded by depth x fan-out."""
-        return self.walk()
+        for batch in self.batches():
+            yield from batch
 
-    def walk(self, after: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
-        """The pairs in stored order, or only those whose key sorts after ``after``.
+    def walk(self, after: bytes | None = None) -> Iterator[Pair]:
+        """The pairs in stored order, or only those whose key sorts after ``after``."""
+        for batch in self.batches(after):
+            yield from batch
+
+    def _open(self, raw: int, depth: int) -> tuple[bytes, int]:
+        """Page ``raw`` at ``depth``, after the page budget and depth guards."""
+        reader = self.reader
+        self.budget.left -= 1
+        if self.budget.left < 0:
+            raise reader.corrupt(
+                "tree visits more pages than the file holds (a cycle?)",
+                table=self.table,
+                page=raw,
+            )
+        if depth > MAX_DEPTH:
+            raise reader.corrupt(
+                f"tree deeper than {MAX_DEPTH} levels (a cycle?)", table=self.table, page=raw
+            )
+        return reader.page(raw, self.table)
+
+    def _unknown(self, kind: int, raw: int, offset: int) -> RedbCorrupt:
+        return self.reader.corrupt(
+            f"unknown page type {kind}", table=self.table, page=raw, offset=offset
+        )
+
+    def batches(self, after: bytes | None = None) -> Iterator[list[Pair]]:
+        """The pairs in stored order, one verified leaf at a time; with ``after``, only those
+        whose key sorts after it.
 
         Seeking compares keys as bytes, so ``after`` is only meaningful for key types that
         redb orders bytewise (the caller checks); it descends one path, then streams.
         """
-        reader = self.reader
-        budget = self.budget
         # A stack of pending subtrees, the next one on top; "seek" marks the one on the path
         # to ``after``.
         stack: list[tuple[int, int, int, bool]] = [
@@ -280,25 +340,15 @@ class Tree:
         ]
         while stack:
             raw, expected, depth, seek = stack.pop()
-            budget.left -= 1
-            if budget.left < 0:
-                raise reader.corrupt(
-                    "tree visits more pages than the file holds (a cycle?)",
-                    table=self.table,
-                    page=raw,
-                )
-            if depth > MAX_DEPTH:
-                raise reader.corrupt(
-                    f"tree deeper than {MAX_DEPTH} levels (a cycle?)", table=self.table, page=raw
-                )
-            buf, offset = reader.page(raw, self.table)
+            buf, offset = self._open(raw, depth)
             kind = buf[0]
             if kind == LEAF:
                 pairs = self._leaf(buf, raw, offset, expected)
                 if seek:
                     assert after is not None
                     pairs = [pair for pair in pairs if pair[0] > after]
-                yield from pairs
+                if pairs:
+                    yield pairs
             elif kind == BRANCH:
                 children = self._branch(buf, raw, offset, expected)
                 first = 0
@@ -311,6 +361,25 @@ class Tree:
                     child, checksum = children[i]
                     stack.append((child, checksum, depth + 1, seek and i == first))
             else:
-                raise reader.corrupt(
-                    f"unknown page type {kind}", table=self.table, page=raw, offset=offset
-                )
+                raise self._unknown(kind, raw, offset)
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value stored under ``key`` (bytewise key order), or None; verifies the pages it
+        descends through.  Binary searches as ``bisect_left`` does (the C path does the same,
+        so even a malformed file gives both paths the same answer)."""
+        raw, expected, depth = self.root_page, self.root_checksum, 0
+        while True:
+            buf, offset = self._open(raw, depth)
+            kind = buf[0]
+            if kind == LEAF:
+                pairs = self._leaf(buf, raw, offset, expected)
+                i = bisect.bisect_left([k for k, _ in pairs], key)
+                if i < len(pairs) and pairs[i][0] == key:
+                    return pairs[i][1]
+                return None
+            if kind != BRANCH:
+                raise self._unknown(kind, raw, offset)
+            children = self._branch(buf, raw, offset, expected)
+            # Child i holds the keys up to separator i (the last child, the rest).
+            raw, expected = children[bisect.bisect_left(self._branch_keys(buf), key)]
+            depth += 1

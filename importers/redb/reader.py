@@ -28,7 +28,9 @@ from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
-from importers.redb.btree import PageReader, Tree
+from importers.redb import backend as backends
+from importers.redb._api import Backend
+from importers.redb.btree import PageReader, Pair
 from importers.redb.header import (
     DB_HEADER_SIZE,
     MAX_PAGE_INDEX,
@@ -46,8 +48,6 @@ from importers.redb.layout import Layout, page_label, recalculate
 from importers.redb.tables import (
     DefinitionError,
     TableInfo,
-    iter_multimap,
-    iter_normal,
     orders_bytewise,
     parse_definition,
 )
@@ -62,9 +62,15 @@ TRACKER_ORDERS = 21  # redb 1.x/2.x region tracker: one bitmap per page order 0.
 
 
 class RedbFile:
-    """An open redb file.  Use :func:`open_redb`; close it (or use ``with``) when done."""
+    """An open redb file.  Use :func:`open_redb`; close it (or use ``with``) when done.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``backend`` is the name of the implementation reading it ("c" or "python").
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, backend: str | None = None) -> None:
+        self._impl: Backend = backends.resolve(backend)
+        self.backend = self._impl.NAME
+        self._reader: PageReader | None = None
         self.path = Path(path)
         self._label = str(self.path)
         self._tables: list[TableInfo] | None = None
@@ -99,6 +105,9 @@ class RedbFile:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
+        if self._reader is not None:
+            self._reader.closed = True
+            self._impl.close(self._reader)
         if self._mm is not None:
             self._mm.close()
             self._mm = None
@@ -205,7 +214,8 @@ class RedbFile:
         raw = parse_raw_header(mm[:DB_HEADER_SIZE])
         self._check_geometry(raw)
         layout, needs_recovery = self._layout(raw)
-        reader = PageReader(mm, self.file_size, layout, self._label)
+        reader = PageReader(mm, self._fh.fileno(), self.file_size, layout, self._label)
+        self._reader = reader  # so that close() releases what the backend holds on it
         primary = raw.slots[raw.primary_slot]
         if primary.version < 3:
             self._check_region_tracker(raw, layout, mm, needs_recovery)
@@ -348,7 +358,7 @@ class RedbFile:
                 if lists:
                     self._check_page_list(reader, value, info.name)
         if slot.freed_root is not None:
-            tree = Tree(
+            batches = self._impl.tree_batches(
                 reader,
                 slot.freed_root.page,
                 slot.freed_root.checksum,
@@ -356,8 +366,9 @@ class RedbFile:
                 None,
                 FREED_TREE,
             )
-            for _, value in tree:
-                self._check_page_list(reader, value, FREED_TREE)
+            for batch in batches:
+                for _, value in batch:
+                    self._check_page_list(reader, value, FREED_TREE)
 
     @staticmethod
     def _check_page_list(reader: PageReader, value: bytes, table: str) -> None:
@@ -383,7 +394,14 @@ class RedbFile:
             return
         count = 0
         prev: bytes | None = None
-        for key, value in Tree(reader, root.page, root.checksum, None, None, tree_name):
+        pairs = (
+            pair
+            for batch in self._impl.tree_batches(
+                reader, root.page, root.checksum, None, None, tree_name
+            )
+            for pair in batch
+        )
+        for key, value in pairs:
             count += 1
             if prev is not None and key <= prev:
                 raise reader.corrupt("table names out of order", table=tree_name)
@@ -407,18 +425,35 @@ class RedbFile:
     def _iter(
         self, reader: PageReader, slot: CommitSlot, info: TableInfo
     ) -> Iterator[tuple[bytes, bytes]]:
-        """A table's pairs, checking at the end that their number matches the stored length."""
+        """A table's pairs (see :meth:`_batches`)."""
+        for batch in self._batches(reader, slot, info):
+            yield from batch
+
+    def _batches(
+        self, reader: PageReader, slot: CommitSlot, info: TableInfo
+    ) -> Iterator[list[Pair]]:
+        """A table's pairs in batches, checking at the end that their number matches the
+        stored length."""
         count = 0
         if info.kind == "multimap":
-            for pair in iter_multimap(reader, info, slot.version):
-                count += 1
-                yield pair
+            batches = self._impl.multimap_batches(reader, info, slot.version)
             expected = info.stored_length
-        else:
-            for pair in iter_normal(reader, info):
-                count += 1
-                yield pair
+        elif info.root_page is None or info.root_checksum is None:
+            batches = iter(())
             expected = info.root_length
+        else:
+            batches = self._impl.tree_batches(
+                reader,
+                info.root_page,
+                info.root_checksum,
+                info.key_width,
+                info.value_width,
+                info.name,
+            )
+            expected = info.root_length
+        for batch in batches:
+            count += len(batch)
+            yield batch
         if expected is not None and count != expected:
             raise reader.corrupt(
                 f"table holds {count} entries, its stored length says {expected}",
@@ -430,12 +465,12 @@ class RedbFile:
         """Every table (normal and multimap), sorted by name in UTF-8 byte order."""
         if self._tables is None:
             found = list(
-                self._definitions(self._reader, self._slot, self._slot.user_root, TABLE_TREE)
+                self._definitions(self._open_reader(), self._slot, self._slot.user_root, TABLE_TREE)
             )
             if self._slot.version == 1:
                 # Format 1 stores no lengths: redb 1.x's len() counts.
                 found = [
-                    _with_length(t, sum(1 for _ in self._iter(self._reader, self._slot, t)))
+                    _with_length(t, sum(1 for _ in self._iter(self._open_reader(), self._slot, t)))
                     for t in found
                 ]
             found.sort(key=lambda t: t.name.encode("utf-8"))
@@ -458,13 +493,69 @@ class RedbFile:
         """
         info = self.table(name)
         if after is None:
-            return self._iter(self._reader, self._slot, info)
+            return self._iter(self._open_reader(), self._slot, info)
+        info = self._bytewise(info, "seeking")
+        return self._after(info, bytes(after))
+
+    def _after(self, info: TableInfo, after: bytes) -> Iterator[Pair]:
+        if info.root_page is None or info.root_checksum is None:
+            return
+        for batch in self._impl.tree_batches(
+            self._open_reader(),
+            info.root_page,
+            info.root_checksum,
+            info.key_width,
+            info.value_width,
+            info.name,
+            after,
+        ):
+            yield from batch
+
+    def iter_batches(self, name: str) -> Iterator[list[Pair]]:
+        """Every (key, value) of table ``name``, as :meth:`iter_table` yields them, in lists
+        (one C call or one leaf each): the fastest way to consume a whole table."""
+        return self._batches(self._open_reader(), self._slot, self.table(name))
+
+    def get(self, name: str, key: bytes) -> bytes | None:
+        """The value stored under ``key`` in table ``name``, or None, descending the tree and
+        verifying the pages on the way (normal tables with bytewise-ordered keys, else
+        ``ValueError``; ``KeyError`` if there is no such table)."""
+        info = self._bytewise(self.table(name), "a point lookup")
+        if info.root_page is None or info.root_checksum is None:
+            return None
+        return self._impl.tree_get(
+            self._open_reader(),
+            info.root_page,
+            info.root_checksum,
+            info.key_width,
+            info.value_width,
+            info.name,
+            bytes(key),
+        )
+
+    def verify_system(self) -> None:
+        """Walk and verify every page of the commit's system tree (and, in formats 1 and 2, its
+        freed tree), checking the page lists they hold; ``RedbCorrupt`` on damage.  Together with a
+        full iteration of every table this reads every page the commit references."""
+        self._verify_system(self._open_reader(), self._slot)
+
+    @property
+    def pages_read(self) -> int:
+        """How many pages this file's walks have read so far (both backends count them)."""
+        return self._open_reader().pages_read
+
+    def _open_reader(self) -> PageReader:
+        assert self._reader is not None
+        return self._reader
+
+    @staticmethod
+    def _bytewise(info: TableInfo, what: str) -> TableInfo:
         if info.kind != "table" or info.key_type_class == 2 or not orders_bytewise(info.key_type):
             raise ValueError(
-                f"table {name!r}: seeking needs a normal table with bytewise-ordered keys "
+                f"table {info.name!r}: {what} needs a normal table with bytewise-ordered keys "
                 f"(it is a {info.kind} keyed by {info.key_type})"
             )
-        return iter_normal(self._reader, info, bytes(after))
+        return info
 
 
 def _what(exc: RedbCorrupt) -> str:
@@ -476,6 +567,9 @@ def _with_length(info: TableInfo, length: int) -> TableInfo:
     return replace(info, length=length)
 
 
-def open_redb(path: str | os.PathLike[str]) -> RedbFile:
-    """Open a redb file read-only (``RedbCorrupt`` / ``RedbUnsupported`` / ``SourceError``)."""
-    return RedbFile(path)
+def open_redb(path: str | os.PathLike[str], *, backend: str | None = None) -> RedbFile:
+    """Open a redb file read-only (``RedbCorrupt`` / ``RedbUnsupported`` / ``SourceError``).
+
+    ``backend`` ("c" or "python") overrides the default implementation for this file.
+    """
+    return RedbFile(path, backend=backend)

@@ -23,7 +23,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from importers.redb.btree import Budget, PageReader, Tree, iter_leaf
+from importers.redb.btree import Budget, PageReader, Pair, Tree, iter_leaf
 from importers.redb.header import BtreeRoot, parse_btree_header
 
 NORMAL_KINDS = {1: "table", 2: "multimap"}  # format 1
@@ -129,8 +129,8 @@ def parse_definition(name: str, data: bytes, fmt: int) -> TableInfo:
     )
 
 
-def iter_multimap(reader: PageReader, info: TableInfo, fmt: int) -> Iterator[tuple[bytes, bytes]]:
-    """Every (key, value) pair of a multimap table: by key, then by value."""
+def multimap_batches(reader: PageReader, info: TableInfo, fmt: int) -> Iterator[list[Pair]]:
+    """Every (key, value) pair of a multimap table, by key, then by value, in batches."""
     if info.root_page is None or info.root_checksum is None:
         return
     budget = Budget(reader.layout.data_pages + 1)  # shared by the outer tree and sub-trees
@@ -146,8 +146,8 @@ def iter_multimap(reader: PageReader, info: TableInfo, fmt: int) -> Iterator[tup
             pairs = iter_leaf(collection, 1, len(collection) - 1, vw, 0)
             if isinstance(pairs, str):
                 raise reader.corrupt(f"inline multimap values: {pairs}", table=info.name)
-            for value, _ in pairs:
-                yield key, value
+            if pairs:
+                yield [(key, value) for value, _ in pairs]
         elif (tag == SUBTREE_V2 and fmt >= 2) or (tag == SUBTREE_V1 and fmt == 1):
             if fmt == 1:
                 if len(collection) < 25:
@@ -159,9 +159,9 @@ def iter_multimap(reader: PageReader, info: TableInfo, fmt: int) -> Iterator[tup
                     raise reader.corrupt("truncated multimap sub-tree header", table=info.name)
                 sub = parse_btree_header(collection, 1)
             count = 0
-            for value, _ in Tree(reader, sub.page, sub.checksum, vw, 0, info.name, budget):
-                count += 1
-                yield key, value
+            for batch in Tree(reader, sub.page, sub.checksum, vw, 0, info.name, budget).batches():
+                count += len(batch)
+                yield [(key, value) for value, _ in batch]
             if sub.length is not None and count != sub.length:
                 raise reader.corrupt(
                     f"multimap sub-tree holds {count} values, its header says {sub.length}",
@@ -170,18 +170,6 @@ def iter_multimap(reader: PageReader, info: TableInfo, fmt: int) -> Iterator[tup
                 )
         else:
             raise reader.corrupt(f"unknown multimap collection type {tag}", table=info.name)
-
-
-def iter_normal(
-    reader: PageReader, info: TableInfo, after: bytes | None = None
-) -> Iterator[tuple[bytes, bytes]]:
-    """Every (key, value) pair of a normal table in stored order (keys after ``after``)."""
-    if info.root_page is None or info.root_checksum is None:
-        return
-    tree = Tree(
-        reader, info.root_page, info.root_checksum, info.key_width, info.value_width, info.name
-    )
-    yield from tree.walk(after)
 
 
 def orders_bytewise(type_name: str) -> bool:

@@ -1,15 +1,17 @@
-"""Fixtures for the redb tests: gunzipped copies, made once per session, read-only on disk."""
+"""Fixtures for the redb tests: gunzipped copies, made once per session, read-only on disk;
+and the reader backend every test runs against (both, in turn)."""
 
 from __future__ import annotations
 
 import gzip
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from importers.redb import backend
 from tests.redb.cases import Case
 
 
@@ -29,3 +31,27 @@ def redb_file(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Case], Path
         return made[case.id]
 
     return _get
+
+
+@pytest.fixture(scope="session", params=["python", "c"], autouse=True)
+def redb_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every redb test runs once per reader backend (the C path skipped when it is not built):
+    the default backend is switched for the session, and subprocesses follow it through
+    ``BBG_MIGRATE_PURE``."""
+    name: str = request.param
+    if name == "c" and backend.c_impl is None:
+        pytest.skip("the redb C extension is not built (pure-Python fallback)")
+    previous = backend.set_default(name)
+    saved = os.environ.get("BBG_MIGRATE_PURE")
+    if name == "python":
+        os.environ["BBG_MIGRATE_PURE"] = "1"
+    else:
+        os.environ.pop("BBG_MIGRATE_PURE", None)
+    try:
+        yield name
+    finally:
+        backend.set_default(previous)
+        if saved is None:
+            os.environ.pop("BBG_MIGRATE_PURE", None)
+        else:
+            os.environ["BBG_MIGRATE_PURE"] = saved

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -65,7 +66,9 @@ def test_dump_unknown_table_is_usage_error(
 
 
 def test_tables_json_validates(
-    capsysbinary: pytest.CaptureFixture[bytes], redb_file: Callable[[Case], Path]
+    capsysbinary: pytest.CaptureFixture[bytes],
+    redb_file: Callable[[Case], Path],
+    redb_backend: str,
 ) -> None:
     case = local_case("2.6.3", "types")
     path = redb_file(case)
@@ -76,7 +79,7 @@ def test_tables_json_validates(
     assert [t["name"] for t in doc["tables"]] == [t["name"] for t in case.manifest["tables"]]
     assert [t["len"] for t in doc["tables"]] == [t["len"] for t in case.manifest["tables"]]
     assert doc["header"]["format_version"] == 2
-    assert doc["header"]["reader"] == "python"
+    assert doc["header"]["reader"] == redb_backend
 
 
 def test_schema_examples_validate() -> None:
@@ -185,3 +188,74 @@ def test_dump_into_a_closed_pipe_is_not_an_error(redb_file: Callable[[Case], Pat
     proc.stderr.close()
     assert proc.wait(timeout=60) == 0
     assert err == b""
+
+
+def test_scan_json_counts_every_entry(
+    capsysbinary: pytest.CaptureFixture[bytes],
+    redb_file: Callable[[Case], Path],
+    redb_backend: str,
+) -> None:
+    case = local_case("4.2.0", "multimap")
+    path = redb_file(case)
+    code, out, err = run(capsysbinary, "redb", "scan", str(path), "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    schemas.validate(doc, "redb-scan")
+    entries: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for line in case.oracle().decode().splitlines():
+        row = json.loads(line)
+        if "key" in row:
+            entries[row["table"]] = entries.get(row["table"], 0) + 1
+            sizes[row["table"]] = sizes.get(row["table"], 0) + (
+                len(row["key"]) + len(row["value"])
+            ) // 2
+        else:
+            entries.setdefault(row["table"], 0)
+            sizes.setdefault(row["table"], 0)
+    assert {t["name"]: t["entries"] for t in doc["tables"]} == entries
+    assert {t["name"]: t["key_value_bytes"] for t in doc["tables"]} == sizes
+    assert doc["entries"] == sum(entries.values())
+    assert doc["key_value_bytes"] == sum(sizes.values())
+    assert doc["reader"] == redb_backend
+    assert doc["pages_read"] > len(doc["tables"])
+    assert doc["seconds"] >= max(t["seconds"] for t in doc["tables"])
+
+
+def test_scan_human_and_corrupt(
+    capsysbinary: pytest.CaptureFixture[bytes], redb_file: Callable[[Case], Path]
+) -> None:
+    path = redb_file(local_case("2.6.3", "types"))
+    code, out, _ = run(capsysbinary, "redb", "scan", str(path))
+    text = out.decode()
+    assert code == 0
+    assert "u64_u64" in text and "total" in text and "every page verified" in text
+    bad = redb_file(local_case("2.6.3", "corrupt_leaf_flip"))
+    code, out, err = run(capsysbinary, "redb", "scan", str(bad))
+    assert code == 1 and out == b""
+    assert err.rstrip("\n").endswith("(table 'str_bytes', page r0.6/0, offset 561152)")
+    assert "checksum mismatch" in err
+
+
+def test_scan_schema_examples_validate() -> None:
+    for example in schemas.load("redb-scan")["examples"]:
+        schemas.validate(example, "redb-scan")
+
+
+def test_version_names_the_active_reader() -> None:
+    from importers.redb import backend
+
+    built = "c" if backend.c_impl is not None else "python"
+    for env, expected in ((None, built), ("1", "python")):
+        environ = {k: v for k, v in os.environ.items() if k != "BBG_MIGRATE_PURE"}
+        if env is not None:
+            environ["BBG_MIGRATE_PURE"] = env
+        res = subprocess.run(
+            [sys.executable, "-m", "migrate", "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=environ,
+        )
+        assert res.returncode == 0
+        assert f"\nredb reader: {expected}\n" in res.stdout

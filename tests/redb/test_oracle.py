@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from importers.redb import BACKEND, open_redb
+from importers.redb import BACKEND, backend, open_redb
 from importers.redb.dump import dump_lines
 from tests.redb.cases import Case, all_cases
 
@@ -24,8 +24,13 @@ def _dump(path: Path) -> bytes:
         return "".join(line + "\n" for line in dump_lines(db)).encode("utf-8")
 
 
-def test_backend_is_python() -> None:
-    assert BACKEND == "python"
+def test_backend_is_the_one_selected(redb_backend: str, redb_file: Callable[[Case], Path]) -> None:
+    # The process default: C when it was built, unless BBG_MIGRATE_PURE=1 at import.
+    assert BACKEND == ("python" if backend.c_impl is None or backend.PURE else "c")
+    with open_redb(redb_file(READABLE[0])) as db:
+        assert db.backend == redb_backend
+    with open_redb(redb_file(READABLE[0]), backend="python") as db:
+        assert db.backend == "python"
 
 
 def test_local_subset_covers_the_brief() -> None:

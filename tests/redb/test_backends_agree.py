@@ -1,0 +1,243 @@
+"""The C path and the pure-Python path agree: the same file gives the same pairs, or the same
+error (class, message, page and offset), on both; and the C XXH3-128 is bit-exact.
+
+These tests compare the two backends directly, so they run once (under the "c" session
+parameter) and are skipped when the extension is not built.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import xxhash
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from importers.redb import backend, open_redb
+from importers.redb.dump import dump_lines
+from importers.redb.tables import orders_bytewise
+from migrate.errors import MigrateError
+from tests.redb import synth
+from tests.redb.cases import Case, all_cases, local_case
+from tests.redb.test_mutation import _WORK, _base, mutations
+
+Outcome = tuple[list[Any], tuple[Any, ...] | None]
+
+
+@pytest.fixture(autouse=True)
+def _once(redb_backend: str) -> None:
+    if redb_backend != "c":
+        pytest.skip("compares both backends: runs once, under the C session")
+
+
+def _capture(items: Iterator[Any]) -> Outcome:
+    """Everything ``items`` yields, then the error that stopped it (None if none)."""
+    got: list[Any] = []
+    try:
+        for item in items:
+            got.append(item)
+    except MigrateError as exc:
+        return got, (type(exc).__name__, exc.message, sorted(exc.context.items()))
+    return got, None
+
+
+def _dump(path: Path, name: str) -> Iterator[Any]:
+    with open_redb(path, backend=name) as db:
+        yield ("txn", db.header.transaction_id, db.header.selected_slot)
+        yield from dump_lines(db)
+
+
+def _lookups(path: Path, name: str, probes: list[bytes]) -> Iterator[Any]:
+    """get() and iter_table(after=) on every bytewise table, for each probe key."""
+    with open_redb(path, backend=name) as db:
+        for info in db.tables():
+            if info.kind != "table" or not orders_bytewise(info.key_type):
+                continue
+            for probe in probes:
+                yield ("get", info.name, probe, db.get(info.name, probe))
+            yield ("after", info.name, list(db.iter_table(info.name, after=probes[0])))
+
+
+def _agree(path: Path, probes: list[bytes] | None = None) -> Outcome:
+    py = _capture(_dump(path, "python"))
+    c = _capture(_dump(path, "c"))
+    assert c == py
+    if probes:
+        assert _capture(_lookups(path, "c", probes)) == _capture(_lookups(path, "python", probes))
+    return py
+
+
+def test_xxh3_128_is_bit_exact() -> None:
+    from importers.redb import _c
+
+    rng = random.Random(4)
+    for n in range(2100):
+        data = rng.randbytes(n)
+        assert _c.xxh3_128(data) == xxhash.xxh3_128_intdigest(data), n
+    for n in (4095, 4096, 4097, 65536, 1 << 20, (1 << 20) + 17):
+        data = rng.randbytes(n)
+        assert _c.xxh3_128(data) == xxhash.xxh3_128_intdigest(data), n
+    assert _c.xxh3_128(bytes(5000)) == xxhash.xxh3_128_intdigest(bytes(5000))
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.binary(max_size=3000))
+def test_xxh3_128_matches_xxhash(data: bytes) -> None:
+    from importers.redb import _c
+
+    assert _c.xxh3_128(data) == xxhash.xxh3_128_intdigest(data)
+
+
+@pytest.mark.parametrize("case", all_cases(), ids=lambda c: c.id)
+def test_every_fixture_reads_the_same(case: Case, redb_file: Callable[[Case], Path]) -> None:
+    lines, error = _agree(redb_file(case), [b"", b"\x00" * 8, b"k", b"\xff" * 40])
+    assert (error is not None) == case.corrupt
+
+
+def test_tiny_batches_and_oversized_entries(
+    monkeypatch: pytest.MonkeyPatch, redb_file: Callable[[Case], Path]
+) -> None:
+    """A batch buffer smaller than every entry: each entry takes the "needs a larger buffer"
+    path, and multimap keys repeat across batch boundaries."""
+    from importers.redb import _c
+
+    monkeypatch.setattr(_c, "BATCH_BYTES", 16)
+    monkeypatch.setattr(_c, "BATCH", 3)
+    for version, name in [("3.1.3", "large_values"), ("4.2.0", "multimap"), ("1.5.2", "types")]:
+        _agree(redb_file(local_case(version, name)))
+
+
+def test_get_equals_full_scan_on_both(redb_file: Callable[[Case], Path]) -> None:
+    checked = 0
+    for version, name in [("4.2.0", "btree_multilevel"), ("2.6.3", "cell"), ("1.5.2", "types")]:
+        path = redb_file(local_case(version, name))
+        for impl in backend.available():
+            with open_redb(path, backend=impl) as db:
+                for info in db.tables():
+                    if info.kind != "table" or not orders_bytewise(info.key_type):
+                        continue
+                    pairs = dict(db.iter_table(info.name))
+                    for key, value in pairs.items():
+                        assert db.get(info.name, key) == value
+                        checked += 1
+                        for near in (key + b"\x00", key[:-1]):
+                            assert db.get(info.name, near) == pairs.get(near)
+                    assert db.get(info.name, b"\xff" * 70) == pairs.get(b"\xff" * 70)
+    assert checked > 1000
+
+
+def test_get_refuses_other_key_orders(redb_file: Callable[[Case], Path]) -> None:
+    with open_redb(redb_file(local_case("2.6.3", "types")), backend="c") as db:
+        with pytest.raises(ValueError, match="bytewise"):
+            db.get("u64_u64", b"\x00" * 8)
+        with pytest.raises(ValueError, match="multimap"):
+            db.get("mm_str_u64", b"k")
+        with pytest.raises(KeyError):
+            db.get("no such table", b"")
+
+
+def test_reading_after_close_is_refused(redb_file: Callable[[Case], Path]) -> None:
+    for impl in backend.available():
+        db = open_redb(redb_file(local_case("4.2.0", "btree_multilevel")), backend=impl)
+        it = db.iter_table("long_str_keys")
+        next(it)
+        db.close()
+        with pytest.raises(ValueError, match="closed"):
+            list(it)
+
+
+@pytest.mark.parametrize(
+    "build",
+    ["shared", "deep", "outside", "checksum", "unordered", "length", "empty", "type", "def"],
+)
+def test_crafted_files_fail_the_same(build: str, tmp_path: Path) -> None:
+    f = synth.File()
+    if build == "shared":
+        node = f.add(synth.leaf([(synth.u64(1), synth.u64(1))], 8, 8))
+        for _ in range(30):
+            node = f.add(synth.branch([node, node], [synth.u64(1)], 8))
+        data = synth.single_table(f, "t", (node[0], node[1], 1), 1)
+    elif build == "deep":
+        node = f.add(synth.leaf([(synth.u64(1), synth.u64(1))], 8, 8))
+        for i in range(70):
+            other = f.add(synth.leaf([(synth.u64(1000 + i), synth.u64(1))], 8, 8))
+            node = f.add(synth.branch([node, other], [synth.u64(1)], 8))
+        data = synth.single_table(f, "t", (node[0], node[1], 71), 71)
+    elif build == "outside":
+        a = f.add(synth.leaf([(synth.u64(1), synth.u64(1))], 8, 8))
+        root = f.add(synth.branch([a, (1 << 40 | 5, a[1])], [synth.u64(1)], 8))
+        data = synth.single_table(f, "t", (root[0], root[1], 2), 2)
+    elif build == "checksum":
+        a = f.add(synth.leaf([(synth.u64(1), synth.u64(1))], 8, 8))
+        b = f.add(synth.leaf([(synth.u64(2), synth.u64(2))], 8, 8))
+        root = f.add(synth.branch([a, (b[0], b[1] ^ (1 << 100))], [synth.u64(1)], 8))
+        data = synth.single_table(f, "t", (root[0], root[1], 2), 2)
+    elif build in ("unordered", "length"):
+        body = bytearray(synth.leaf([(b"ab", b"x"), (b"c", b"y")], None, None))
+        if build == "unordered":
+            body[4] = 200
+        page = f.add(bytes(body))
+        length = 2 if build == "unordered" else 7
+        definition = synth.definition(
+            (page[0], page[1], length), length, None, None, "&[u8]", "&[u8]"
+        )
+        tt = f.add(synth.leaf([(b"t", definition)], None, None))
+        data = f.build((tt[0], tt[1], 1))
+    elif build == "empty":
+        a = f.add(synth.leaf([], 8, 8))
+        data = synth.single_table(f, "t", (a[0], a[1], 0), 0)
+    elif build == "type":
+        a = f.add(b"\x07" + bytes(15))
+        data = synth.single_table(f, "t", (a[0], a[1], 0), 0)
+    else:
+        tt = f.add(synth.leaf([(b"t", b"\x03\x00")], None, None))
+        data = f.build((tt[0], tt[1], 1))
+    path = tmp_path / "x.redb"
+    path.write_bytes(data)
+    _, error = _agree(path, [b"", synth.u64(1), b"c"])
+    assert error is not None
+
+
+def _check_mutant(key: str, data: bytes) -> None:
+    base = _base(*key.split("/"))
+    path = _WORK / f"agree-{os.getpid()}.redb"
+    path.write_bytes(data)
+    try:
+        keys = [
+            bytes.fromhex(line.split('"key":"')[1].split('"')[0])
+            for line in base.oracle[:400]
+            if '"key":"' in line
+        ]
+        _agree(path, [b"", *keys[::37][:6]])
+    finally:
+        path.unlink()
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+)
+@given(mutations())
+def test_mutated_files_read_the_same(mutation: tuple[str, bytes, str]) -> None:
+    key, data, _ = mutation
+    _check_mutant(key, data)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=5000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+)
+@given(mutations())
+def test_mutated_files_read_the_same_many(mutation: tuple[str, bytes, str]) -> None:
+    key, data, _ = mutation
+    _check_mutant(key, data)
