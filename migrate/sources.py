@@ -97,8 +97,18 @@ class RedbSource:
     def table_kinds(self) -> dict[str, str]:
         return {t.name: t.kind for t in self._db.tables()}
 
-    def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
-        return self._db.iter_table(table)
+    def rows(self, table: str, after: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Rows in stored order; with ``after``, only keys past it (a seek, not a skip)."""
+        return self._db.iter_table(table, after=after)
+
+    @property
+    def get(self) -> Callable[[str, bytes], bytes | None] | None:
+        """Point lookups (checksummed descents) for the link checker, on the C path only:
+        there they beat spilling an index to SQLite; the Python descent does not."""
+        if self._db.backend != "c":
+            return None
+        lookup: Callable[[str, bytes], bytes | None] = self._db.get
+        return lookup
 
     def pages(
         self,
@@ -127,13 +137,9 @@ def pages(
     for ordinal, table in enumerate(DIGEST_ORDER):
         if ordinal < start_ordinal or table not in kinds:
             continue
-        skip = last_key if ordinal == start_ordinal else None
-        for key, value in source.rows(table):
-            if skip is not None:
-                # Keys are strictly increasing (&[u8] order = bytes order): skip what was copied.
-                if key <= skip:
-                    continue
-                skip = None
+        # Resume by seeking past the last key copied (keys are &[u8]: bytewise order).
+        after = last_key if ordinal == start_ordinal else None
+        for key, value in source.rows(table, after=after):
             size = len(key) + len(value)
             if rows and (len(rows) >= max_rows or nbytes + size > max_bytes):
                 yield Page(rows, position, nbytes)
