@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
+from importers.redb import allocator_state
 from importers.redb import backend as backends
 from importers.redb._api import Backend
 from importers.redb.btree import PageReader, Pair
@@ -283,6 +284,17 @@ class RedbFile:
                 f"region tracker page {label} is malformed ({orders} orders of {length} bytes)",
                 offset=span[0],
             )
+        if needs_recovery:
+            return  # the crate rebuilds the allocators instead of loading them
+        # On a normal open the crate parses the tracker and every region's allocator state.
+        try:
+            allocator_state.check_region_tracker(mm[span[0] : span[1]], span[0])
+            header_len = raw.region_header_pages * raw.page_size
+            for region in range(layout.num_regions):
+                base = raw.page_size + region * layout.full_region_len
+                allocator_state.check_region_header(mm[base : base + header_len], base)
+        except ValueError as exc:
+            raise self._corrupt(f"malformed allocator state: {exc}", offset=span[0]) from exc
 
     def _pick_slot(self, raw: RawHeader, needs_recovery: bool, two_phase: bool) -> CommitSlot:
         """The commit slot the crate starts from (before any tree verification)."""
