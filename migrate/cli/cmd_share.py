@@ -7,6 +7,7 @@ behind the default-store guard), calls one function of :mod:`migrate.share`, and
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Iterator
@@ -115,13 +116,19 @@ def apply_cmd(
     line). Re-applied events return their original receipt with empty deltas. This is an
     ordered logical merge, not a CRDT: events apply in stream order, each commit needs its
     namespace at the head it retracts, so review the order of independent streams. The store
-    is created if absent."""
+    is created if absent (and removed again if the stream is refused)."""
     from migrate.store import open_store
 
+    directory = _store(store, create=True)
+    fresh = not directory.exists()
     stream = _open_input(source)
     try:
-        with open_store(_store(store, create=True), create=True) as st:
+        with open_store(directory, create=True) as st:
             doc = share.apply_stream(st, stream, max_line=max_line)
+    except BaseException:
+        if fresh:  # a refused stream leaves no trace, not even an empty store
+            shutil.rmtree(directory, ignore_errors=True)
+        raise
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()

@@ -85,3 +85,19 @@ def test_share_schemas_are_valid_and_inlining_keeps_their_meaning(any_store: Pat
     lines = out.getvalue().splitlines()
     for line in lines[1:-1]:
         assert schema_problem(json.loads(line), "snapshot-record") is None
+
+
+def test_refused_stream_into_a_new_store_leaves_no_store(cell_store: Path, tmp_path: Path) -> None:
+    events = run_cli("--store", str(cell_store), "tail").stdout
+    assert events.count(b"\n") > 2
+    lines = events.splitlines(keepends=True)
+    broken = b"".join(lines[:2]) + b"{not json}\n"
+    target = tmp_path / "new-store"
+    res = run_cli("--store", str(target), "apply", "-", stdin=broken)
+    assert res.returncode == 3, res.stderr
+    assert b"line 3" in res.stderr
+    assert not target.exists()
+    # The same good stream does create it.
+    res = run_cli("--store", str(target), "apply", "-", stdin=events)
+    assert res.returncode == 0, res.stderr
+    assert (target / "bbg.sqlite3").exists()
