@@ -3,6 +3,7 @@
 * :mod:`fences.generations`: status marker ↔ reader generation, monotonic promotion, and the
   open-time check that makes an older reader refuse a promoted store.
 * :mod:`fences.namespaces`: per-namespace fences (a fenced namespace refuses writes forever).
-
-Seal records live with the other import records in :mod:`migrate.store.imports`.
+* :mod:`fences.seal`: sealing a source (its exclusive lock, its fingerprint, and the check that
+  it never changed); the seal *records* live with the other import records in
+  :mod:`migrate.store.imports`.
 """

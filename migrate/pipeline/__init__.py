@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fences.seal import Seal, fingerprint, seal
 from migrate.detect import lock_held
 from migrate.pipeline import stages
 from migrate.pipeline.legacy import LegacySource
 from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight, source_kind
 from migrate.pipeline.retire import retire, retired_record
-from migrate.pipeline.seal import Seal, fingerprint, seal
 from migrate.sources import RedbSource
 from migrate.store import open_store
 from migrate.store.connection import CommitHook

@@ -16,13 +16,13 @@ from typing import Any
 
 from fences import generations
 from fences.namespaces import fence, fence_of
+from fences.seal import Seal
 from migrate.cell_rules import check_shape
 from migrate.errors import Conflict, HeadMismatch, StoreError, ValidationFailed
 from migrate.links import iter_link_errors
 from migrate.pipeline import identity
 from migrate.pipeline.mapping import Mapping
 from migrate.pipeline.preflight import Job, Preflight
-from migrate.pipeline.seal import Seal
 from migrate.sources import PageSource
 from migrate.store import imports
 from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from fences.seal import fingerprint
 from importers import hemera
 from migrate import pipeline
 from migrate.inspect import inspect_bbg
 from migrate.pipeline.legacy import LegacyImport, LegacyRows, LegacySource
-from migrate.pipeline.seal import fingerprint
 from migrate.store.codec import ARCHIVE_ORDER
 from tests.pipeline_legacy.support import copy_fixture, records
 
