@@ -6,11 +6,14 @@ import gzip
 import hashlib
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from migrate.cell_rules import DIGEST_ORDER
 from tests.conftest import FIXTURES, shared_fixtures
 
 LEGACY = FIXTURES / "legacy"
@@ -68,3 +71,46 @@ def tree_state(*roots: Path) -> dict[str, tuple[str, int]]:
                 st = p.stat()
                 out[str(p)] = (hashlib.sha256(p.read_bytes()).hexdigest(), st.st_mtime_ns)
     return out
+
+
+EMPTY_DIGEST = hashlib.sha256(bytes(range(5))).hexdigest()
+
+
+def live_digest(store: Path) -> str | None:
+    """The archive digest of the store's live five tables, or None when there is no store."""
+    db = store / "bbg.sqlite3"
+    if not db.exists():
+        return None
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        h = hashlib.sha256()
+        for ordinal, table in enumerate(DIGEST_ORDER):
+            h.update(bytes([ordinal]))
+            for key, value in conn.execute(f"SELECT key, value FROM {table} ORDER BY key"):
+                h.update(
+                    len(key).to_bytes(8, "little") + key + len(value).to_bytes(8, "little") + value
+                )
+        return h.hexdigest()
+    finally:
+        conn.close()
+
+
+def kill_at_every_commit(args: tuple[str, ...], tmp_path: Path, want: str, ref_stdout: str) -> int:
+    """Run ``bbg-migrate ARGS`` once per commit point, SIGKILLed there; after each kill the
+    live tables must be empty or complete (archive digest ``want``) and a rerun must print
+    ``ref_stdout``.  Returns how many kill points there were."""
+    killed = 0
+    point = 0
+    while True:
+        point += 1
+        store = tmp_path / f"s{point}"
+        res = cli(*args, "--store", str(store), env={"BBG_MIGRATE_KILL_AT_COMMIT": str(point)})
+        if res.returncode == 0:
+            return killed  # past the last commit point
+        assert res.returncode == -signal.SIGKILL, res.stderr
+        killed += 1
+        assert live_digest(store) in (None, EMPTY_DIGEST, want), f"half-advanced at point {point}"
+        again = cli(*args, "--store", str(store))
+        assert again.returncode == 0, again.stderr
+        assert again.stdout == ref_stdout, f"receipt differs after a kill at point {point}"
+        assert live_digest(store) == want

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import time
 from pathlib import Path
 
@@ -12,8 +11,7 @@ import pytest
 from migrate import pipeline
 from migrate.inspect import inspect_bbg
 from tests.conftest import shared_fixtures
-from tests.pipeline.helpers import cli, tree_state
-from tests.pipeline.test_crash import EMPTY_DIGEST, live_digest
+from tests.pipeline.helpers import cli, kill_at_every_commit, tree_state
 from tests.pipeline_legacy.support import copy_fixture
 
 
@@ -25,21 +23,7 @@ def test_kill_9_at_every_commit_point_of_a_log(tmp_path: Path) -> None:
     ref = cli(*args, "--store", str(tmp_path / "ref"))
     assert ref.returncode == 0, ref.stderr
     want = json.loads(ref.stdout)["digests"]["source_archive_sha256"]
-    killed = 0
-    point = 0
-    while True:
-        point += 1
-        store = tmp_path / f"s{point}"
-        res = cli(*args, "--store", str(store), env={"BBG_MIGRATE_KILL_AT_COMMIT": str(point)})
-        if res.returncode == 0:
-            break  # past the last commit point
-        assert res.returncode == -signal.SIGKILL, res.stderr
-        killed += 1
-        assert live_digest(store) in (None, EMPTY_DIGEST, want), f"half-advanced at point {point}"
-        again = cli(*args, "--store", str(store))
-        assert again.returncode == 0, again.stderr
-        assert again.stdout == ref.stdout, f"receipt differs after a kill at point {point}"
-        assert live_digest(store) == want
+    killed = kill_at_every_commit(args, tmp_path, want, ref.stdout)
     # seal, 44 rows in pages of 8 (6 pages), staged, validated, activated: 2 points each.
     assert killed >= 2 * (1 + 6 + 3), killed
     assert tree_state(src) == source_state
