@@ -27,16 +27,17 @@ content-id rule of BRIEF §2.1 holds for what the pipeline itself writes.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from typing import Any
+
+from migrate.store import imports
 
 CODEC_BLOB = b"\x01"
 
 
 def canonical_json(doc: Any) -> bytes:
-    """Canonical JSON: sorted keys, no spaces, UTF-8, LF-free."""
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """Canonical JSON as UTF-8 bytes (the store's one definition: sorted keys, no spaces)."""
+    return imports.canonical_json(doc).encode()
 
 
 def hemera(data: bytes) -> bytes:

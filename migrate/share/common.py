@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ import jsonschema  # type: ignore[import-untyped,unused-ignore]
 import schemas
 from migrate.errors import StoreRefused
 from migrate.store.connection import Connection
+from migrate.store.imports import canonical_json
 from migrate.store.layout import APPLICATION_ID, DB_NAME, SCHEMA_VERSION
 
 # apply refuses longer lines.  A content payload may be 16 MiB (BRIEF §2.1), i.e. 32 MiB as
@@ -25,8 +25,7 @@ MAX_LINE = 40 * 1024 * 1024
 
 def canonical(doc: Any) -> bytes:
     """``doc`` as one canonical line: sorted keys, no spaces, UTF-8, ending in LF."""
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8") + b"\n"
+    return canonical_json(doc).encode("utf-8") + b"\n"
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
@@ -96,9 +95,14 @@ def open_readonly(store_dir: Path, *, live: bool = False) -> Iterator[Connection
     try:
         app = conn.one("PRAGMA application_id")
         ver = conn.one("PRAGMA user_version")
-        if app is None or ver is None or (int(app[0]), int(ver[0])) != (
-            APPLICATION_ID,
-            SCHEMA_VERSION,
+        if (
+            app is None
+            or ver is None
+            or (int(app[0]), int(ver[0]))
+            != (
+                APPLICATION_ID,
+                SCHEMA_VERSION,
+            )
         ):
             raise StoreRefused(
                 f"{conn.path}: not a BBG store of schema version {SCHEMA_VERSION}",

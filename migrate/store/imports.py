@@ -41,8 +41,9 @@ class _Reader(Protocol):
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...
 
 
-def canonical_json(doc: Mapping[str, Any]) -> str:
-    """Sorted keys, no spaces: the stored form of seals, receipts and journal details."""
+def canonical_json(doc: Any) -> str:
+    """Sorted keys, no spaces, non-ASCII kept: the one canonical JSON of the project (seals,
+    receipts, journal details, manifests and records, event and snapshot lines)."""
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
