@@ -19,8 +19,8 @@ reached, so a transitional status (``copying``) can be set and settled without l
 
 from __future__ import annotations
 
+from bbg_core.errors import StoreRefused
 from fences._sql import SqlReader, SqlWriter
-from migrate.errors import StoreRefused
 
 GENERATIONS: tuple[str, ...] = ("original", "neuron-v1", "auth-v1")
 RANK: dict[str, int] = {g: i for i, g in enumerate(GENERATIONS)}

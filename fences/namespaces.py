@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bbg_core.errors import Fenced
 from fences._sql import SqlReader, SqlWriter
-from migrate.errors import Fenced
 
 
 def fence(tx: SqlWriter, namespace: bytes, *, import_id: str, reason: str) -> bool:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import Locked, SourceError, ValidationFailed
-from migrate.sources import file_sha256
+from bbg_core.errors import Locked, SourceError, ValidationFailed
+from bbg_core.files import file_sha256
 
 
 def _redb_facts(path: Path) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import SourceError
+from bbg_core.errors import SourceError
 
 REDB_MAGIC = b"redb\x1a\x0a\xa9\x0d\x0a"
 SQLITE_MAGIC = b"SQLite format 3\x00"

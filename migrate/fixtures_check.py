@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import MigrateError, UsageError
+from bbg_core.errors import MigrateError, UsageError
 
 # Fields of an expected file that describe how it was made, not what a reader must find.
 _NOT_COMPARED = frozenset(

@@ -15,11 +15,11 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from bbg_core.errors import SourceError, UsageError
+from bbg_core.files import file_sha256
 from migrate.cell_rules import DIGEST_ORDER, RowSource, check_shape
 from migrate.detect import detect
-from migrate.errors import SourceError, UsageError
 from migrate.links import iter_link_errors
-from migrate.sources import file_sha256
 from migrate.store.codec import HEADS, HISTORY, Head
 
 _LINKED_TABLES = ("application_content", "application_requests", HISTORY, HEADS)

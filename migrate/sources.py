@@ -11,34 +11,15 @@ with the page, so a stage interrupted anywhere resumes exactly after the last co
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from migrate.errors import SourceError
 from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
 
-CHUNK = 1 << 20
 MAX_PAGE_ROWS = 512
 MAX_PAGE_BYTES = 32 * 1024 * 1024
-
-
-def file_sha256(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    """SHA-256 of a file, streamed in 1 MiB chunks."""
-    h = hashlib.sha256()
-    done = 0
-    try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(CHUNK):
-                h.update(chunk)
-                done += len(chunk)
-                if progress is not None:
-                    progress(done)
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)

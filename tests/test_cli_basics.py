@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from migrate.errors import EXIT_CODES
+from bbg_core.errors import EXIT_CODES
 from tests.conftest import ROOT
 
 

@@ -17,10 +17,10 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
+from bbg_core.errors import SourceError
 from importers.hemera import _python
 from importers.hemera._api import Backend, HasherLike
 from importers.hemera._params import DIGEST_SIZE, SUITE, BytesLike
-from migrate.errors import SourceError
 
 __all__ = [
     "BACKEND",

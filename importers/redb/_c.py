@@ -13,9 +13,9 @@ import importlib
 from collections.abc import Iterator
 from typing import Any
 
+from bbg_core.errors import MigrateError
 from importers.redb.btree import MAX_DEPTH, SHRUNK, PageReader, Pair
 from importers.redb.tables import TableInfo
-from migrate.errors import MigrateError
 
 # Imported by name so type checkers need no stub for the compiled module.
 _ext = importlib.import_module("importers.redb._redb_c")

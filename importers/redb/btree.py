@@ -21,9 +21,9 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+from bbg_core.errors import RedbCorrupt, SourceError
 from importers.redb.header import xxh3_128
 from importers.redb.layout import Layout, page_label
-from migrate.errors import RedbCorrupt, SourceError
 
 LEAF = 1
 BRANCH = 2

@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
+from bbg_core.errors import RedbCorrupt, RedbUnsupported, SourceError
 from importers.redb import allocator_state
 from importers.redb import backend as backends
 from importers.redb._api import Backend
@@ -52,7 +53,6 @@ from importers.redb.tables import (
     orders_bytewise,
     parse_definition,
 )
-from migrate.errors import RedbCorrupt, RedbUnsupported, SourceError
 
 TABLE_TREE = "<table tree>"
 SYSTEM_TREE = "<system tree>"

@@ -9,7 +9,7 @@ Public API::
     looks_like_signal_log(head: bytes) -> bool
     encode_frame(Signal | Intent) -> bytes
 
-Every fault raises :class:`migrate.errors.SignalLogError` with ``code`` (one of
+Every fault raises :class:`bbg_core.errors.SignalLogError` with ``code`` (one of
 :data:`ERROR_CODES`), ``offset``, ``frame_index``, ``frame_start`` and ``path``.
 """
 

@@ -1,7 +1,7 @@
 """The strict, streaming decoder for the old cyb Signal log (BRIEF §2.2, error codes §2.4).
 
 It walks the log frame by frame and stops at the first violation with a
-:class:`~migrate.errors.SignalLogError` carrying ``code``, the absolute ``offset`` (as §2.4
+:class:`~bbg_core.errors.SignalLogError` carrying ``code``, the absolute ``offset`` (as §2.4
 defines it per code), ``frame_index``, ``frame_start`` and ``path``.  It never skips or
 resynchronises: the old writer never fsynced, so a torn tail is expected, and anything past
 the first bad byte has no trustworthy frame boundary.
@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
+from bbg_core.errors import SignalLogError, SourceError
 from importers.signal_log.model import (
     DEFAULT_LIMITS,
     MARKER,
@@ -30,7 +31,6 @@ from importers.signal_log.model import (
 )
 from importers.signal_log.payload import PayloadError, decode_intent, decode_signal
 from importers.signal_log.window import FileWindow
-from migrate.errors import SignalLogError, SourceError
 
 _Fail = Callable[[str, int, str], SignalLogError]
 Buffer = bytes | bytearray | memoryview | mmap.mmap

@@ -6,6 +6,7 @@ import hashlib
 import os
 from typing import Any, Final
 
+from bbg_core.errors import SignalLogError, SourceError
 from importers.signal_log._hashing import HasherFactory, default_hasher
 from importers.signal_log.decode import PathLike, read_frames
 from importers.signal_log.model import (
@@ -18,7 +19,6 @@ from importers.signal_log.model import (
     Limits,
     Signal,
 )
-from migrate.errors import SignalLogError, SourceError
 
 LEGACY_SOURCE_DOMAIN: Final = b"cybergraph/legacy-source/v1\x00"
 """Domain prefix of ``hemera_source_digest`` = hemera(domain ‖ whole file)."""

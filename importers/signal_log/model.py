@@ -34,7 +34,7 @@ ERROR_CODES: Final = (
     "bad-intent-length",
     "limit-exceeded",
 )
-"""Every ``code`` a :class:`migrate.errors.SignalLogError` from this package can carry."""
+"""Every ``code`` a :class:`bbg_core.errors.SignalLogError` from this package can carry."""
 
 
 @dataclass(frozen=True, slots=True)

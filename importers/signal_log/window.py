@@ -3,14 +3,14 @@
 Why not ``mmap``: a mapped file that another process truncates kills the reader with SIGBUS
 and no message.  A buffered window reads the size the file had when opened, holds at most one
 chunk or one frame (bounded by the payload limit), and turns a file that shrinks underneath
-it into a clear :class:`~migrate.errors.SourceError`.
+it into a clear :class:`~bbg_core.errors.SourceError`.
 """
 
 from __future__ import annotations
 
 from typing import BinaryIO, Final, overload
 
-from migrate.errors import SourceError
+from bbg_core.errors import SourceError
 
 CHUNK: Final = 1 << 20
 

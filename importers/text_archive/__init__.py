@@ -10,7 +10,7 @@ Public API::
     looks_like_text_archive(head: bytes) -> bool
 
 ``hash_fn`` (bytes -> 32-byte digest) defaults to ``importers.hemera.hash`` and ``hasher`` to
-``importers.hemera.Hasher``.  Every fault raises :class:`migrate.errors.TextArchiveError`
+``importers.hemera.Hasher``.  Every fault raises :class:`bbg_core.errors.TextArchiveError`
 with ``code`` (one of :data:`ERROR_CODES`), the 1-based ``line`` and ``path``.
 """
 

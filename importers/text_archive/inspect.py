@@ -6,11 +6,11 @@ import hashlib
 import os
 from typing import Any, Final
 
+from bbg_core.errors import SourceError, TextArchiveError
 from importers.text_archive._hashing import HasherFactory, HashFn, default_hash, default_hasher
 from importers.text_archive.lines import split_lines
 from importers.text_archive.model import DEFAULT_LIMITS, Limits
 from importers.text_archive.reader import PathLike, check_raw_line, decode_line
-from migrate.errors import SourceError, TextArchiveError
 
 _CHUNK: Final = 1 << 20
 MAX_REPORTED_ERRORS: Final = 100

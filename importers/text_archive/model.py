@@ -23,7 +23,7 @@ ERROR_CODES: Final = (
     "particle-mismatch",
     "limit-exceeded",
 )
-"""Every ``code`` a :class:`migrate.errors.TextArchiveError` from this package can carry."""
+"""Every ``code`` a :class:`bbg_core.errors.TextArchiveError` from this package can carry."""
 
 
 @dataclass(frozen=True, slots=True)

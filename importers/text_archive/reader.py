@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO, Final
 
+from bbg_core.errors import SourceError, TextArchiveError
 from importers.text_archive._hashing import HashFn, default_hash
 from importers.text_archive.lines import split_lines
 from importers.text_archive.model import (
@@ -26,7 +27,6 @@ from importers.text_archive.model import (
     RawLine,
     TextRecord,
 )
-from migrate.errors import SourceError, TextArchiveError
 
 PathLike = str | os.PathLike[str]
 

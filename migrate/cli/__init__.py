@@ -12,10 +12,10 @@ import traceback
 
 import typer
 
+from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError
 from migrate import __version__
 from migrate.cli._render import err
 from migrate.cli._state import state
-from migrate.errors import EXIT_CODES, Interrupted, MigrateError
 
 app = typer.Typer(
     name="bbg-migrate",

@@ -7,10 +7,10 @@ from typing import Any
 
 import typer
 
+from bbg_core.errors import ValidationFailed
 from migrate import fixtures_check
 from migrate.cli import app
 from migrate.cli._render import emit_json, err
-from migrate.errors import ValidationFailed
 
 fixtures_app = typer.Typer(
     help="Legacy fixtures with golden results, for CI.", no_args_is_help=True, rich_markup_mode=None

@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
+from bbg_core.errors import SourceError
 from importers import hemera
 from migrate.cli import app
 from migrate.cli._render import err
-from migrate.errors import SourceError
 
 
 def _line(digest: bytes, name: str) -> bytes:

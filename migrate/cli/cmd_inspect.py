@@ -8,10 +8,10 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from bbg_core.errors import ValidationFailed
 from migrate import api
 from migrate.cli import app
 from migrate.cli._render import emit_json, err, progress_bar
-from migrate.errors import ValidationFailed
 
 KINDS = ("redb", "bbg", "signal-log", "text-archive")
 PATH_ARG = typer.Argument(..., help="The file or store directory (read-only).", show_default=False)

@@ -12,9 +12,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from bbg_core.errors import UsageError
 from migrate.cli import app
 from migrate.cli._render import emit_json, out
-from migrate.errors import UsageError
 
 redb_app = typer.Typer(
     help="Read a redb file (cell.redb): its tables, a canonical dump, or a verifying scan.",

@@ -17,11 +17,11 @@ from typing import Any, BinaryIO
 
 import typer
 
+from bbg_core.errors import UsageError, ValidationFailed
 from migrate import share
 from migrate.cli import app
 from migrate.cli._render import emit_json, err
 from migrate.cli._state import state
-from migrate.errors import UsageError, ValidationFailed
 from migrate.share.common import MAX_LINE, canonical
 from migrate.store import resolve_store_dir
 

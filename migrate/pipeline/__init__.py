@@ -11,8 +11,6 @@ each re-takes the source's lock and re-derives the same import id from the same 
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,7 +26,6 @@ from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight, source
 from migrate.pipeline.retire import retire, retired_record
 from migrate.sources import RedbSource
 from migrate.store import open_store
-from migrate.store.connection import CommitHook
 from migrate.store.layout import DB_NAME, resolve_store_dir
 from migrate.store.store import Store
 
@@ -70,28 +67,7 @@ def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
 
 
 def _store(job: Job) -> Store:
-    store = open_store(job.store, create=True, maintenance=True)
-    store.commit_hook = _kill_hook_from_env()
-    return store
-
-
-def _kill_hook_from_env() -> CommitHook | None:
-    """Fault injection for the crash tests: ``BBG_MIGRATE_KILL_AT_COMMIT=N`` makes the process
-    SIGKILL itself at the N-th commit phase (each write transaction has two: just before
-    COMMIT and just after it).  Unset in normal use."""
-    spec = os.environ.get("BBG_MIGRATE_KILL_AT_COMMIT")
-    if not spec:
-        return None
-    target = int(spec)
-    seen = 0
-
-    def hook(phase: str) -> None:
-        nonlocal seen
-        seen += 1
-        if seen == target:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return hook
+    return open_store(job.store, create=True, maintenance=True)
 
 
 def _retired(job: Job) -> Outcome | None:

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from bbg_core.errors import SourceError, ValidationFailed
 from migrate.cell_rules import check_shape
-from migrate.errors import SourceError, ValidationFailed
 from migrate.pipeline import identity
 from migrate.pipeline import legacy_records as records
 from migrate.pipeline.legacy_scan import SIGNAL_LOG, Scan, decode_item, ordinal_of, scan

@@ -2,7 +2,7 @@
 
 :func:`scan` walks the whole source with the strict decoders of :mod:`importers` and keeps
 only each item's byte span, so memory is 16 bytes per item.  Any decode error stops it as
-:class:`~migrate.errors.ValidationFailed` (exit 3) naming the code and the offset / frame or
+:class:`~bbg_core.errors.ValidationFailed` (exit 3) naming the code and the offset / frame or
 the line -- except a Signal log's torn last frame (``truncated-frame``), which the operator
 may accept explicitly: the valid prefix is then imported and the cut is recorded.
 
@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bbg_core.errors import SignalLogError, TextArchiveError, ValidationFailed
 from importers.signal_log import DEFAULT_LIMITS as LOG_LIMITS
 from importers.signal_log import Intent, Signal, decode_frames, read_frames
 from importers.text_archive import DEFAULT_LIMITS as TEXT_LIMITS
 from importers.text_archive import TextRecord, decode_line, read_records
-from migrate.errors import SignalLogError, TextArchiveError, ValidationFailed
 from migrate.pipeline import identity
 from migrate.pipeline.legacy_records import summary
 from migrate.store.codec import MAX_PAYLOAD

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 
 import schemas
-from migrate.errors import UsageError
+from bbg_core.errors import UsageError
 from migrate.pipeline import identity
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bbg_core.errors import SourceError, UsageError, ValidationFailed
 from migrate.detect import detect
-from migrate.errors import SourceError, UsageError, ValidationFailed
 from migrate.inspect import cell_report
 from migrate.pipeline import identity
 from migrate.pipeline.mapping import Mapping

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import schemas
-from migrate.errors import SourceError, ValidationFailed
-from migrate.sources import file_sha256
+from bbg_core.errors import SourceError, ValidationFailed
+from bbg_core.files import file_sha256
 
 RETIREMENT = "retirement.json"
 

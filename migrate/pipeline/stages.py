@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bbg_core.errors import Conflict, HeadMismatch, StoreError, ValidationFailed
 from fences import generations
 from fences.namespaces import fence, fence_of
 from fences.seal import Seal
 from migrate.cell_rules import check_shape
-from migrate.errors import Conflict, HeadMismatch, StoreError, ValidationFailed
 from migrate.links import iter_link_errors
 from migrate.pipeline import identity
 from migrate.pipeline.mapping import Mapping

@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from migrate.errors import MigrateError, ValidationFailed
+from bbg_core.errors import MigrateError, ValidationFailed
 from migrate.share.common import MAX_LINE, canonical, schema_problem
 from migrate.share.events import commit_event_id, rows_event_id
 from migrate.store import Store

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import StoreError, UsageError, ValidationFailed
+from bbg_core.errors import StoreError, UsageError, ValidationFailed
 from migrate.share.common import db_file, open_readonly
 from migrate.share.doctor import doctor
 from migrate.store.layout import DB_NAME

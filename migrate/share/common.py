@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
 import schemas
-from migrate.errors import StoreRefused
+from bbg_core.errors import StoreRefused
 from migrate.store.connection import Connection
 from migrate.store.imports import canonical_json
 from migrate.store.layout import APPLICATION_ID, DB_NAME, SCHEMA_VERSION

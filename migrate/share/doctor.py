@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bbg_core.errors import StoreError
 from fences import generations
-from migrate.errors import StoreError
 from migrate.inspect import cell_report
 from migrate.share.common import db_file, open_readonly
 from migrate.store.codec import ARCHIVE_ORDER

@@ -26,8 +26,8 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
+from bbg_core.errors import ValidationFailed
 from fences import generations
-from migrate.errors import ValidationFailed
 from migrate.share.common import open_readonly, stable_uuid
 from migrate.store.codec import (
     CLAIMS,

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from migrate.errors import StoreError, UsageError, ValidationFailed
+from bbg_core.errors import StoreError, UsageError, ValidationFailed
 from migrate.links import validate_links
 from migrate.share.apply import read_line
 from migrate.share.backup import _fsync

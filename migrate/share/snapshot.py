@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from bbg_core.errors import StoreRefused
 from fences import generations
-from migrate.errors import StoreRefused
 from migrate.share.common import canonical, open_readonly, table_names
 from migrate.share.events import commit_event_id, rows_events
 from migrate.store.codec import ARCHIVE_ORDER, CLAIMS, CONTENT

@@ -1,10 +1,10 @@
 """One SQLite connection to a store file: pragmas, transactions, and error translation.
 
 This is the only module that catches ``sqlite3.Error`` for the store; everything above it
-sees :mod:`migrate.errors` classes.  Write transactions are ``BEGIN IMMEDIATE`` … ``COMMIT``
+sees :mod:`bbg_core.errors` classes.  Write transactions are ``BEGIN IMMEDIATE`` … ``COMMIT``
 (the write lock is taken up front, so two writers serialise instead of deadlocking on a lock
 upgrade).  An error *at* ``COMMIT`` means the outcome is unknown: the connection is poisoned
-and every later call raises :class:`~migrate.errors.CommitUnknown`.
+and every later call raises :class:`~bbg_core.errors.CommitUnknown`.
 
 Fault injection: ``Connection.commit_hook`` (``None`` normally) is called with ``"before"``
 just before ``COMMIT`` and ``"after"`` just after it succeeded.  A hook that raises
@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from migrate.errors import CommitUnknown, Locked, MigrateError, StoreError, StoreRefused
+from bbg_core.errors import CommitUnknown, Locked, MigrateError, StoreError, StoreRefused
 
 CommitPhase = Literal["before", "after"]
 CommitHook = Callable[[CommitPhase], None]
@@ -61,6 +61,9 @@ def translate(
 class Connection:
     """A store connection (``isolation_level=None``: we issue BEGIN/COMMIT ourselves)."""
 
+    # Fault injection for tests only (see the module docstring); instances may override it.
+    commit_hook: CommitHook | None = None
+
     def __init__(
         self,
         path: Path,
@@ -74,7 +77,6 @@ class Connection:
         """
         self.path = path
         self.readonly = readonly
-        self.commit_hook: CommitHook | None = None
         self.poisoned: CommitUnknown | None = None
         try:
             if readonly:

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
+from bbg_core.errors import Conflict, HeadMismatch, Locked, StoreError, ValidationFailed
 from fences import generations, namespaces
-from migrate.errors import Conflict, HeadMismatch, Locked, StoreError, ValidationFailed
 from migrate.store.codec import (
     CLAIMS,
     CODECS,

@@ -29,7 +29,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from migrate.errors import Conflict, StoreError
+from bbg_core.errors import Conflict, StoreError
 from migrate.store.codec import ARCHIVE_ORDER, ID_LEN, MAX_KEY_LEN, ORDINAL
 from migrate.store.tx import Tx, check_table
 

@@ -15,8 +15,8 @@ import uuid
 from pathlib import Path
 
 import schemas
+from bbg_core.errors import StoreRefused
 from importers import hemera
-from migrate.errors import StoreRefused
 from migrate.store.connection import Connection
 
 DB_NAME = "bbg.sqlite3"

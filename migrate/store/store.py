@@ -20,8 +20,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from bbg_core.errors import StoreError, StoreRefused
 from fences import generations
-from migrate.errors import StoreError, StoreRefused
 from migrate.store import graph, layout
 from migrate.store.codec import Head
 from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, CommitHook, Connection

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import Conflict, StoreError
+from bbg_core.errors import Conflict, StoreError
 from migrate.store.codec import ARCHIVE_ORDER, MAX_KEY_LEN
 from migrate.store.connection import Connection, Params
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bbg_core.errors import SourceError
 from importers import hemera
 from importers.hemera import Backend
-from migrate.errors import SourceError
 
 
 def data_of(n: int) -> bytes:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bbg_core.errors import SignalLogError, SourceError
 from importers.signal_log import (
     DEFAULT_LIMITS,
     BoxMove,
@@ -26,7 +27,6 @@ from importers.signal_log import (
 )
 from importers.signal_log.model import ERROR_CODES
 from importers.signal_log.window import FileWindow
-from migrate.errors import SignalLogError, SourceError
 
 N = bytes(range(32))
 LINK = Link(N, b"f" * 32, b"t" * 32, b"k" * 32, 7, -1, 9)

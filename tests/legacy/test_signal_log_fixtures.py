@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import schemas
+from bbg_core.errors import SignalLogError
 from importers.signal_log import (
     Frame,
     Signal,
@@ -17,7 +18,6 @@ from importers.signal_log import (
     valid_prefix,
 )
 from importers.text_archive import looks_like_text_archive
-from migrate.errors import SignalLogError
 from tests.legacy._support import expected, fixture_params, hemera_module, legacy_files
 
 LOGS = fixture_params("signals-*.log")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bbg_core.errors import SignalLogError
 from importers.signal_log import (
     BoxMove,
     DeltaPi,
@@ -16,7 +17,6 @@ from importers.signal_log import (
     encode_frame,
     valid_prefix,
 )
-from migrate.errors import SignalLogError
 from tests.legacy._support import LOCAL
 
 b32 = st.binary(min_size=32, max_size=32)

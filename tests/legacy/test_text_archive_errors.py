@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import schemas
+from bbg_core.errors import TextArchiveError
 from importers.text_archive import (
     DEFAULT_LIMITS,
     Limits,
@@ -22,7 +23,6 @@ from importers.text_archive import (
     read_records,
 )
 from importers.text_archive.model import ERROR_CODES
-from migrate.errors import TextArchiveError
 from tests.legacy._support import hemera_module
 from tests.legacy._texts import PID, line, raw_line, sha
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 import schemas
+from bbg_core.errors import TextArchiveError
 from importers.signal_log import looks_like_signal_log
 from importers.text_archive import (
     inspect_text_archive,
     looks_like_text_archive,
     read_records,
 )
-from migrate.errors import TextArchiveError
 from tests.legacy._support import expected, fixture_params, hemera_module, legacy_files
 
 ARCHIVES = fixture_params("texts-*.jsonl")

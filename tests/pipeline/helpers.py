@@ -44,11 +44,21 @@ def unpack(gz: Path, dest: Path) -> Path:
 
 
 def cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    kill_at_commit: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """Run ``bbg-migrate ARGS``; ``kill_at_commit=N`` SIGKILLs it at its N-th commit phase."""
     full = {**os.environ, **(env or {})}
+    entry = ["-m", "migrate"]
+    if kill_at_commit is not None:
+        entry = ["-m", "tests.kill_runner", str(kill_at_commit)]
+        full["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(Path(__file__).resolve().parents[2]), full.get("PYTHONPATH")) if p
+        )
     return subprocess.run(
-        [sys.executable, "-m", "migrate", *args],
+        [sys.executable, *entry, *args],
         capture_output=True,
         text=True,
         check=False,
@@ -83,6 +93,8 @@ def live_digest(store: Path) -> str | None:
         return None
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
+        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            return None  # killed while the store's schema was being created: nothing in it
         h = hashlib.sha256()
         for ordinal, table in enumerate(DIGEST_ORDER):
             h.update(bytes([ordinal]))
@@ -104,7 +116,7 @@ def kill_at_every_commit(args: tuple[str, ...], tmp_path: Path, want: str, ref_s
     while True:
         point += 1
         store = tmp_path / f"s{point}"
-        res = cli(*args, "--store", str(store), env={"BBG_MIGRATE_KILL_AT_COMMIT": str(point)})
+        res = cli(*args, "--store", str(store), kill_at_commit=point)
         if res.returncode == 0:
             return killed  # past the last commit point
         assert res.returncode == -signal.SIGKILL, res.stderr

@@ -1,7 +1,7 @@
 """kill -9 at every commit boundary of a migration: never half-advanced, rerun finishes.
 
 Each write transaction of the pipeline has two crash points (just before COMMIT and just
-after it); ``BBG_MIGRATE_KILL_AT_COMMIT=N`` makes the child SIGKILL itself at the N-th.
+after it); ``tests.kill_runner`` makes the child SIGKILL itself at the N-th.
 """
 
 from __future__ import annotations

@@ -150,13 +150,13 @@ def test_mapping_publishes_manifest_fences_and_promotes(tmp_path: Path) -> None:
     assert report["valid"], report["errors"]
     assert receipt["head"]["namespace"] in report["namespaces"]
     # An original-generation reader now refuses the store.
-    from migrate.errors import StoreRefused
+    from bbg_core.errors import StoreRefused
     from migrate.store import open_store
 
     with pytest.raises(StoreRefused):
         open_store(tmp_path / "bbg", reader_generation="original")
     # A write to a fenced origin is refused.
-    from migrate.errors import Fenced
+    from bbg_core.errors import Fenced
     from migrate.store.codec import Head
 
     with open_store(tmp_path / "bbg") as store:

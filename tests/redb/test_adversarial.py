@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bbg_core.errors import RedbCorrupt
 from importers.redb import open_redb
 from importers.redb.dump import dump_lines
-from migrate.errors import RedbCorrupt
 from tests.redb import synth
 from tests.redb.synth import File, branch, leaf, single_table, u64
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bbg_core.errors import RedbCorrupt
 from importers.redb import open_redb
-from migrate.errors import RedbCorrupt
 from tests.conftest import FIXTURES
 
 BASE = FIXTURES / "redb" / "2.6.3" / "page_size_1024.redb.gz"

@@ -18,10 +18,10 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bbg_core.errors import MigrateError
 from importers.redb import backend, open_redb
 from importers.redb.dump import dump_lines
 from importers.redb.tables import orders_bytewise
-from migrate.errors import MigrateError
 from tests.redb import synth
 from tests.redb.cases import Case, all_cases, local_case
 from tests.redb.test_mutation import _WORK, _base, mutations

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from bbg_core.errors import RedbCorrupt
 from importers.redb import open_redb
 from importers.redb.dump import dump_lines
-from migrate.errors import RedbCorrupt
 from tests.redb.cases import Case, all_cases
 
 CORRUPT = [c for c in all_cases() if c.corrupt]

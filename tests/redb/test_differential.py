@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bbg_core.errors import MigrateError
 from importers.redb import open_redb
 from importers.redb.dump import dump_lines
-from migrate.errors import MigrateError
 from tests.conftest import ROOT
 from tests.redb.test_mutation import _base, mutant
 

@@ -26,10 +26,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bbg_core.errors import MigrateError
 from importers.redb import open_redb
 from importers.redb.btree import PageReader
 from importers.redb.dump import dump_lines
-from migrate.errors import MigrateError
 from tests.redb.cases import local_case
 
 BASES = [

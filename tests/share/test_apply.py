@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.errors import Conflict, HeadMismatch, MigrateError, ValidationFailed
+from bbg_core.errors import Conflict, HeadMismatch, MigrateError, ValidationFailed
 from migrate.share import apply_stream
 from migrate.share.common import canonical
 from migrate.store import open_store

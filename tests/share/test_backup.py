@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.errors import StoreRefused, UsageError
+from bbg_core.errors import StoreRefused, UsageError
 from migrate.share import backup, doctor
 from migrate.store import DB_NAME, open_store
 from tests.share.conftest import run_cli

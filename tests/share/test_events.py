@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.errors import StoreRefused, ValidationFailed
+from bbg_core.errors import StoreRefused, ValidationFailed
 from migrate.share import apply_stream, doctor, tail
 from migrate.share.events import commit_event_id
 from migrate.store import DB_NAME, open_store

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.errors import StoreError
+from bbg_core.errors import StoreError
 from migrate.store import DB_NAME, open_store
 from migrate.store.connection import Connection
 from tests.share.stores import birth

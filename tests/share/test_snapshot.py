@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import schemas
-from migrate.errors import StoreRefused, UsageError, ValidationFailed
+from bbg_core.errors import StoreRefused, UsageError, ValidationFailed
 from migrate.inspect import inspect_bbg
 from migrate.share import doctor, restore, write_snapshot
 from migrate.share.snapshot import line_hash

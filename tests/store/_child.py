@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from migrate.errors import HeadMismatch
+from bbg_core.errors import HeadMismatch
 from migrate.store import open_store
 from tests.store.helpers import birth, follow
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.errors import CommitUnknown
+from bbg_core.errors import CommitUnknown
 from migrate.store import open_store
 from migrate.store.connection import CommitPhase
 from tests.store.helpers import birth, follow

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from bbg_core.errors import Fenced, StoreRefused
 from fences import generations, namespaces
-from migrate.errors import Fenced, StoreRefused
 from migrate.store import open_store
 from tests.store.helpers import birth, follow
 

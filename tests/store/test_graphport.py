@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from migrate.errors import Conflict, HeadMismatch, MigrateError, ValidationFailed
+from bbg_core.errors import Conflict, HeadMismatch, MigrateError, ValidationFailed
 from migrate.store import Head, Store, archive_digest
 from tests.store.helpers import Write, birth, follow, h
 
@@ -234,7 +234,7 @@ def test_history_pages(store: Store) -> None:
 
 
 def test_history_gap_is_an_error_not_a_short_page(store: Store) -> None:
-    from migrate.errors import StoreError
+    from bbg_core.errors import StoreError
 
     w = A
     for i in range(1, 4):

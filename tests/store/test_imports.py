@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from bbg_core.errors import Conflict, Fenced, Locked, StoreError
 from fences import generations, namespaces
-from migrate.errors import Conflict, Fenced, Locked, StoreError
 from migrate.links import validate_links
 from migrate.store import ARCHIVE_ORDER, StagedTables, Store, archive_digest, imports
 from tests.store.helpers import birth, follow

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bbg_core.errors import StoreRefused
 from importers import hemera
-from migrate.errors import StoreRefused
 from migrate.store import DB_NAME, open_store, resolve_store_dir
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.layout import APPLICATION_ID, SCHEMA_VERSION
@@ -146,7 +146,7 @@ class TestDefaultStoreGuard:
 
 
 def test_busy_store_is_locked_not_a_crash(store_dir: Path) -> None:
-    from migrate.errors import Locked
+    from bbg_core.errors import Locked
     from tests.store.helpers import birth
 
     with open_store(store_dir, create=True) as holder, holder.transaction() as tx:

@@ -10,8 +10,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from bbg_core.errors import Conflict, Fenced, HeadMismatch, MigrateError, ValidationFailed
 from fences import namespaces as fence_ns
-from migrate.errors import Conflict, Fenced, HeadMismatch, MigrateError, ValidationFailed
 from migrate.links import validate_links
 from migrate.store import Head, Store, open_store
 from tests.store.helpers import Write, birth, h

@@ -1,0 +1,155 @@
+"""Every error bbg-migrate raises, and the exit code each one maps to.
+
+The tree (exit code in brackets)::
+
+    MigrateError [1]                      base: carries keyword context (path=, offset=, ...)
+    ├── UsageError [2]                    bad options / arguments
+    ├── SourceError [1]                   a legacy input cannot be read
+    │   ├── RedbError [1]                 redb file problems
+    │   │   ├── RedbCorrupt [1]           structure or checksum violated (page=, table=, offset=)
+    │   │   └── RedbUnsupported [1]       a valid file this reader does not handle
+    │   ├── SignalLogError [1]            old cyb Signal log (code=, offset=, frame_index=)
+    │   └── TextArchiveError [1]          old TextArchive (code=, line=)
+    ├── StoreError [1]                    the BBG store
+    │   ├── StoreRefused [1]              wrong/unknown store, generation or default-store guard
+    │   ├── CommitUnknown [1]             outcome of a commit unknown; reopen and resolve
+    │   ├── Fenced [4]                    write to a fenced (retired) namespace
+    │   ├── HeadMismatch [4]              expected head is stale; nothing written
+    │   └── Conflict [4]                  same request/nonce/key, different content
+    ├── ValidationFailed [3]              inputs violate the rules (errors=[{code, detail}])
+    ├── Locked [11]                       the source or store is held by another process / sealed
+    └── Interrupted [130]                 stopped by the operator
+
+Foreign errors (OSError, sqlite3.Error, jsonschema errors, cffi return codes) are translated
+into these where the layers meet, once, with ``raise ... from exc``.  The CLI turns them into
+exit codes in exactly one place (``migrate.cli.main``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MigrateError(Exception):
+    """Base class.  ``message`` is for humans; ``context`` holds the named facts."""
+
+    exit_code = 1
+    code = "error"
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context = context
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_json(self) -> dict[str, Any]:
+        """The error as a JSON-able document (used by ``--json`` output)."""
+        doc: dict[str, Any] = {"error": self.code, "message": self.message}
+        for key, value in self.context.items():
+            doc[key] = value.hex() if isinstance(value, bytes | bytearray) else value
+        return doc
+
+
+class UsageError(MigrateError):
+    exit_code = 2
+    code = "usage"
+
+
+class SourceError(MigrateError):
+    code = "source"
+
+
+class RedbError(SourceError):
+    code = "redb"
+
+
+class RedbCorrupt(RedbError):
+    code = "redb-corrupt"
+
+
+class RedbUnsupported(RedbError):
+    code = "redb-unsupported"
+
+
+class SignalLogError(SourceError):
+    code = "signal-log"
+
+
+class TextArchiveError(SourceError):
+    code = "text-archive"
+
+
+class StoreError(MigrateError):
+    code = "store"
+
+
+class StoreRefused(StoreError):
+    code = "store-refused"
+
+
+class CommitUnknown(StoreError):
+    code = "commit-unknown"
+
+
+class Fenced(StoreError):
+    exit_code = 4
+    code = "fenced"
+
+
+class HeadMismatch(StoreError):
+    exit_code = 4
+    code = "head-mismatch"
+
+
+class Conflict(StoreError):
+    exit_code = 4
+    code = "conflict"
+
+
+class ValidationFailed(MigrateError):
+    exit_code = 3
+    code = "validation-failed"
+
+
+class Locked(MigrateError):
+    exit_code = 11
+    code = "locked"
+
+
+class Interrupted(MigrateError):
+    exit_code = 130
+    code = "interrupted"
+
+
+EXIT_CODES: dict[int, str] = {
+    0: "ok",
+    1: "failed (corrupt or unreadable input, store error)",
+    2: "usage error",
+    3: "validation failed (the input breaks a rule; nothing was written)",
+    4: "conflict (head mismatch, fenced namespace, same nonce with other inputs)",
+    11: "locked or sealed (another process holds the source or store)",
+    130: "interrupted",
+}
+
+__all__ = [
+    "MigrateError",
+    "UsageError",
+    "SourceError",
+    "RedbError",
+    "RedbCorrupt",
+    "RedbUnsupported",
+    "SignalLogError",
+    "TextArchiveError",
+    "StoreError",
+    "StoreRefused",
+    "CommitUnknown",
+    "Fenced",
+    "HeadMismatch",
+    "Conflict",
+    "ValidationFailed",
+    "Locked",
+    "Interrupted",
+    "EXIT_CODES",
+]
