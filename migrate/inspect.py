@@ -109,12 +109,14 @@ def inspect_redb(
 def inspect_bbg(
     path: Path, *, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
-    """Inspect a BBG store directory (read-only)."""
-    from migrate.store import open_store
+    """Inspect a BBG store directory (read-only: nothing is created or changed, so it works on
+    a read-only directory or medium; see :mod:`migrate.store.readonly`)."""
+    from migrate.store.readonly import open_readonly, store_info
+    from migrate.store.tables import StoreTables
 
-    with open_store(path, create=False, maintenance=True) as store, store.snapshot() as tables:
-        report: dict[str, Any] = {"kind": "bbg", "path": str(path), "store": store.info()}
-        report.update(cell_report(_FiveTables(tables), progress=progress))
+    with open_readonly(path) as conn, conn.read():
+        report: dict[str, Any] = {"kind": "bbg", "path": str(path), "store": store_info(conn, path)}
+        report.update(cell_report(_FiveTables(StoreTables(conn)), progress=progress))
     return report
 
 

@@ -84,11 +84,17 @@ def create_schema(conn: Connection, hash_suite: str) -> bool:
     return True
 
 
-def check_identity(conn: Connection) -> None:
-    """StoreRefused unless the file is a BBG store of the schema version this build reads."""
+def require_bbg(conn: Connection) -> None:
+    """StoreRefused unless the file is a BBG store of the schema version this build reads
+    (reads only: safe on a read-only handle)."""
     app_id, version = _identity(conn)
     if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
         raise _foreign(conn.path, app_id, version)
+
+
+def check_identity(conn: Connection) -> None:
+    """:func:`require_bbg`, then make sure the file is in WAL mode (a writer's open)."""
+    require_bbg(conn)
     mode = conn.one("PRAGMA journal_mode")
     if mode is None or str(mode[0]).lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL").fetchall()
