@@ -192,10 +192,7 @@ def open_store(
     ``maintenance``: skip the generation check (the migration pipeline and ``doctor`` only,
     which must open a store mid-import); identity is still checked.
     """
-    directory = layout.resolve_store_dir(path, create=create, cwd=cwd)
-    db = directory / layout.DB_NAME
-    if directory.exists() and not directory.is_dir():
-        raise StoreRefused(f"{directory}: is a file, not a store directory", path=str(directory))
+    directory, db = layout.store_paths(path, create=create, cwd=cwd)
     if not db.exists():
         if not create:
             raise StoreRefused(
