@@ -205,3 +205,39 @@ def test_progress_view_draws_on_a_terminal(tmp_path: Path) -> None:
     text = seen.decode("utf-8", "replace")
     assert proc.returncode == 0, text
     assert "fleet run: " in text and "done" in text and "ETA" in text, text
+
+
+@pytest.mark.parametrize("how", ["SIGINT to the group", "SIGTERM to the parent"])
+def test_interrupt_exits_130_stops_the_workers_and_a_rerun_finishes(
+    tmp_path: Path, how: str
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    fleet = build_fleet(tmp_path / "f", 8, invalid=False)
+    report = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "migrate", "fleet", "run", str(fleet.manifest), "--workers", "2",
+         "--report-dir", str(report)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    jobs = report / "jobs"
+    while proc.poll() is None and not (jobs.is_dir() and any(jobs.glob("*.json"))):
+        time.sleep(0.02)
+    if how.startswith("SIGINT"):
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the fleet finished before the signal arrived")
+    assert proc.returncode == 130, stderr
+    assert b"fleet run interrupted" in stderr and b"rerun the same command" in stderr
+    deadline = time.monotonic() + 10
+    while not no_process_left(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert no_process_left(proc.pid), "workers outlived the interrupted fleet"
+    res = fleet_cli("run", str(fleet.manifest), "--report-dir", str(report), "--json")
+    assert res.returncode == 0
+    assert check_against_single_runs(json.loads(res.stdout), tmp_path / "single") == (10, 0)
