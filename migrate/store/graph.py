@@ -8,10 +8,12 @@ Order of checks in ``publish`` (each one rolls the whole transaction back):
 
 1. argument shapes (ValidationFailed: bad-key-length, bad-value-length, unknown-codec,
    birth-mismatch, history-gap) — pure, before any read;
-2. the store's reader generation is still one this handle may write (StoreRefused);
-3. request replay: the same request with the same fingerprint returns the original head and
-   writes nothing; with another fingerprint it is a Conflict.  This precedes the fence and
-   head checks so an exact retry of an already committed request always resolves;
+2. request replay: the same request with the same fingerprint returns the original head and
+   writes nothing; with another fingerprint it is a Conflict.  This precedes the marker,
+   fence and head checks so an exact retry of an already committed request always resolves
+   (bbg ``application.rs`` ``apply_checked`` checks the receipt first too);
+3. the store's status marker still allows this handle to write (StoreSealed for a store
+   sealed for a transfer, StoreRefused for ``copying``/unknown or a newer generation);
 4. fence (Fenced), inert staging (Locked: the namespace is being imported);
 5. expected head equals the current head (HeadMismatch otherwise);
 6. immutable puts of content and claims (Conflict on different bytes), then the commit's
@@ -122,7 +124,6 @@ def publish(
 ) -> Head:
     """Publish one commit in ``tx`` (see the module docstring); returns the head in force."""
     _check_shapes(namespace, request, expected, new_head, contents, claims, fingerprint)
-    generations.require_readable(tx, reader_generation)
     ctx: dict[str, Any] = {"path": str(tx.path), "namespace": namespace, "request": request}
     rkey = request_key(namespace, request)
     prior = tx.get(REQUESTS, rkey)
@@ -136,6 +137,7 @@ def publish(
             "reused for different content",
             **ctx,
         )
+    generations.require_readable(tx, reader_generation)
     namespaces.require_unfenced(tx, namespace)
     staged = tx.one(
         "SELECT import_id FROM bbg_import_v1_staged_namespaces WHERE namespace = ?", (namespace,)

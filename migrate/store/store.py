@@ -107,7 +107,8 @@ class Store:
         fingerprint: bytes,
     ) -> Head:
         """Publish one commit atomically (contract: :mod:`migrate.store.graph`)."""
-        with self.transaction(namespace=namespace, request=request) as tx:
+        # publish checks the status marker itself, after the request-replay check.
+        with self.transaction(check_status=False, namespace=namespace, request=request) as tx:
             return graph.publish(
                 tx,
                 reader_generation=self.reader_generation,
@@ -122,8 +123,15 @@ class Store:
 
     # -- transactions and snapshots -----------------------------------------------------
     @contextmanager
-    def transaction(self, **context: Any) -> Iterator[Tx]:
+    def transaction(self, *, check_status: bool = True, **context: Any) -> Iterator[Tx]:
         """``BEGIN IMMEDIATE`` … ``COMMIT`` around the block; see :mod:`migrate.store.tx`.
+
+        Every write transaction first re-reads the status marker under the write lock and
+        refuses (nothing written) unless this handle's reader generation may still write the
+        store: a store sealed for a transfer (``export-v1``), mid-conversion (``copying``) or
+        promoted past this reader refuses writes even through a handle opened before.
+        ``check_status=False`` is for :func:`migrate.store.graph.publish`, which makes the
+        same check itself after resolving an exact retry (bbg's order).
 
         Transactions do not nest: inside one, publish with ``graph.publish(tx, ...)`` rather
         than ``store.commit``.
@@ -135,6 +143,8 @@ class Store:
                     f"{self.db_path}: bbg_storage_v1 has no row", path=str(self.db_path)
                 )
             tx = Tx(self._conn, int(row[0]) + 1)
+            if check_status:
+                generations.require_readable(tx, self.reader_generation)
             yield tx
             if tx.wrote:
                 self._conn.execute(
@@ -189,8 +199,9 @@ def open_store(
     ``create``: make the store if it does not exist (never otherwise).
     ``reader_generation``: open as a reader of this generation; a store promoted beyond it,
     or whose status marker is not a generation (``copying``, ``export-v1`` …), is refused.
-    ``maintenance``: skip the generation check (the migration pipeline and ``doctor`` only,
-    which must open a store mid-import); identity is still checked.
+    ``maintenance``: skip the generation check at open (``inspect`` and the transfer's
+    source reader, which must read a store sealed for a transfer); identity is still
+    checked, and every write transaction still checks the marker.
     """
     directory = layout.resolve_store_dir(path, create=create, cwd=cwd)
     db = directory / layout.DB_NAME
