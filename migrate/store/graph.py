@@ -9,7 +9,10 @@ Order of checks in ``publish`` (each one rolls the whole transaction back):
 1. argument shapes (ValidationFailed: bad-key-length, bad-value-length, unknown-codec,
    birth-mismatch, history-gap) — pure, before any read;
 2. request replay: the same request with the same fingerprint returns the original head and
-   writes nothing; with another fingerprint it is a Conflict.  This precedes the marker,
+   writes nothing; with another fingerprint it is a Conflict.  ``once=True`` (GraphPort
+   ``commit_once``, bbg's ``apply_once``) makes *any* existing receipt for the request a
+   Conflict: resolving an old receipt never becomes a new effect permit (``resolve`` still
+   returns the original head).  This precedes the marker,
    fence and head checks so an exact retry of an already committed request always resolves
    (bbg ``application.rs`` ``apply_checked`` checks the receipt first too);
 3. the store's status marker still allows this handle to write (StoreSealed for a store
@@ -121,6 +124,7 @@ def publish(
     contents: Mapping[bytes, bytes],
     claims: Mapping[bytes, bytes],
     fingerprint: bytes,
+    once: bool = False,
 ) -> Head:
     """Publish one commit in ``tx`` (see the module docstring); returns the head in force."""
     _check_shapes(namespace, request, expected, new_head, contents, claims, fingerprint)
@@ -129,6 +133,15 @@ def publish(
     prior = tx.get(REQUESTS, rkey)
     if prior is not None:
         prior_fp, prior_head = split_request_value(prior)
+        if once:
+            raise Conflict(
+                f"{tx.path}: request {request.hex()} in namespace {namespace.hex()} was already "
+                f"committed (head {prior_head.describe()}); commit_once publishes a request at "
+                "most once and never turns an old receipt into a new effect. Use resolve to "
+                "read the original head",
+                head=prior_head.encode().hex(),
+                **ctx,
+            )
         if prior_fp == fingerprint:
             return prior_head
         raise Conflict(

@@ -4,6 +4,7 @@ Typical use::
 
     with open_store("bbg", create=True) as store:
         store.commit(ns, request, None, Head(0, ns), {ns: birth}, {}, fingerprint)
+        store.commit_once(ns, request2, Head(0, ns), Head(1, c1), {c1: body}, {}, fp2)
         store.head(ns)
 
 A handle owns one SQLite connection and must stay in its thread.  Several handles (and
@@ -106,7 +107,44 @@ class Store:
         claims: Mapping[bytes, bytes],
         fingerprint: bytes,
     ) -> Head:
-        """Publish one commit atomically (contract: :mod:`migrate.store.graph`)."""
+        """Publish one commit atomically (contract: :mod:`migrate.store.graph`).
+
+        An exact retry (same request, same fingerprint) returns the original head.
+        """
+        return self._publish(
+            namespace, request, expected, new_head, contents, claims, fingerprint, once=False
+        )
+
+    def commit_once(
+        self,
+        namespace: bytes,
+        request: bytes,
+        expected: Head | None,
+        new_head: Head,
+        contents: Mapping[bytes, bytes],
+        claims: Mapping[bytes, bytes],
+        fingerprint: bytes,
+    ) -> Head:
+        """Like :meth:`commit`, but fresh publication only (bbg ``apply_once``): any existing
+        receipt for the request is a Conflict, even an exact retry; :meth:`resolve` still
+        returns the original head.  Of two racing ``commit_once`` calls with one request,
+        exactly one returns a head."""
+        return self._publish(
+            namespace, request, expected, new_head, contents, claims, fingerprint, once=True
+        )
+
+    def _publish(
+        self,
+        namespace: bytes,
+        request: bytes,
+        expected: Head | None,
+        new_head: Head,
+        contents: Mapping[bytes, bytes],
+        claims: Mapping[bytes, bytes],
+        fingerprint: bytes,
+        *,
+        once: bool,
+    ) -> Head:
         # publish checks the status marker itself, after the request-replay check.
         with self.transaction(check_status=False, namespace=namespace, request=request) as tx:
             return graph.publish(
@@ -119,6 +157,7 @@ class Store:
                 contents=contents,
                 claims=claims,
                 fingerprint=fingerprint,
+                once=once,
             )
 
     # -- transactions and snapshots -----------------------------------------------------
