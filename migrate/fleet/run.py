@@ -180,8 +180,7 @@ def run_fleet(
     todo = [j for j in jobs if j.key not in kept]
     if watcher is not None:
         for job in jobs:
-            if job.key in kept:
-                watcher.started(job)
+            if job.key in kept:  # finished without being started: no part of the speed
                 watcher.finished(job, kept[job.key])
     n = workers if workers is not None else default_workers()
     try:

@@ -73,7 +73,9 @@ def test_example_manifest_loads(tmp_path: Path) -> None:
         (tmp_path / f).write_bytes(b"")
     (tmp_path / "maps").mkdir()
     (tmp_path / "maps" / "alice.json").write_text(
-        json.dumps({"subject": "aa" * 32, "origins": [{"origin": "bb" * 32, "install_nonce": "01"}]})
+        json.dumps(
+            {"subject": "aa" * 32, "origins": [{"origin": "bb" * 32, "install_nonce": "01"}]}
+        )
     )
     m = load(tmp_path / "fleet.toml")
     assert [j.store.name for j in m.jobs] == ["a", "b", "signals", "archives", "alice"]

@@ -207,7 +207,9 @@ def test_progress_view_draws_on_a_terminal(tmp_path: Path) -> None:
     assert "fleet run: " in text and "done" in text and "ETA" in text, text
 
 
-@pytest.mark.parametrize("how", ["SIGINT to the group", "SIGTERM to the parent"])
+@pytest.mark.parametrize(
+    "how", ["SIGINT to the group", pytest.param("SIGTERM to the parent", marks=pytest.mark.slow)]
+)
 def test_interrupt_exits_130_stops_the_workers_and_a_rerun_finishes(
     tmp_path: Path, how: str
 ) -> None:
