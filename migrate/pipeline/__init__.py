@@ -67,7 +67,9 @@ def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
 
 
 def _store(job: Job) -> Store:
-    return open_store(job.store, create=True, maintenance=True)
+    # A normal open: a store whose status marker is not a generation this build writes
+    # (sealed ``export-v1``, ``copying``, unknown) is refused here, before any write.
+    return open_store(job.store, create=True)
 
 
 def _retired(job: Job) -> Outcome | None:

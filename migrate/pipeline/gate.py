@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bbg_core.errors import Conflict, HeadMismatch
+from fences import generations
 from fences.namespaces import fence_of
 from fences.seal import Seal, seal
 from migrate.pipeline import identity
@@ -95,6 +96,9 @@ def gated(job: Job, progress: Progress | None, *, dry: bool) -> Iterator[Gate]:
             if conn is not None and schema_state(conn) == "empty":
                 conn.close()  # an empty file a writer would turn into a store
                 conn = None
+            if conn is not None:
+                # The refusal ``run``'s open gives for a marker this build may not write.
+                generations.require_readable(conn)
             yield Gate(held, pre, directory, conn)
         finally:
             if conn is not None:
