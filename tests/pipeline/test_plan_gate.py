@@ -38,7 +38,7 @@ def _fenced(tmp: Path) -> tuple[list[str], None]:
 
 
 def _invalid(tmp: Path) -> tuple[list[str], None]:
-    bad = next(p for p in cell_fixtures() if not expected(p)["valid"])
+    bad = LEGACY / "cell-invalid-history-gap.redb.gz"
     return [str(unpack(bad, tmp / "src")), "--store", str(tmp / "bbg")], None
 
 
