@@ -35,8 +35,9 @@ def _kill_and_resume(tmp_path: Path, cells: int, kills: int, seed: int) -> None:
             "run", str(fleet.manifest), "--workers", "2", "--report-dir", str(report)
         )
         done = len(list((report / "jobs").glob("*.json"))) if (report / "jobs").is_dir() else 0
-        target = rng.randint(done + 1, max(done + 1, total - 3))
-        if kill_group_after(proc, report, target, rng.uniform(0, 0.3)):
+        # Leave at least 6 jobs to go, so the kill lands while the fleet is still running.
+        target = rng.randint(done + 1, max(done + 1, total - 6))
+        if kill_group_after(proc, report, target, rng.uniform(0, 0.15)):
             killed += 1
             deadline = time.monotonic() + 10
             while not no_process_left(proc.pid) and time.monotonic() < deadline:
