@@ -195,33 +195,37 @@ def acquire(
     """
     deadline = time.monotonic() + timeout
     db = directory / layout.DB_NAME
-    while True:
-        if create:
-            check_destination(directory)
-        elif not db.exists():
-            raise StoreRefused(
-                f"{directory}: no BBG store here ({layout.DB_NAME} missing); name an existing "
-                "store, or create one",
-                path=str(directory),
-            )
-        fd, made = _open_dir(directory, create)
-        lock = DirLock(directory, fd, exclusive=False, created_dir=made)
-        try:
-            done = _lock_once(lock, db, create=create, hash_suite=hash_suite,
-                              keep_exclusive=keep_exclusive)  # fmt: skip
-        except BaseException:
+    lock: DirLock | None = None
+    try:
+        while True:
+            if lock is None or not _same_dir(directory, lock.fd):
+                if lock is not None:
+                    lock.release()
+                if create:
+                    check_destination(directory)
+                elif not db.exists():
+                    raise StoreRefused(
+                        f"{directory}: no BBG store here ({layout.DB_NAME} missing); name an "
+                        "existing store, or create one",
+                        path=str(directory),
+                    )
+                fd, made = _open_dir(directory, create)
+                lock = DirLock(directory, fd, exclusive=False, created_dir=made)
+            # The directory stays open while waiting: who waits for a store is visible.
+            if _lock_once(lock, db, create=create, hash_suite=hash_suite,
+                          keep_exclusive=keep_exclusive):  # fmt: skip
+                return lock
+            if time.monotonic() > deadline:
+                raise Locked(
+                    f"{directory}: another process keeps the store locked while it creates it; "
+                    "wait for it to finish, then rerun",
+                    path=str(directory),
+                )
+            time.sleep(_POLL)
+    except BaseException:
+        if lock is not None:
             lock.release()
-            raise
-        if done:
-            return lock
-        lock.release()
-        if time.monotonic() > deadline:
-            raise Locked(
-                f"{directory}: another process keeps the store locked while it creates it; "
-                "wait for it to finish, then rerun",
-                path=str(directory),
-            )
-        time.sleep(_POLL)
+        raise
 
 
 def _lock_once(
@@ -232,11 +236,16 @@ def _lock_once(
     if usable or not create:
         if not _try_flock(lock.fd, fcntl.LOCK_SH):
             return False
-        return _same_dir(lock.directory, lock.fd) and (usable or db.exists())
+        if _same_dir(lock.directory, lock.fd) and (usable or db.exists()):
+            return True
+        fcntl.flock(lock.fd, fcntl.LOCK_UN)
+        return False
     if not _try_flock(lock.fd, fcntl.LOCK_EX):
         return False
     lock.exclusive = True
     if not _same_dir(lock.directory, lock.fd):
+        fcntl.flock(lock.fd, fcntl.LOCK_UN)
+        lock.exclusive = False
         return False
     # Under the exclusive lock: nobody else is creating, nobody has the store open.
     if not _has_store_file(db):

@@ -44,9 +44,11 @@ def test_a_refused_apply_keeps_what_a_concurrent_apply_committed(
         _, b_err = b.communicate(timeout=120)
     finally:
         for p in (a, b):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.communicate()
+            if p is not None:
+                if p.poll() is None:
+                    p.kill()
+                with p:  # closes its pipes
+                    p.wait()
     assert a.returncode == 3, a_err
     assert b.returncode == 0, b_err
     assert digest(dest) == digest(graph)
