@@ -25,10 +25,16 @@ from fences.namespaces import fence_of
 from fences.seal import Seal, seal
 from migrate.pipeline import identity
 from migrate.pipeline.preflight import Job, Preflight, preflight, source_kind
-from migrate.store import imports
+from migrate.store import creation, imports
 from migrate.store.connection import Connection
 from migrate.store.graph import head as live_head
-from migrate.store.layout import require_writable, schema_state, store_paths
+from migrate.store.layout import (
+    DB_NAME,
+    check_header,
+    require_writable,
+    resolve_store_dir,
+    schema_state,
+)
 
 Progress = Callable[[int, int], None]
 ROWS_STREAM = "rows"
@@ -86,15 +92,22 @@ def gated(job: Job, progress: Progress | None, *, dry: bool) -> Iterator[Gate]:
     kind = source_kind(job)
     with seal(job.source, kind) as held:
         pre = preflight(job, kind, held.fingerprint, progress)
-        directory, db_path = store_paths(job.store, create=True)
+        directory = resolve_store_dir(job.store, create=True)
+        creation.check_destination(directory)
         require_writable(directory)
         if not dry:
             yield Gate(held, pre, directory, None)
             return
-        conn = Connection(db_path, readonly=True) if db_path.exists() else None
+        db_path = directory / DB_NAME
+        # What run's open does with the file: create the store where none is usable yet,
+        # else identify the file by its header bytes before SQLite opens it.
+        conn = None
+        if creation.has_store_file(db_path):
+            check_header(db_path)
+            conn = Connection(db_path, readonly=True)
         try:
             if conn is not None and schema_state(conn) == "empty":
-                conn.close()  # an empty file a writer would turn into a store
+                conn.close()  # a WAL-only header: a store an older build never checkpointed
                 conn = None
             if conn is not None:
                 # The refusal ``run``'s open gives for a marker this build may not write.

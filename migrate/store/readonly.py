@@ -17,7 +17,7 @@ from typing import Any
 from bbg_core.errors import StoreRefused
 from fences import generations
 from migrate.store.connection import Connection
-from migrate.store.layout import DB_NAME, require_bbg
+from migrate.store.layout import DB_NAME, check_header, require_bbg
 
 
 def db_file(store_dir: Path) -> Path:
@@ -37,7 +37,9 @@ def open_readonly(store_dir: Path, *, live: bool = False) -> Iterator[Connection
 
     ``live``: for a long-lived reader that must see later commits (``tail --follow``).
     """
-    conn = Connection(db_file(store_dir), readonly=True, live=live)
+    db = db_file(store_dir)
+    check_header(db)  # by its bytes, before SQLite opens (and might change) a foreign file
+    conn = Connection(db, readonly=True, live=live)
     try:
         require_bbg(conn)
         yield conn
