@@ -13,11 +13,17 @@
 | :func:`write_snapshot`, :func:`restore` | exact retained state out and in |
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
 | :func:`demo` | migrate the bundled demo store into a temporary one and check it |
+| :func:`transfer` | BBG → BBG sealed transfer (seal the source, copy, validate, activate) |
+| :func:`transfer_plan`, ``transfer_seal/stage/validate/activate`` | its dry run and stages |
+| :func:`is_store` | whether a path is a BBG store (the step verbs then mean a transfer) |
 
-Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`).
+Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`);
+transfer verbs a :class:`TransferJob` (source store, target store, nonce, page rows).
 """
 
 from __future__ import annotations
+
+import os
 
 from importers.redb.scan import scan as redb_scan
 from migrate.demo import run_demo as demo
@@ -35,11 +41,26 @@ from migrate.share import (
     tail,
     write_snapshot,
 )
+from migrate.transfer import TransferJob, TransferOutcome
+from migrate.transfer import activate as transfer_activate
+from migrate.transfer import plan as transfer_plan
+from migrate.transfer import run as transfer
+from migrate.transfer import seal as transfer_seal
+from migrate.transfer import stage as transfer_stage
+from migrate.transfer import validate as transfer_validate
+
+
+def is_store(path: str | os.PathLike[str]) -> bool:
+    """True if ``path`` is a BBG store directory (judged by content, like ``detect``)."""
+    return os.path.isdir(path) and detect(path)["kind"] == "bbg"
+
 
 __all__ = [
     "Bounds",
     "Job",
     "Outcome",
+    "TransferJob",
+    "TransferOutcome",
     "activate",
     "apply_stream",
     "backup",
@@ -49,6 +70,7 @@ __all__ = [
     "fixtures_check",
     "follow",
     "inspect",
+    "is_store",
     "plan",
     "redb_scan",
     "restore",
@@ -56,6 +78,12 @@ __all__ = [
     "seal",
     "stage",
     "tail",
+    "transfer",
+    "transfer_activate",
+    "transfer_plan",
+    "transfer_seal",
+    "transfer_stage",
+    "transfer_validate",
     "validate",
     "write_snapshot",
 ]
