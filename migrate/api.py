@@ -16,6 +16,7 @@
 | :func:`transfer` | BBG → BBG sealed transfer (seal the source, copy, validate, activate) |
 | :func:`transfer_plan`, ``transfer_seal/stage/validate/activate`` | its dry run and stages |
 | :func:`is_store` | whether a path is a BBG store (the step verbs then mean a transfer) |
+| :func:`fleet_load`, :func:`fleet_plan`, :func:`fleet_run`, :func:`fleet_report` | fleets |
 
 Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`);
 transfer verbs a :class:`TransferJob` (source store, target store, nonce, page rows).
@@ -29,6 +30,15 @@ from importers.redb.scan import scan as redb_scan
 from migrate.demo import run_demo as demo
 from migrate.detect import detect
 from migrate.fixtures_check import check as fixtures_check
+from migrate.fleet import default_workers as fleet_default_workers
+from migrate.fleet import ensure_report_dir as fleet_report_dir
+from migrate.fleet import jobs_of as fleet_select
+from migrate.fleet import load_manifest as fleet_load
+from migrate.fleet import merge as fleet_report
+from migrate.fleet import parse_shard as fleet_shard
+from migrate.fleet import plan_fleet as fleet_plan
+from migrate.fleet import run_fleet as fleet_run
+from migrate.fleet import write_html as fleet_html
 from migrate.inspect import inspect_path as inspect
 from migrate.pipeline import Bounds, Job, Outcome, activate, plan, run, stage, validate
 from migrate.pipeline import seal_only as seal
@@ -68,6 +78,15 @@ __all__ = [
     "detect",
     "doctor",
     "fixtures_check",
+    "fleet_default_workers",
+    "fleet_html",
+    "fleet_load",
+    "fleet_plan",
+    "fleet_report",
+    "fleet_report_dir",
+    "fleet_run",
+    "fleet_select",
+    "fleet_shard",
     "follow",
     "inspect",
     "is_store",
