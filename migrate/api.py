@@ -9,9 +9,11 @@
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_scan` | read and verify every page and entry of a redb file |
-| :func:`tail`, :func:`follow`, :func:`apply_stream` | event/1 history out and in |
+| :func:`tail`, :func:`follow` | event/1 history out |
+| :func:`apply` (into a store path), :func:`apply_stream` (into an open store) | event/1 in |
 | :func:`write_snapshot`, :func:`restore` | exact retained state out and in |
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
+| :func:`resolve_store_dir`, :func:`event_line` | the store a command means; one event as a line |
 | :func:`demo` | migrate the bundled demo store into a temporary one and check it |
 | :func:`transfer` | BBG → BBG sealed transfer (seal the source, copy, validate, activate) |
 | :func:`transfer_plan`, ``transfer_seal/stage/validate/activate`` | its dry run and stages |
@@ -43,6 +45,7 @@ from migrate.inspect import inspect_path as inspect
 from migrate.pipeline import Bounds, Job, Outcome, activate, plan, run, stage, validate
 from migrate.pipeline import seal_only as seal
 from migrate.share import (
+    apply,
     apply_stream,
     backup,
     doctor,
@@ -51,6 +54,9 @@ from migrate.share import (
     tail,
     write_snapshot,
 )
+from migrate.share.common import MAX_LINE
+from migrate.share.common import canonical as event_line
+from migrate.store.layout import resolve_store_dir
 from migrate.transfer import TransferJob, TransferOutcome
 from migrate.transfer import activate as transfer_activate
 from migrate.transfer import plan as transfer_plan
@@ -66,12 +72,16 @@ def is_store(path: str | os.PathLike[str]) -> bool:
 
 
 __all__ = [
+    "MAX_LINE",
+    "event_line",
+    "resolve_store_dir",
     "Bounds",
     "Job",
     "Outcome",
     "TransferJob",
     "TransferOutcome",
     "activate",
+    "apply",
     "apply_stream",
     "backup",
     "demo",

@@ -11,6 +11,7 @@ from rich.table import Table
 from bbg_core.errors import UsageError
 from migrate import api
 from migrate.cli import app
+from migrate.cli._paths import store_option
 from migrate.cli._render import emit_json, err, progress_bar
 from migrate.cli._state import state
 
@@ -19,7 +20,7 @@ SOURCE = typer.Argument(
     help="The BBG store to transfer from (sealed for good: it refuses writes afterwards).",
     show_default=False,
 )
-STORE = typer.Option(None, "--store", help="The target BBG store directory (default ./bbg).")
+STORE = store_option("The target BBG store directory (default ./bbg).")
 NONCE = typer.Option(
     None, "--nonce", help="Transfer nonce (64 hex); default: derived from the source store."
 )

@@ -35,8 +35,9 @@ def _kill_and_resume(tmp_path: Path, cells: int, kills: int, seed: int) -> None:
             "run", str(fleet.manifest), "--workers", "2", "--report-dir", str(report)
         )
         done = len(list((report / "jobs").glob("*.json"))) if (report / "jobs").is_dir() else 0
-        target = rng.randint(done + 1, max(done + 1, total - 3))
-        if kill_group_after(proc, report, target, rng.uniform(0, 0.3)):
+        # Leave at least 6 jobs to go, so the kill lands while the fleet is still running.
+        target = rng.randint(done + 1, max(done + 1, total - 6))
+        if kill_group_after(proc, report, target, rng.uniform(0, 0.15)):
             killed += 1
             deadline = time.monotonic() + 10
             while not no_process_left(proc.pid) and time.monotonic() < deadline:
@@ -243,3 +244,65 @@ def test_interrupt_exits_130_stops_the_workers_and_a_rerun_finishes(
     res = fleet_cli("run", str(fleet.manifest), "--report-dir", str(report), "--json")
     assert res.returncode == 0
     assert check_against_single_runs(json.loads(res.stdout), tmp_path / "single") == (10, 0)
+
+
+def test_manifest_options_reach_run(tmp_path: Path) -> None:
+    """kind, accept_torn_tail, mapping, nonce and bounds give what `run` with the same
+    options gives (a JSON manifest here)."""
+    import gzip
+    import shutil
+
+    from migrate.pipeline import mapping as mapping_mod
+    from tests.fleet.helpers import LEGACY, single_run
+
+    root = tmp_path / "f"
+    root.mkdir()
+    (root / "empty.log").write_bytes(b"")
+    shutil.copy(LEGACY / "signals-truncated-tail.log", root / "torn.log")
+    cell = gzip.decompress((LEGACY / "cell-small.redb.gz").read_bytes())
+    for name in ("mapped", "nonced", "bounded"):
+        (root / f"{name}.redb").write_bytes(cell)
+    namespaces = sorted(api.plan(api.Job(source=root / "mapped.redb", store=None))["namespaces"])
+    subject = "5a" * 32
+    pairs = {ns: f"{i + 1:02x}" for i, ns in enumerate(namespaces)}
+    manifest = {
+        "jobs": [
+            {"source": "empty.log", "store": "bbg/e", "kind": "signal-log"},
+            {"source": "torn.log", "store": "bbg/t", "accept_torn_tail": True},
+            {"source": "mapped.redb", "store": "bbg/m", "subject": subject, "map": pairs},
+            {"source": "nonced.redb", "store": "bbg/n", "nonce": "abcd"},
+            {"source": "bounded.redb", "store": "bbg/b", "bounds": {"max_rows": 10}},
+        ]
+    }
+    (root / "fleet.json").write_text(json.dumps(manifest))
+    res = fleet_cli("run", str(root / "fleet.json"), "--json")
+    got = {Path(j["source"]).name: j for j in json.loads(res.stdout)["jobs"]}
+    work = tmp_path / "single"
+    work.mkdir()
+    refs = {
+        "empty.log": single_run(root / "empty.log", work, kind="signal-log"),
+        "torn.log": single_run(root / "torn.log", work, accept_torn_tail=True),
+        "mapped.redb": single_run(
+            root / "mapped.redb", work, mapping=mapping_mod.build(subject, sorted(pairs.items()))
+        ),
+        "nonced.redb": single_run(root / "nonced.redb", work, nonce="abcd"),
+        "bounded.redb": single_run(root / "bounded.redb", work, bounds=api.Bounds(max_rows=10)),
+    }
+    for name, ref in refs.items():
+        assert got[name]["exit_code"] == ref["exit_code"], (name, got[name].get("error"))
+        if ref["exit_code"] == 0:
+            assert got[name]["receipt"] == ref["receipt"], name
+        else:
+            assert got[name]["error"]["code"] == ref["error"]["code"], name
+    # The receipt is the exact document `run --json` prints.
+    from tests.pipeline.helpers import cli
+
+    single = cli("run", str(root / "nonced.redb"), "--store", str(tmp_path / "cli"), "--nonce",
+                 "abcd", "--json")  # fmt: skip
+    assert json.loads(single.stdout) == got["nonced.redb"]["receipt"]
+    assert got["mapped.redb"]["receipt"]["generation"] == "neuron-v1"
+    assert got["nonced.redb"]["receipt"]["nonce"] == "abcd"
+    assert got["torn.log"]["receipt"]["legacy"]["torn_tail"] is not None
+    assert got["bounded.redb"]["exit_code"] == 3
+    assert got["empty.log"]["exit_code"] == 0
+    assert res.returncode == 3
