@@ -153,16 +153,22 @@ def inspect_path(
         from importers.signal_log import inspect_signal_log
 
         return inspect_signal_log(p)
+    if found == "bbg-frame-log":
+        from importers.frame_log import inspect_frame_log
+
+        return inspect_frame_log(p)
     if found == "text-archive":
         from importers.text_archive import inspect_text_archive
 
         return inspect_text_archive(p)
     if p.exists() and p.is_file() and p.stat().st_size == 0:
         raise UsageError(
-            f"{p}: the file is empty; name its kind with --kind signal-log or --kind text-archive",
+            f"{p}: the file is empty; name its kind with --kind signal-log, --kind "
+            "bbg-frame-log or --kind text-archive",
             path=str(p),
         )
     raise SourceError(
-        f"{p}: not a redb file, BBG store, signal log or text archive (judged by content)",
+        f"{p}: not a redb file, BBG store, signal log, frame log or text archive (judged by "
+        "content)",
         path=str(p),
     )

@@ -17,7 +17,7 @@ from migrate.pipeline import mapping as mapping_mod
 
 SOURCE = typer.Argument(
     ...,
-    help="The legacy cell.redb, Signal log or TextArchive (never written).",
+    help="The legacy cell.redb, Signal log, bbg frame log or TextArchive (never written).",
     show_default=False,
 )
 STORE = store_option("Destination BBG store directory (default ./bbg).")
@@ -42,10 +42,12 @@ RETIRE = typer.Option(False, "--retire-source", help="After activation, retire t
 TORN = typer.Option(
     False,
     "--accept-torn-tail",
-    help="Signal log with a torn last frame: import the valid prefix; the receipt records the cut.",
+    help="Frame log with a torn last frame: import the valid prefix; the receipt records the cut.",
 )
 KIND = typer.Option(
-    None, "--kind", help="redb, signal-log or text-archive, where content cannot tell (empty file)."
+    None,
+    "--kind",
+    help="redb, signal-log, bbg-frame-log or text-archive, where content cannot tell (empty file).",
 )
 
 
