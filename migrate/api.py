@@ -9,9 +9,11 @@
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_scan` | read and verify every page and entry of a redb file |
-| :func:`tail`, :func:`follow`, :func:`apply_stream` | event/1 history out and in |
+| :func:`tail`, :func:`follow` | event/1 history out |
+| :func:`apply` (into a store path), :func:`apply_stream` (into an open store) | event/1 in |
 | :func:`write_snapshot`, :func:`restore` | exact retained state out and in |
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
+| :func:`resolve_store_dir`, :func:`event_line` | the store a command means; one event as a line |
 | :func:`demo` | migrate the bundled demo store into a temporary one and check it |
 | :func:`fleet_load`, :func:`fleet_plan`, :func:`fleet_run`, :func:`fleet_report` | fleets |
 
@@ -37,6 +39,7 @@ from migrate.inspect import inspect_path as inspect
 from migrate.pipeline import Bounds, Job, Outcome, activate, plan, run, stage, validate
 from migrate.pipeline import seal_only as seal
 from migrate.share import (
+    apply,
     apply_stream,
     backup,
     doctor,
@@ -45,12 +48,19 @@ from migrate.share import (
     tail,
     write_snapshot,
 )
+from migrate.share.common import MAX_LINE
+from migrate.share.common import canonical as event_line
+from migrate.store.layout import resolve_store_dir
 
 __all__ = [
+    "MAX_LINE",
+    "event_line",
+    "resolve_store_dir",
     "Bounds",
     "Job",
     "Outcome",
     "activate",
+    "apply",
     "apply_stream",
     "backup",
     "demo",
