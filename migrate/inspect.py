@@ -111,10 +111,13 @@ def inspect_bbg(
 ) -> dict[str, Any]:
     """Inspect a BBG store directory (read-only)."""
     from migrate.store import open_store
+    from migrate.transfer.report import section_at as transfer_section
 
     with open_store(path, create=False, maintenance=True) as store, store.snapshot() as tables:
         report: dict[str, Any] = {"kind": "bbg", "path": str(path), "store": store.info()}
         report.update(cell_report(_FiveTables(tables), progress=progress))
+        # A sealed source (manifest, target, progress) and transfers into this store.
+        report["transfer"] = transfer_section(path)
     return report
 
 
