@@ -113,10 +113,13 @@ def inspect_bbg(
     a read-only directory or medium; see :mod:`migrate.store.readonly`)."""
     from migrate.store.readonly import open_readonly, store_info
     from migrate.store.tables import StoreTables
+    from migrate.transfer.report import section as transfer_section
 
     with open_readonly(path) as conn, conn.read():
         report: dict[str, Any] = {"kind": "bbg", "path": str(path), "store": store_info(conn, path)}
         report.update(cell_report(_FiveTables(StoreTables(conn)), progress=progress))
+        # A sealed source (manifest, target, progress) and transfers into this store.
+        report["transfer"] = transfer_section(conn)
     return report
 
 

@@ -13,6 +13,7 @@ from migrate.cli import app
 from migrate.cli._paths import path_arg, store_option
 from migrate.cli._render import emit_json, err, progress_bar
 from migrate.cli._state import state
+from migrate.cli.cmd_transfer import step as transfer_step
 from migrate.pipeline import mapping as mapping_mod
 
 SOURCE = typer.Argument(
@@ -127,6 +128,10 @@ def plan_cmd(
 ) -> None:  # fmt: skip
     """Dry run of `run` (same options): what it would do, or the exit code and message it
     would fail with (3, 4, 11, 1); writes nothing."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+    if transfer_step("plan", source, store, nonce, as_json, legacy):
+        return
     bounds = pipeline.Bounds(
         max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
     )
@@ -160,6 +165,13 @@ def run_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+    legacy["retire_source"] = retire_source
+    if transfer_step(
+        "run", source, store, nonce, as_json, legacy, pages=pages, page_rows=page_rows
+    ):
+        return
     bounds = pipeline.Bounds(
         max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
     )
@@ -176,6 +188,10 @@ def seal_cmd(
     kind: str = KIND, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+    if transfer_step("seal", source, store, nonce, as_json, legacy):
+        return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
     _report(pipeline.seal_only(job), as_json)
 
@@ -188,6 +204,12 @@ def stage_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+    if transfer_step(
+        "stage", source, store, nonce, as_json, legacy, pages=pages, page_rows=page_rows
+    ):
+        return
     bounds = pipeline.Bounds(page_rows=page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind)
     with progress_bar("stage", enabled=not as_json) as progress:
@@ -202,6 +224,10 @@ def validate_cmd(
     kind: str = KIND, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+    if transfer_step("validate", source, store, nonce, as_json, legacy):
+        return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
     _report(pipeline.validate(job), as_json)
 
@@ -213,5 +239,9 @@ def activate_cmd(
     kind: str = KIND, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+    if transfer_step("activate", source, store, nonce, as_json, legacy):
+        return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
     _report(pipeline.activate(job), as_json)
