@@ -38,5 +38,8 @@ if os.environ.get("BBG_MIGRATE_NO_EXT") != "1":
     kwargs["cffi_modules"] = [
         m for m in CFFI_MODULES if os.path.exists(os.path.join(HERE, m.split(":")[0]))
     ]
+    # The extensions use only the stable ABI (cffi builds them with Py_LIMITED_API), so one
+    # wheel serves CPython 3.11 and every later 3.x: tag it cp311-abi3.
+    kwargs["options"] = {"bdist_wheel": {"py_limited_api": "cp311"}}
 
 setup(cmdclass={"build_ext": OptionalBuildExt}, **kwargs)

@@ -12,8 +12,10 @@ The tree (exit code in brackets)::
     │   └── TextArchiveError [1]          old TextArchive (code=, line=)
     ├── StoreError [1]                    the BBG store
     │   ├── StoreRefused [1]              wrong/unknown store, generation or default-store guard
+    │   ├── StoreCorrupt [1]              the store's own records contradict each other
     │   ├── CommitUnknown [1]             outcome of a commit unknown; reopen and resolve
     │   ├── Fenced [4]                    write to a fenced (retired) namespace
+    │   │   └── StoreSealed [4]           write to a store sealed for a transfer (export-v1)
     │   ├── HeadMismatch [4]              expected head is stale; nothing written
     │   └── Conflict [4]                  same request/nonce/key, different content
     ├── ValidationFailed [3]              inputs violate the rules (errors=[{code, detail}])
@@ -89,6 +91,10 @@ class StoreRefused(StoreError):
     code = "store-refused"
 
 
+class StoreCorrupt(StoreError):
+    code = "store-corrupt"
+
+
 class CommitUnknown(StoreError):
     code = "commit-unknown"
 
@@ -96,6 +102,10 @@ class CommitUnknown(StoreError):
 class Fenced(StoreError):
     exit_code = 4
     code = "fenced"
+
+
+class StoreSealed(Fenced):
+    code = "store-sealed"
 
 
 class HeadMismatch(StoreError):
@@ -128,7 +138,7 @@ EXIT_CODES: dict[int, str] = {
     1: "failed (corrupt or unreadable input, store error)",
     2: "usage error",
     3: "validation failed (the input breaks a rule; nothing was written)",
-    4: "conflict (head mismatch, fenced namespace, same nonce with other inputs)",
+    4: "conflict (head mismatch, fenced namespace or sealed store, same nonce with other inputs)",
     11: "locked or sealed (another process holds the source or store)",
     130: "interrupted",
 }
@@ -144,8 +154,10 @@ __all__ = [
     "TextArchiveError",
     "StoreError",
     "StoreRefused",
+    "StoreCorrupt",
     "CommitUnknown",
     "Fenced",
+    "StoreSealed",
     "HeadMismatch",
     "Conflict",
     "ValidationFailed",

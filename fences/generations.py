@@ -1,25 +1,32 @@
 """Reader generations: which readers may open a store, and monotonic promotion.
 
-The status marker (table ``bbg_import_v1``, BRIEF §3) maps to a reader generation:
+The status marker (table ``bbg_import_v1``, BRIEF §3) maps to a reader generation exactly as
+bbg decodes it (cyberia-to/bbg ``rs/src/storage/database/generation.rs``):
 
 | marker | generation |
 |---|---|
 | absent, ``complete`` | ``original`` |
 | ``neuron-v1`` | ``neuron-v1`` |
 | ``auth-v1`` | ``auth-v1`` |
-| ``copying``, ``export-v1``, anything else | none: a normal open is refused |
+| ``copying``, ``export-v1``, anything else | none: open, write and promotion are refused |
 
 Generations are ordered ``original < neuron-v1 < auth-v1``.  A reader of generation G opens a
 store whose generation is ≤ G and refuses a newer one: that is how an older binary (an
 ``original`` reader) is made to refuse a store whose histories were taken over by an import.
-Promotion only ever raises the generation, inside the caller's write transaction; asking for
-a lower or equal generation writes nothing.  The row also keeps the highest generation
-reached, so a transitional status (``copying``) can be set and settled without losing it.
+
+The status column alone decides (as bbg's single ``status`` key does).  A marker that is not a
+generation is never promoted, settled or written over: :func:`promote` and :func:`settle`
+raise and change nothing, like bbg's ``promote`` on a ``copying``/``export-v1``/unknown status.
+``export-v1`` (a store sealed as the source of a transfer, :mod:`migrate.transfer`) is refused
+with :class:`~bbg_core.errors.StoreSealed` (exit 4); any other non-generation marker with
+:class:`~bbg_core.errors.StoreRefused`.  The ``generation`` column beside the marker is
+informational (the generation in force when the marker was last written); nothing reads a
+decision from it, so a value this build does not know is reported, never looked up.
 """
 
 from __future__ import annotations
 
-from bbg_core.errors import StoreRefused
+from bbg_core.errors import StoreError, StoreRefused, StoreSealed
 from fences._sql import SqlReader, SqlWriter
 
 GENERATIONS: tuple[str, ...] = ("original", "neuron-v1", "auth-v1")
@@ -27,6 +34,10 @@ RANK: dict[str, int] = {g: i for i, g in enumerate(GENERATIONS)}
 MARKER_OF: dict[str, str] = {"original": "complete", "neuron-v1": "neuron-v1", "auth-v1": "auth-v1"}
 # The newest generation this build reads and writes.
 BUILD_GENERATION = GENERATIONS[-1]
+# The marker of a store sealed as a transfer source (bbg ``transfer.rs``).
+EXPORT_MARKER = "export-v1"
+# The marker bbg's backend conversion keeps while it copies (bbg ``migration.rs``).
+COPYING_MARKER = "copying"
 
 
 def generation_of(marker: str | None) -> str | None:
@@ -43,28 +54,58 @@ def _rank(generation: str) -> int:
 
 
 def read_status(db: SqlReader) -> tuple[str | None, str]:
-    """``(status marker or None if absent, highest generation reached)``."""
+    """``(status marker or None if absent, the informational generation column)``."""
     row = db.one("SELECT status, generation FROM bbg_import_v1 WHERE id = 1")
     if row is None:
         return None, "original"
     return str(row[0]), str(row[1])
 
 
-def require_readable(db: SqlReader, reader_generation: str = BUILD_GENERATION) -> str:
-    """The store's generation; StoreRefused unless a ``reader_generation`` reader may open it."""
-    reader_rank = _rank(reader_generation)
+def refusal(db: SqlReader, marker: str | None, reader_generation: str) -> StoreError:
+    """The named error for a store whose status ``marker`` is not a reader generation."""
+    path = str(db.path)
+    if marker == EXPORT_MARKER:
+        return StoreSealed(
+            f"{path}: status marker 'export-v1': the store is sealed as the source of a "
+            "transfer and accepts no writes (its history continues in the transfer's target). "
+            "Read it with `bbg-migrate inspect`; finish the transfer with `bbg-migrate "
+            "transfer`",
+            path=path,
+            marker=marker,
+        )
+    if marker == COPYING_MARKER:
+        why = "a conversion into this store was interrupted (bbg marks it 'copying' until done)"
+    else:
+        why = "the store is mid-import, damaged, or was written by a newer tool"
+    return StoreRefused(
+        f"{path}: status marker {marker!r} is not a reader generation this build knows "
+        f"(it reads {', '.join(GENERATIONS[: _rank(reader_generation) + 1])}; newest "
+        f"supported: {reader_generation}): {why}; nothing was written",
+        path=path,
+        marker=marker,
+        supported=reader_generation,
+    )
+
+
+def current_generation(db: SqlReader, reader_generation: str = BUILD_GENERATION) -> str:
+    """The generation the status marker stands for; the named refusal if it stands for none."""
     marker, _ = read_status(db)
     generation = generation_of(marker)
     if generation is None:
-        raise StoreRefused(
-            f"{db.path}: status marker {marker!r} is not a reader generation this build knows "
-            f"(it reads {', '.join(GENERATIONS[: reader_rank + 1])}; newest supported: "
-            f"{reader_generation}); the store is mid-import or was written by a newer tool",
-            path=str(db.path),
-            marker=marker,
-            supported=reader_generation,
-        )
+        raise refusal(db, marker, reader_generation)
+    return generation
+
+
+def require_readable(db: SqlReader, reader_generation: str = BUILD_GENERATION) -> str:
+    """The store's generation; refused unless a ``reader_generation`` reader may open it.
+
+    The same check guards every write transaction (:meth:`migrate.store.Store.transaction`),
+    so a handle opened before a promotion or a seal cannot write past it.
+    """
+    reader_rank = _rank(reader_generation)
+    generation = current_generation(db, reader_generation)
     if RANK[generation] > reader_rank:
+        marker, _ = read_status(db)
         raise StoreRefused(
             f"{db.path}: status marker {marker!r} means reader generation {generation}; this "
             f"reader supports up to {reader_generation} and must not open it",
@@ -77,9 +118,13 @@ def require_readable(db: SqlReader, reader_generation: str = BUILD_GENERATION) -
 
 
 def promote(tx: SqlWriter, target: str) -> str:
-    """Raise the store to ``target`` (never lower); returns the generation now in force."""
+    """Raise the store to ``target`` (never lower); returns the generation now in force.
+
+    A status that is not a generation (``copying``, ``export-v1``, unknown) is refused and
+    left exactly as it is.
+    """
     target_rank = _rank(target)
-    marker, current = read_status(tx)
+    current = current_generation(tx)
     if target_rank <= RANK[current]:
         return current
     _write(tx, MARKER_OF[target], target)
@@ -87,20 +132,24 @@ def promote(tx: SqlWriter, target: str) -> str:
 
 
 def set_transitional(tx: SqlWriter, marker: str) -> None:
-    """Set a non-generation status (e.g. ``copying``) that makes normal opens refuse."""
+    """Set a non-generation status (e.g. ``copying``) that makes normal opens refuse.
+
+    Only from a generation: a store already in a transitional status keeps it.
+    """
     if generation_of(marker) is not None:
         raise ValueError(f"{marker!r} is a generation marker; use promote()")
-    _, generation = read_status(tx)
+    generation = current_generation(tx)
     _write(tx, marker, generation)
 
 
 def settle(tx: SqlWriter) -> str:
-    """Write the marker of the highest generation reached; returns that generation.
+    """Write the marker of the generation in force; returns that generation.
 
-    Ends a transitional status, and turns an absent marker into ``complete`` (what a plain
-    conversion leaves behind).  Never lowers anything.
+    Turns an absent marker into ``complete`` (what a plain conversion leaves behind).  Never
+    lowers anything, and never ends a non-generation status (that is refused, unchanged).
     """
-    marker, generation = read_status(tx)
+    marker, _ = read_status(tx)
+    generation = current_generation(tx)
     if marker != MARKER_OF[generation]:
         _write(tx, MARKER_OF[generation], generation)
     return generation

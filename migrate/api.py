@@ -12,6 +12,7 @@
 | :func:`tail`, :func:`follow`, :func:`apply_stream` | event/1 history out and in |
 | :func:`write_snapshot`, :func:`restore` | exact retained state out and in |
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
+| :func:`demo` | migrate the bundled demo store into a temporary one and check it |
 
 Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`).
 """
@@ -19,6 +20,7 @@ Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bound
 from __future__ import annotations
 
 from importers.redb.scan import scan as redb_scan
+from migrate.demo import run_demo as demo
 from migrate.detect import detect
 from migrate.fixtures_check import check as fixtures_check
 from migrate.inspect import inspect_path as inspect
@@ -41,6 +43,7 @@ __all__ = [
     "activate",
     "apply_stream",
     "backup",
+    "demo",
     "detect",
     "doctor",
     "fixtures_check",

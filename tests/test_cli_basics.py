@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from bbg_core.errors import EXIT_CODES
 from tests.conftest import ROOT
@@ -38,3 +42,23 @@ def test_demo_runs() -> None:
     res = run("demo")
     assert res.returncode == 0, res.stderr
     assert "application_content" in res.stdout
+
+
+def test_demo_fails_when_the_store_digest_differs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo is a check, not a show: a store whose digest differs must exit non-zero."""
+    import migrate.inspect
+    from migrate.cli import main
+
+    real = migrate.inspect.inspect_bbg
+
+    def tampered(path: Path, **kw: Any) -> dict[str, Any]:
+        doc = real(path, **kw)
+        return {**doc, "archive_digest_sha256": "00" * 32}
+
+    monkeypatch.setattr(migrate.inspect, "inspect_bbg", tampered)
+    with pytest.raises(SystemExit) as exc:
+        main(["demo"])
+    assert exc.value.code == 3
+    assert "demo failed: digest-mismatch" in capsys.readouterr().err

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -18,7 +20,9 @@ def test_every_schema_is_valid_and_accepts_its_examples(name: str) -> None:
     schema = schemas.load(name)
     jsonschema.validators.validator_for(schema).check_schema(schema)
     assert schema.get("$id") in (name, f"https://bbg-migrate/schemas/{name}.schema.json")
-    for example in schema.get("examples", []):
+    examples = schema.get("examples", [])
+    assert examples, f"schemas/{name}.schema.json has no examples"
+    for example in examples:
         schemas.validate(example, name)
 
 
@@ -42,3 +46,28 @@ def test_every_command_has_help_and_is_in_the_readme(words: list[str]) -> None:
     readme = (ROOT / "README.md").read_text()
     pattern = r"bbg-migrate (--store \S+ )?" + r"[^`|]*".join(re.escape(w) for w in words)
     assert re.search(pattern, readme), f"README does not mention `bbg-migrate {' '.join(words)}`"
+
+
+def _silent_returns(path: Path) -> list[str]:
+    """Test functions that ``return`` early when an optional fixture set is absent."""
+    found = []
+    tree = ast.parse(path.read_text("utf-8"))
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef) or not fn.name.startswith("test_"):
+            continue
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.If)
+                and "None" in ast.unparse(node.test)
+                and any(isinstance(s, ast.Return) for s in node.body)
+            ):
+                found.append(f"{path.name}::{fn.name}: `if {ast.unparse(node.test)}: return`")
+    return found
+
+
+def test_no_test_passes_by_returning_early() -> None:
+    """A test that cannot do its work must say so (``pytest.skip``), not pass silently."""
+    offenders = [
+        hit for path in sorted((ROOT / "tests").rglob("test_*.py")) for hit in _silent_returns(path)
+    ]
+    assert not offenders, offenders

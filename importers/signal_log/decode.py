@@ -85,10 +85,11 @@ def decode_frames(
     ``path`` only names the source in errors.
     """
     size = len(data)
-    # The log-size limit clips the view: needing a byte at or past it is ``limit-exceeded``
-    # (offset = the limit) even where the file would otherwise end mid-frame.
-    avail = min(size, limits.max_log_bytes)
-    clipped = size > avail
+    if size > limits.max_log_bytes:
+        # foculus checks the whole log's size before the first frame (position 0).
+        raise signal_log_error(
+            "limit-exceeded", 0, 0, 0, f"log of {size} bytes (limit {limits.max_log_bytes})", path
+        )
     pos = 0
     index = 0
     while pos < size:
@@ -101,18 +102,14 @@ def decode_frames(
             return signal_log_error(code, offset, index, start, detail, path)
 
         def need(end: int, fail: _Fail = fail) -> None:
-            if end <= avail:
-                return
-            if clipped:
-                raise fail("limit-exceeded", avail, f"log longer than {limits.max_log_bytes} bytes")
-            raise fail("truncated-frame", size, f"the file ends {end - size} byte(s) short")
+            if end > size:
+                raise fail("truncated-frame", size, f"the file ends {end - size} byte(s) short")
 
-        need(start + 1)
         if index >= limits.max_events:
             raise fail("limit-exceeded", start, f"more than {limits.max_events} events")
         # The longest possible header in one read: marker, sigil, renderer, 10 LEB128 bytes.
         # Reading from the frame start only keeps a file window moving forward.
-        head = bytes(data[start : min(start + 3 + MAX_LEB128_BYTES, avail)])
+        head = bytes(data[start : min(start + 3 + MAX_LEB128_BYTES, size)])
         if head[0] != MARKER:
             raise fail("bad-marker", start, f"frame starts with 0x{head[0]:02x}, not 0x1f")
         need(start + 2)
@@ -124,20 +121,19 @@ def decode_frames(
             raise fail("bad-renderer", start + 2, f"renderer 0x{head[2]:02x}, not 'b'")
         length_at = start + 3
         length = 0
-        shift = 0
         pos = length_at
-        while True:
+        for i in range(MAX_LEB128_BYTES):
             need(pos + 1)
             byte = head[pos - start]
-            length |= (byte & 0x7F) << shift
-            shift += 7
             pos += 1
+            # The 10th byte may only carry bit 63 (foculus: "LEB128 overflow").
+            if i == MAX_LEB128_BYTES - 1 and byte > 1:
+                raise fail("overlong-leb128", length_at, "payload length overflows 64 bits")
+            length |= (byte & 0x7F) << (7 * i)
             if not byte & 0x80:
-                if byte == 0 and pos - length_at > 1:
+                if byte == 0 and i > 0:
                     raise fail("overlong-leb128", length_at, "payload length is not minimal")
                 break
-            if pos - length_at >= MAX_LEB128_BYTES:
-                raise fail("overlong-leb128", length_at, "payload length has over 10 bytes")
         if length > limits.max_payload_bytes:
             raise fail(
                 "limit-exceeded",

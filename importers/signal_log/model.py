@@ -32,6 +32,7 @@ ERROR_CODES: Final = (
     "partial-suffix",
     "trailing-bytes",
     "bad-intent-length",
+    "bad-flag",
     "limit-exceeded",
 )
 """Every ``code`` a :class:`bbg_core.errors.SignalLogError` from this package can carry."""
@@ -66,7 +67,8 @@ class Link:
 
 @dataclass(frozen=True, slots=True)
 class BoxMove:
-    """One box_moves entry; ``commitment``/``value`` are present exactly when ``flag == 1``."""
+    """One box_moves entry: ``flag`` is 0 or 1, and ``commitment``/``value`` are present
+    exactly when it is 1 (any other flag byte is ``bad-flag``)."""
 
     nullifier: bytes
     flag: int

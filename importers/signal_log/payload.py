@@ -47,14 +47,19 @@ def _decode_box_moves(p: bytes, pos: int, limits: Limits) -> tuple[tuple[BoxMove
             "limit-exceeded", pos, f"{count} box_moves (limit {limits.max_section_entries})"
         )
     pos += 4
+    # As foculus' Reader::count: a count that cannot fit at the smallest entry (33 bytes)
+    # is a cut section before any entry is read.
+    if count > (end - pos) // _BOX_HEAD.size:
+        raise PayloadError("partial-suffix", end, f"box_moves announces {count} entries; cut")
     moves = []
     for _ in range(count):
         if pos + 33 > end:
             raise PayloadError("partial-suffix", end, "a box_moves entry is cut")
         nullifier, flag = _BOX_HEAD.unpack_from(p, pos)
+        # foculus Reader::flag: the option tag is 0 (no commitment) or 1 (commitment ‖ u64).
+        if flag > 1:
+            raise PayloadError("bad-flag", pos + 32, f"box_moves flag {flag}, not 0 or 1")
         pos += 33
-        # The format says "if 1: commitment + u64"; any other flag value carries nothing and
-        # is kept verbatim in ``flag`` (the raw frame is retained as well).
         if flag == 1:
             if pos + 40 > end:
                 raise PayloadError("partial-suffix", end, "a box_moves commitment is cut")
@@ -86,7 +91,8 @@ def decode_signal(p: bytes, limits: Limits) -> Signal:
     """Decode a signal payload: fixed header, links, then none / box_moves / both sections.
 
     A cut in the header or link list is ``truncated-payload``, a cut in an optional section
-    ``partial-suffix`` (both at the payload end); bytes after delta_pi are ``trailing-bytes``.
+    ``partial-suffix`` (both at the payload end); bytes after delta_pi are ``trailing-bytes``;
+    a box-move flag other than 0 or 1 is ``bad-flag`` (at the flag byte).
     """
     end = len(p)
     if end < _HEAD.size:

@@ -1,4 +1,10 @@
-"""``bbg-migrate demo``: the main job on a bundled legacy store (cell-small, redb 2.6.3)."""
+"""``bbg-migrate demo``: the main job on a bundled legacy store (cell-small, redb 2.6.3).
+
+:func:`run_demo` is a library function (no printing): it migrates the bundled ``cell.redb``
+into a temporary store with the same stages as ``run``, inspects the result, and raises
+:class:`~bbg_core.errors.ValidationFailed` unless the store's archive digest equals the
+source's and its links are valid, so a broken build can never pass the demo.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,9 @@ import gzip
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from rich.table import Table
-
-from migrate.cli._render import out
+from bbg_core.errors import ValidationFailed
 
 
 def unpack_demo(dest_dir: Path) -> Path:
@@ -20,8 +25,34 @@ def unpack_demo(dest_dir: Path) -> Path:
     return path
 
 
-def run_demo() -> dict[str, object]:
-    """Migrate the bundled demo store into a temporary BBG store and show the receipt.
+def check(receipt: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The demo's verdict on a migration: its document, or ValidationFailed naming the gap."""
+    source = receipt["digests"]["source_archive_sha256"]
+    store = after["archive_digest_sha256"]
+    doc = {
+        "receipt": receipt,
+        "tables": {name: t["rows"] for name, t in after["tables"].items()},
+        "source_archive_sha256": source,
+        "store_archive_sha256": store,
+        "links_valid": after["valid"],
+    }
+    problems = []
+    if store != source:
+        problems.append(
+            {"code": "digest-mismatch", "detail": f"store {store} differs from source {source}"}
+        )
+    if not after["valid"]:
+        problems.append({"code": "links-invalid", "detail": str(after["errors"][:3])})
+    if problems:
+        raise ValidationFailed(
+            f"demo failed: {problems[0]['code']}: {problems[0]['detail']}",
+            errors=problems,
+        )
+    return doc
+
+
+def run_demo() -> dict[str, Any]:
+    """Migrate the bundled demo store into a temporary BBG store and check the result.
 
     The same stages as ``bbg-migrate run`` (seal, stage, validate, activate), then an
     ``inspect`` of the destination, whose archive digest must equal the source's.
@@ -32,19 +63,6 @@ def run_demo() -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="bbg-migrate-demo-") as tmp:
         path = unpack_demo(Path(tmp))
         store = Path(tmp) / "bbg"
-        out.print(f"demo: migrating the bundled legacy store {path.name} into {store.name}/ ...")
         outcome = pipeline.run(pipeline.Job(source=path, store=store))
-        receipt = outcome.receipt
-        assert receipt is not None
-        after = inspect_bbg(store)
-        table = Table("table", "rows", title="BBG store after the migration")
-        for name, t in after["tables"].items():
-            table.add_row(name, str(t["rows"]))
-        out.print(table)
-        same = after["archive_digest_sha256"] == receipt["digests"]["source_archive_sha256"]
-        out.print(
-            f"archive digest {after['archive_digest_sha256']} "
-            f"{'equals' if same else 'DIFFERS FROM'} the source's; links valid: {after['valid']}"
-        )
-        out.print_json(data=receipt)
-        return receipt
+        assert outcome.receipt is not None
+        return check(outcome.receipt, inspect_bbg(store))

@@ -67,7 +67,9 @@ def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
 
 
 def _store(job: Job) -> Store:
-    return open_store(job.store, create=True, maintenance=True)
+    # A normal open: a store whose status marker is not a generation this build writes
+    # (sealed ``export-v1``, ``copying``, unknown) is refused here, before any write.
+    return open_store(job.store, create=True)
 
 
 def _retired(job: Job) -> Outcome | None:
@@ -177,6 +179,8 @@ def _plan_destination(job: Job, pre: Preflight) -> dict[str, Any]:
         return dest
     db = _ReadOnlyDb(db_path)
     try:
+        # The refusal `run` would give at open (same error, same exit code).
+        generations.require_readable(db)
         marker, reached = generations.read_status(db)
         nonce_owner = imports.import_of_nonce(db, pre.nonce)
         conflicts = stages.destination_conflicts(db, job, pre, pre.import_id)

@@ -8,10 +8,15 @@ Order of checks in ``publish`` (each one rolls the whole transaction back):
 
 1. argument shapes (ValidationFailed: bad-key-length, bad-value-length, unknown-codec,
    birth-mismatch, history-gap) — pure, before any read;
-2. the store's reader generation is still one this handle may write (StoreRefused);
-3. request replay: the same request with the same fingerprint returns the original head and
-   writes nothing; with another fingerprint it is a Conflict.  This precedes the fence and
-   head checks so an exact retry of an already committed request always resolves;
+2. request replay: the same request with the same fingerprint returns the original head and
+   writes nothing; with another fingerprint it is a Conflict.  ``once=True`` (GraphPort
+   ``commit_once``, bbg's ``apply_once``) makes *any* existing receipt for the request a
+   Conflict: resolving an old receipt never becomes a new effect permit (``resolve`` still
+   returns the original head).  This precedes the marker,
+   fence and head checks so an exact retry of an already committed request always resolves
+   (bbg ``application.rs`` ``apply_checked`` checks the receipt first too);
+3. the store's status marker still allows this handle to write (StoreSealed for a store
+   sealed for a transfer, StoreRefused for ``copying``/unknown or a newer generation);
 4. fence (Fenced), inert staging (Locked: the namespace is being imported);
 5. expected head equals the current head (HeadMismatch otherwise);
 6. immutable puts of content and claims (Conflict on different bytes), then the commit's
@@ -119,15 +124,24 @@ def publish(
     contents: Mapping[bytes, bytes],
     claims: Mapping[bytes, bytes],
     fingerprint: bytes,
+    once: bool = False,
 ) -> Head:
     """Publish one commit in ``tx`` (see the module docstring); returns the head in force."""
     _check_shapes(namespace, request, expected, new_head, contents, claims, fingerprint)
-    generations.require_readable(tx, reader_generation)
     ctx: dict[str, Any] = {"path": str(tx.path), "namespace": namespace, "request": request}
     rkey = request_key(namespace, request)
     prior = tx.get(REQUESTS, rkey)
     if prior is not None:
         prior_fp, prior_head = split_request_value(prior)
+        if once:
+            raise Conflict(
+                f"{tx.path}: request {request.hex()} in namespace {namespace.hex()} was already "
+                f"committed (head {prior_head.describe()}); commit_once publishes a request at "
+                "most once and never turns an old receipt into a new effect. Use resolve to "
+                "read the original head",
+                head=prior_head.encode().hex(),
+                **ctx,
+            )
         if prior_fp == fingerprint:
             return prior_head
         raise Conflict(
@@ -136,6 +150,7 @@ def publish(
             "reused for different content",
             **ctx,
         )
+    generations.require_readable(tx, reader_generation)
     namespaces.require_unfenced(tx, namespace)
     staged = tx.one(
         "SELECT import_id FROM bbg_import_v1_staged_namespaces WHERE namespace = ?", (namespace,)

@@ -4,6 +4,7 @@ Typical use::
 
     with open_store("bbg", create=True) as store:
         store.commit(ns, request, None, Head(0, ns), {ns: birth}, {}, fingerprint)
+        store.commit_once(ns, request2, Head(0, ns), Head(1, c1), {c1: body}, {}, fp2)
         store.head(ns)
 
 A handle owns one SQLite connection and must stay in its thread.  Several handles (and
@@ -106,8 +107,46 @@ class Store:
         claims: Mapping[bytes, bytes],
         fingerprint: bytes,
     ) -> Head:
-        """Publish one commit atomically (contract: :mod:`migrate.store.graph`)."""
-        with self.transaction(namespace=namespace, request=request) as tx:
+        """Publish one commit atomically (contract: :mod:`migrate.store.graph`).
+
+        An exact retry (same request, same fingerprint) returns the original head.
+        """
+        return self._publish(
+            namespace, request, expected, new_head, contents, claims, fingerprint, once=False
+        )
+
+    def commit_once(
+        self,
+        namespace: bytes,
+        request: bytes,
+        expected: Head | None,
+        new_head: Head,
+        contents: Mapping[bytes, bytes],
+        claims: Mapping[bytes, bytes],
+        fingerprint: bytes,
+    ) -> Head:
+        """Like :meth:`commit`, but fresh publication only (bbg ``apply_once``): any existing
+        receipt for the request is a Conflict, even an exact retry; :meth:`resolve` still
+        returns the original head.  Of two racing ``commit_once`` calls with one request,
+        exactly one returns a head."""
+        return self._publish(
+            namespace, request, expected, new_head, contents, claims, fingerprint, once=True
+        )
+
+    def _publish(
+        self,
+        namespace: bytes,
+        request: bytes,
+        expected: Head | None,
+        new_head: Head,
+        contents: Mapping[bytes, bytes],
+        claims: Mapping[bytes, bytes],
+        fingerprint: bytes,
+        *,
+        once: bool,
+    ) -> Head:
+        # publish checks the status marker itself, after the request-replay check.
+        with self.transaction(check_status=False, namespace=namespace, request=request) as tx:
             return graph.publish(
                 tx,
                 reader_generation=self.reader_generation,
@@ -118,12 +157,20 @@ class Store:
                 contents=contents,
                 claims=claims,
                 fingerprint=fingerprint,
+                once=once,
             )
 
     # -- transactions and snapshots -----------------------------------------------------
     @contextmanager
-    def transaction(self, **context: Any) -> Iterator[Tx]:
+    def transaction(self, *, check_status: bool = True, **context: Any) -> Iterator[Tx]:
         """``BEGIN IMMEDIATE`` … ``COMMIT`` around the block; see :mod:`migrate.store.tx`.
+
+        Every write transaction first re-reads the status marker under the write lock and
+        refuses (nothing written) unless this handle's reader generation may still write the
+        store: a store sealed for a transfer (``export-v1``), mid-conversion (``copying``) or
+        promoted past this reader refuses writes even through a handle opened before.
+        ``check_status=False`` is for :func:`migrate.store.graph.publish`, which makes the
+        same check itself after resolving an exact retry (bbg's order).
 
         Transactions do not nest: inside one, publish with ``graph.publish(tx, ...)`` rather
         than ``store.commit``.
@@ -135,6 +182,8 @@ class Store:
                     f"{self.db_path}: bbg_storage_v1 has no row", path=str(self.db_path)
                 )
             tx = Tx(self._conn, int(row[0]) + 1)
+            if check_status:
+                generations.require_readable(tx, self.reader_generation)
             yield tx
             if tx.wrote:
                 self._conn.execute(
@@ -189,8 +238,9 @@ def open_store(
     ``create``: make the store if it does not exist (never otherwise).
     ``reader_generation``: open as a reader of this generation; a store promoted beyond it,
     or whose status marker is not a generation (``copying``, ``export-v1`` …), is refused.
-    ``maintenance``: skip the generation check (the migration pipeline and ``doctor`` only,
-    which must open a store mid-import); identity is still checked.
+    ``maintenance``: skip the generation check at open (``inspect`` and the transfer's
+    source reader, which must read a store sealed for a transfer); identity is still
+    checked, and every write transaction still checks the marker.
     """
     directory = layout.resolve_store_dir(path, create=create, cwd=cwd)
     db = directory / layout.DB_NAME

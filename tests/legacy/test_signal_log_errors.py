@@ -215,20 +215,37 @@ def test_limit_section_entries() -> None:
 
 
 def test_limit_log_bytes() -> None:
+    # As foculus decode_events_strict_with_spans: the whole log's size is checked first, so
+    # an oversized log fails at byte 0, frame 0, before any frame is decoded.
     data = FIRST * 2
-    limit = len(FIRST) + 5
-    ctx, _ = fails(data, Limits(max_log_bytes=limit))
-    assert where(ctx) == ("limit-exceeded", limit, 1, len(FIRST))
-    # Ending exactly at the limit is fine; one more byte of frame is not.
+    ctx, seen = fails(data, Limits(max_log_bytes=len(data) - 1))
+    assert where(ctx) == ("limit-exceeded", 0, 0, 0) and seen == []
     assert len(list(decode_frames(data, limits=Limits(max_log_bytes=len(data))))) == 2
-    ctx, _ = fails(data + b"\x1f", Limits(max_log_bytes=len(data)))
-    assert where(ctx) == ("limit-exceeded", len(data), 2, len(data))
 
 
-def test_box_move_flag_other_than_one_carries_nothing() -> None:
-    odd = Signal(N, 0, bytes(32), 0, (), (BoxMove(b"z" * 32, 2),))
-    [frame] = decode_frames(encode_frame(odd))
-    assert frame.body == odd
+def test_bad_flag_at_the_flag_byte() -> None:
+    for flag in (2, 0x80, 0xFF):
+        payload = plain_payload() + struct.pack("<I", 1) + b"z" * 32 + bytes([flag])
+        data = FIRST + frame_bytes(b"!", payload) + FIRST
+        ctx, _ = fails(data)
+        payload_start = len(FIRST) + 3 + len(encode_leb128(len(payload)))
+        assert where(ctx) == ("bad-flag", payload_start + 229 + 4 + 32, 1, len(FIRST))
+
+
+def test_flag_zero_and_one_decode() -> None:
+    moves = (BoxMove(b"z" * 32, 0), BoxMove(b"y" * 32, 1, b"c" * 32, 2**64 - 1))
+    body = Signal(N, 0, bytes(32), 0, (), moves)
+    [frame] = decode_frames(encode_frame(body))
+    assert frame.body == body
+
+
+def test_section_count_that_cannot_fit_is_cut_before_any_entry() -> None:
+    # foculus Reader::count: count > remaining / smallest entry is "truncated" before any
+    # entry is read, so a bad flag in the first entry is not reached.
+    payload = plain_payload() + struct.pack("<I", 3) + b"z" * 32 + b"\x07" + bytes(20)
+    data = FIRST + frame_bytes(b"!", payload)
+    ctx, _ = fails(data)
+    assert where(ctx) == ("partial-suffix", len(data), 1, len(FIRST))
 
 
 def test_valid_prefix_from_bytes() -> None:
@@ -270,6 +287,11 @@ def _one_case_per_code() -> dict[str, tuple[bytes, Limits, int]]:
         ),
         "bad-intent-length": (FIRST + frame_bytes(b"^", bytes(137)), DEFAULT_LIMITS,
                               intent_payload_at + 136),
+        "bad-flag": (  # one box move whose flag is 2: 229 + 4 + 33 payload bytes
+            FIRST + frame_bytes(b"!", plain_payload() + struct.pack("<I", 1) + bytes(32) + b"\x02"),
+            DEFAULT_LIMITS,
+            f + 5 + 229 + 4 + 32,
+        ),
         "limit-exceeded": (FIRST * 2, Limits(max_events=1), f),
     }  # fmt: skip
 
@@ -319,3 +341,11 @@ def test_a_missing_file_is_a_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError) as info:
         list(read_frames(tmp_path / "absent.log"))
     assert str(tmp_path / "absent.log") in info.value.message
+
+
+def test_the_inspect_schema_names_every_code() -> None:
+    import schemas
+
+    doc = schemas.load("signal-log-inspect")
+    codes = doc["properties"]["errors"]["items"]["properties"]["code"]["enum"]
+    assert sorted(codes) == sorted(ERROR_CODES)

@@ -24,7 +24,7 @@ u64 = st.integers(0, 2**64 - 1)
 links = st.builds(Link, b32, b32, b32, b32, u64, st.integers(-128, 127), u64)
 box_moves = st.one_of(
     st.builds(BoxMove, b32, st.just(1), b32, u64),
-    st.builds(BoxMove, b32, st.sampled_from([0, 2, 255])),
+    st.builds(BoxMove, b32, st.just(0)),
 )
 deltas = st.builds(DeltaPi, b32, u64)
 

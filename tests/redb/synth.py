@@ -128,3 +128,27 @@ def single_table(f: File, name: str, root: tuple[int, int, int] | None, length: 
     """A file whose table tree holds one table ``name`` (u64 -> u64)."""
     tt = f.add(leaf([(name.encode(), definition(root, length))], None, None))
     return f.build((tt[0], tt[1], 1))
+
+
+def large_table_file(leaves: int, value_len: int = 4000) -> bytes:
+    """A valid file with one ``u64 -> &[u8]`` table of ``leaves`` one-entry leaves (about
+    ``leaves`` pages of data) under a two-level branch tree: big enough that reading it
+    whole would show in a process's memory."""
+    f = File()
+    fan = 100
+    nodes = []
+    for i in range(leaves):
+        value = (i.to_bytes(8, "little") * (value_len // 8 + 1))[:value_len]
+        nodes.append((f.add(leaf([(u64(i), value)], 8, None)), i))
+    while len(nodes) > 1:
+        level = []
+        for at in range(0, len(nodes), fan):
+            group = nodes[at : at + fan]
+            children = [n for n, _ in group]
+            keys = [u64(last) for _, last in group[:-1]]
+            level.append((f.add(branch(children, keys, 8)), group[-1][1]))
+        nodes = level
+    (root, csum), _ = nodes[0]
+    defn = definition((root, csum, leaves), leaves, 8, None, "u64", "&[u8]")
+    tt = f.add(leaf([(b"big", defn)], None, None))
+    return f.build((tt[0], tt[1], 1))

@@ -3,6 +3,8 @@
 ``race STORE NS TAG ROUNDS DIR``: for each round, read the head, touch DIR/ready-R-TAG, wait
 for DIR/go-R, then commit the next write from that head; print one JSON line per round.
 ``writer STORE``: commit one write after another forever, printing each returned head.
+``once STORE TAG ROUNDS DIR``: like ``race``, but every round both processes send the *same*
+request with ``commit_once``; print whether it won or got Conflict.
 ``hold STORE READY``: stage many rows inside one transaction, touch READY, then sleep in it.
 """
 
@@ -13,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from bbg_core.errors import HeadMismatch
+from bbg_core.errors import Conflict, HeadMismatch
 from migrate.store import open_store
 from tests.store.helpers import birth, follow
 
@@ -42,6 +44,25 @@ def race(store: str, tag: str, rounds: int, sync: Path) -> None:
                 print(json.dumps({"round": r, "won": False, "index": head.index}), flush=True)
 
 
+def once(store: str, tag: str, rounds: int, sync: Path) -> None:
+    ns = birth("once").namespace
+    with open_store(store) as st:
+        for r in range(rounds):
+            head = st.head(ns)
+            assert head is not None and head.index == r
+            (sync / f"ready-{r}-{tag}").touch()
+            _wait(sync / f"go-{r}")
+            w = follow(head, ns, f"shared-{r}")  # the same request in both processes
+            try:
+                got = w.apply_once(st)
+                print(json.dumps({"round": r, "won": True, "index": got.index}), flush=True)
+            except Conflict:
+                print(json.dumps({"round": r, "won": False, "index": head.index}), flush=True)
+            # Both leave the round only when its commit is visible to both.
+            (sync / f"done-{r}-{tag}").touch()
+            _wait(sync / f"next-{r}")
+
+
 def writer(store: str) -> None:
     with open_store(store) as st:
         w = birth("writer")
@@ -66,6 +87,8 @@ if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
     if cmd == "race":
         race(args[0], args[1], int(args[2]), Path(args[3]))
+    elif cmd == "once":
+        once(args[0], args[1], int(args[2]), Path(args[3]))
     elif cmd == "writer":
         writer(args[0])
     elif cmd == "hold":

@@ -50,6 +50,17 @@ class Write:
             *(k + v for k, v in sorted(self.claims.items())),
         )
 
+    def apply_once(self, store: Store) -> Head:
+        return store.commit_once(
+            self.namespace,
+            self.request,
+            self.expected,
+            self.new_head,
+            self.contents,
+            self.claims,
+            self.fingerprint,
+        )
+
     def apply(self, store: Store) -> Head:
         return store.commit(
             self.namespace,

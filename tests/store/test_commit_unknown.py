@@ -98,3 +98,32 @@ def test_interrupt_at_commit_poisons_and_keeps_its_meaning(store_dir: Path) -> N
             st.head(A.namespace)
     with open_store(store_dir) as st:
         assert st.resolve(A.namespace, A.request) == A.new_head
+
+
+@pytest.mark.parametrize(("phase", "durable"), [("before", False), ("after", True)])
+def test_commit_once_retried_after_commit_unknown(
+    store_dir: Path, phase: CommitPhase, durable: bool
+) -> None:
+    """commit_once after an unknown outcome: resolve tells what happened; a retry is a
+    Conflict if the first attempt landed (never a second effect), a fresh commit if not."""
+    from bbg_core.errors import Conflict
+
+    with open_store(store_dir, create=True) as st:
+        A.apply(st)
+        st.commit_hook = fail_at(phase)
+        with pytest.raises(CommitUnknown):
+            A1.apply_once(st)
+    with open_store(store_dir) as st:
+        if durable:
+            assert st.resolve(A.namespace, A1.request) == A1.new_head
+            before = st.info()["last_transaction"]
+            with pytest.raises(Conflict) as info:
+                A1.apply_once(st)
+            assert info.value.context["head"] == A1.new_head.encode().hex()
+            assert st.info()["last_transaction"] == before
+        else:
+            assert st.resolve(A.namespace, A1.request) is None
+            assert A1.apply_once(st) == A1.new_head
+        assert st.resolve(A.namespace, A1.request) == A1.new_head
+        assert st.head(A.namespace) == A1.new_head
+        assert st.history(A.namespace) == [A.new_head, A1.new_head]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bbg_core.errors import Fenced, StoreRefused
+from bbg_core.errors import Fenced, StoreRefused, StoreSealed
 from fences import generations, namespaces
 from migrate.store import open_store
 from tests.store.helpers import birth, follow
@@ -43,14 +43,23 @@ def _set_raw_marker(store_dir: Path, marker: str) -> None:
         )
 
 
-@pytest.mark.parametrize("marker", ["copying", "export-v1", "neuron-v9"])
-def test_unknown_marker_refuses_normal_open(store_dir: Path, marker: str) -> None:
+@pytest.mark.parametrize(
+    ("marker", "error"),
+    [("copying", StoreRefused), ("export-v1", StoreSealed), ("neuron-v9", StoreRefused)],
+)
+def test_unknown_marker_refuses_normal_open(
+    store_dir: Path, marker: str, error: type[StoreRefused | StoreSealed]
+) -> None:
     open_store(store_dir, create=True).close()
     _set_raw_marker(store_dir, marker)
-    with pytest.raises(StoreRefused) as info:
+    with pytest.raises(error) as info:
         open_store(store_dir)
+    assert type(info.value) is error
     assert repr(marker) in info.value.message
-    assert generations.BUILD_GENERATION in info.value.message
+    if error is StoreRefused:
+        assert generations.BUILD_GENERATION in info.value.message
+    else:
+        assert info.value.exit_code == 4
     assert info.value.context["marker"] == marker
     with open_store(store_dir, maintenance=True) as st:  # the pipeline can still get in
         assert st.info()["status"] == marker
@@ -121,19 +130,21 @@ def test_promotion_is_transactional(store_dir: Path) -> None:
     open_store(store_dir, reader_generation="original").close()
 
 
-def test_transitional_marker_set_and_settled(store_dir: Path) -> None:
+def test_transitional_marker_is_never_settled_or_written_over(store_dir: Path) -> None:
     with open_store(store_dir, create=True) as st:
         with st.transaction() as tx:
             generations.promote(tx, "neuron-v1")
             generations.set_transitional(tx, "copying")
     with pytest.raises(StoreRefused, match="copying"):
         open_store(store_dir)
-    with open_store(store_dir, maintenance=True) as st, st.transaction() as tx:
-        assert generations.settle(tx) == "neuron-v1"
-    with open_store(store_dir) as st:
-        assert st.info()["status"] == "neuron-v1"
+    with open_store(store_dir, maintenance=True) as st:
+        before = st.info()
+        # Every write transaction re-reads the marker and refuses before the body runs.
+        with pytest.raises(StoreRefused, match="copying"), st.transaction():
+            raise AssertionError("the body of a refused transaction never runs")
+        assert st.info() == before
     with pytest.raises(ValueError):
-        with open_store(store_dir) as st, st.transaction() as tx:
+        with open_store(store_dir.parent / "other", create=True) as st, st.transaction() as tx:
             generations.set_transitional(tx, "complete")
 
 

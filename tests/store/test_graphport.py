@@ -265,3 +265,72 @@ def test_history_pages_are_capped_at_4096(store: Store) -> None:
     rest = store.history(ns, after=first[-1].index)
     assert [x.commit for x in first + rest] == commits
     assert [x.index for x in first + rest] == list(range(5000))
+
+
+# -- commit_once: fresh publication only ---------------------------------------------------
+# The rule is bbg's ``ApplicationStore::apply_once`` (cyberia-to/bbg
+# rs/src/storage/application.rs, commit 1467b68cd1eed880ad3d0c16f8b41758d0f62a27:
+# ``apply_checked(write, allow_retry = false)`` returns Conflict as soon as a receipt for the
+# request exists, before comparing fingerprints); bbg has no test of its own for it, so the
+# rows below state that rule, plus the seed's "resolving an old receipt cannot become a new
+# effect permit; resolve returns an existing request's original head".
+
+ONCE_CASES: list[Case] = [
+    ("fresh birth", [], A, A.new_head, None),
+    ("fresh second commit", [A], A1, A1.new_head, None),
+    ("retried after success", [A, A1], A1, Conflict, None),
+    (
+        "retried after success, other fingerprint",
+        [A, A1],
+        _with(A1, contents={**A1.contents, h("x"): b"\x00x"}),
+        Conflict,
+        None,
+    ),
+    ("old request after later commits", [A, A1, A2], A1, Conflict, None),
+    ("stale expected head", [A, A1], follow(A, A.namespace, "fork"), HeadMismatch, None),
+    (
+        "shape rules as for commit",
+        [],
+        _with(A, new_head=Head(1, A.namespace)),
+        ValidationFailed,
+        "birth-mismatch",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("prior", "attempt", "outcome", "code"),
+    [c[1:] for c in ONCE_CASES],
+    ids=[c[0] for c in ONCE_CASES],
+)
+def test_commit_once_contract(
+    store: Store,
+    prior: list[Write],
+    attempt: Write,
+    outcome: Head | type[MigrateError],
+    code: str | None,
+) -> None:
+    for w in prior:
+        w.apply(store)  # priors through commit: commit_once must also see their receipts
+    before = _state(store)
+    if isinstance(outcome, Head):
+        assert attempt.apply_once(store) == outcome
+        assert store.resolve(attempt.namespace, attempt.request) == outcome
+        assert store.head(attempt.namespace) == outcome
+        # Now that it exists, the same commit_once again is a Conflict ...
+        with pytest.raises(Conflict):
+            attempt.apply_once(store)
+        # ... while commit (a retry) still resolves it.
+        assert attempt.apply(store) == outcome
+        return
+    with pytest.raises(outcome) as info:
+        attempt.apply_once(store)
+    if code is not None:
+        assert info.value.context["errors"][0]["code"] == code
+    assert _state(store) == before  # nothing written
+    original = [w.new_head for w in prior if w.request == attempt.request]
+    assert store.resolve(attempt.namespace, attempt.request) == (
+        original[0] if original else None
+    )
+    if original:
+        assert info.value.context["head"] == original[0].encode().hex()

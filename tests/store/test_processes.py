@@ -71,6 +71,42 @@ def test_two_processes_race_one_namespace(tmp_path: Path) -> None:
             assert validate_links(live) == []
 
 
+def test_commit_once_double_use_by_two_processes_has_one_winner(tmp_path: Path) -> None:
+    """Two processes send the same request with commit_once at the same moment, round after
+    round: exactly one gets the head, the other a Conflict (never two effects)."""
+    store_dir = tmp_path / "bbg"
+    with open_store(store_dir, create=True) as st:
+        birth("once").apply(st)
+    rounds = 6
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    procs = [_spawn("once", str(store_dir), tag, str(rounds), str(sync)) for tag in ("p", "q")]
+    try:
+        for r in range(rounds):
+            for tag, proc in zip(("p", "q"), procs, strict=True):
+                _wait(sync / f"ready-{r}-{tag}", proc)
+            (sync / f"go-{r}").touch()
+            for tag, proc in zip(("p", "q"), procs, strict=True):
+                _wait(sync / f"done-{r}-{tag}", proc)
+            (sync / f"next-{r}").touch()
+        outs = [p.communicate(timeout=60) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+    results = [[json.loads(line) for line in out.splitlines()] for out, _ in outs]
+    for r in range(rounds):
+        assert sorted(res[r]["won"] for res in results) == [False, True], r
+    with open_store(store_dir) as st:
+        head = st.head(birth("once").namespace)
+        assert head is not None and head.index == rounds
+        with st.snapshot() as live:
+            assert validate_links(live) == []
+
+
 @pytest.mark.slow
 def test_kill_9_mid_transaction_leaves_last_committed_state(tmp_path: Path) -> None:
     store_dir = tmp_path / "bbg"
