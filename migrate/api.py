@@ -9,10 +9,13 @@
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_scan` | read and verify every page and entry of a redb file |
-| :func:`tail`, :func:`follow`, :func:`apply_stream` | event/1 history out and in |
+| :func:`tail`, :func:`follow` | event/1 history out |
+| :func:`apply` (into a store path), :func:`apply_stream` (into an open store) | event/1 in |
 | :func:`write_snapshot`, :func:`restore` | exact retained state out and in |
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
+| :func:`resolve_store_dir`, :func:`event_line` | the store a command means; one event as a line |
 | :func:`demo` | migrate the bundled demo store into a temporary one and check it |
+| :func:`fleet_load`, :func:`fleet_plan`, :func:`fleet_run`, :func:`fleet_report` | fleets |
 
 Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`).
 """
@@ -23,10 +26,20 @@ from importers.redb.scan import scan as redb_scan
 from migrate.demo import run_demo as demo
 from migrate.detect import detect
 from migrate.fixtures_check import check as fixtures_check
+from migrate.fleet import default_workers as fleet_default_workers
+from migrate.fleet import ensure_report_dir as fleet_report_dir
+from migrate.fleet import jobs_of as fleet_select
+from migrate.fleet import load_manifest as fleet_load
+from migrate.fleet import merge as fleet_report
+from migrate.fleet import parse_shard as fleet_shard
+from migrate.fleet import plan_fleet as fleet_plan
+from migrate.fleet import run_fleet as fleet_run
+from migrate.fleet import write_html as fleet_html
 from migrate.inspect import inspect_path as inspect
 from migrate.pipeline import Bounds, Job, Outcome, activate, plan, run, stage, validate
 from migrate.pipeline import seal_only as seal
 from migrate.share import (
+    apply,
     apply_stream,
     backup,
     doctor,
@@ -35,18 +48,34 @@ from migrate.share import (
     tail,
     write_snapshot,
 )
+from migrate.share.common import MAX_LINE
+from migrate.share.common import canonical as event_line
+from migrate.store.layout import resolve_store_dir
 
 __all__ = [
+    "MAX_LINE",
+    "event_line",
+    "resolve_store_dir",
     "Bounds",
     "Job",
     "Outcome",
     "activate",
+    "apply",
     "apply_stream",
     "backup",
     "demo",
     "detect",
     "doctor",
     "fixtures_check",
+    "fleet_default_workers",
+    "fleet_html",
+    "fleet_load",
+    "fleet_plan",
+    "fleet_report",
+    "fleet_report_dir",
+    "fleet_run",
+    "fleet_select",
+    "fleet_shard",
     "follow",
     "inspect",
     "plan",

@@ -22,17 +22,28 @@ def load(name: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _validator(name: str) -> jsonschema.protocols.Validator:
+def _registry() -> Any:
+    """Every shipped schema by its ``$id``, so one schema can ``$ref`` another by name."""
+    from referencing import Registry, Resource
+
+    return Registry().with_resources(
+        (load(n)["$id"], Resource.from_contents(load(n))) for n in names()
+    )
+
+
+@functools.cache
+def validator(name: str) -> jsonschema.protocols.Validator:
+    """A checked validator for schema ``name`` (``$ref`` to other schemas by ``$id`` works)."""
     schema = load(name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    validator: jsonschema.protocols.Validator = cls(schema)
-    return validator
+    checker: jsonschema.protocols.Validator = cls(schema, registry=_registry())
+    return checker
 
 
 def validate(doc: Any, name: str) -> None:
     """Raise ``jsonschema.ValidationError`` unless ``doc`` matches schema ``name``."""
-    _validator(name).validate(doc)
+    validator(name).validate(doc)
 
 
 def sql(name: str) -> str:

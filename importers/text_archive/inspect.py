@@ -10,7 +10,13 @@ from bbg_core.errors import SourceError, TextArchiveError
 from importers.text_archive._hashing import HasherFactory, HashFn, default_hash, default_hasher
 from importers.text_archive.lines import split_lines
 from importers.text_archive.model import DEFAULT_LIMITS, Limits
-from importers.text_archive.reader import PathLike, check_raw_line, decode_line
+from importers.text_archive.reader import (
+    PathLike,
+    archive_budget,
+    check_raw_line,
+    check_source_size,
+    decode_line,
+)
 
 _CHUNK: Final = 1 << 20
 MAX_REPORTED_ERRORS: Final = 100
@@ -19,13 +25,15 @@ MAX_REPORTED_ERRORS: Final = 100
 def looks_like_text_archive(head: bytes) -> bool:
     """True if ``head`` (the first bytes of a file) starts like a TextArchive line.
 
-    Content only, never the name: the first line opens a JSON object naming ``particle`` or
-    ``text``.  An empty head is not claimed (see ``looks_like_signal_log``).
+    Content only, never the name: after optional JSON whitespace (not a blank first line),
+    the first line opens a JSON object naming ``particle`` or ``text``, or an array whose
+    first member is a string (the form serde also reads).  An empty head is not claimed
+    (see ``looks_like_signal_log``).
     """
-    if not head.startswith(b"{"):
-        return False
-    first = head.split(b"\n", 1)[0]
-    return b'"particle"' in first or b'"text"' in first
+    first = head.split(b"\n", 1)[0].lstrip(b" \t\r")
+    if first.startswith(b"{"):
+        return b'"particle"' in first or b'"text"' in first
+    return first.startswith(b"[") and first[1:].lstrip(b" \t\r").startswith(b'"')
 
 
 def file_digests(path: PathLike, hasher: HasherFactory | None = None) -> tuple[str, str]:
@@ -56,15 +64,25 @@ def inspect_text_archive(
 
     Lines are self-delimiting, so unlike a Signal log every line is checked: ``errors``
     lists the first :data:`MAX_REPORTED_ERRORS` faults in line order (``error_count`` counts
-    all) and ``distinct_texts`` counts distinct particles among the valid lines.  A
-    ``limit-exceeded`` on the line count stops the scan there.
+    all) and ``distinct_texts`` counts distinct particles among the valid lines.  The
+    archive-wide limits apply to the valid lines in order; past the first error a line's
+    exact transaction budget is not computed (the real reader never gets there), and a
+    ``limit-exceeded`` on the line count or the source size stops the scan.
     """
     name = os.fspath(path)
     check = hash_fn or default_hash()
+    streaming = hasher or (None if hash_fn is not None else default_hasher())
     errors: list[dict[str, Any]] = []
     error_count = 0
     line_count = 0
-    particles: set[str] = set()
+
+    def report(exc: TextArchiveError) -> None:
+        nonlocal error_count
+        error_count += 1
+        if len(errors) < MAX_REPORTED_ERRORS:
+            ctx = exc.context
+            errors.append({"code": ctx["code"], "line": ctx["line"], "message": exc.message})
+
     try:
         handle = open(name, "rb")  # noqa: SIM115 - closed by the with below
     except OSError as exc:
@@ -72,22 +90,24 @@ def inspect_text_archive(
             f"{name}: cannot open the text archive: {exc.strerror}", path=name
         ) from exc
     with handle:
-        for piece in split_lines(handle, limits.max_line_bytes):
-            try:
-                raw = check_raw_line(piece, limits, name)
-                record = decode_line(raw, piece.line, piece.start, hash_fn=check, path=name)
-            except TextArchiveError as exc:
-                error_count += 1
-                if len(errors) < MAX_REPORTED_ERRORS:
-                    errors.append(
-                        {"code": exc.context["code"], "line": piece.line, "message": exc.message}
-                    )
-                if piece.line > limits.max_lines:
-                    break
+        budget = archive_budget(handle, limits, check, name, streaming)
+        try:
+            check_source_size(handle, limits, name)
+        except TextArchiveError as exc:
+            report(exc)
+        else:
+            for piece in split_lines(handle, limits.max_line_bytes):
                 line_count = piece.line
-                continue
-            line_count = piece.line
-            particles.add(record.particle)
+                try:
+                    raw = check_raw_line(piece, limits, name)
+                    record = decode_line(raw, piece.line, piece.start, hash_fn=check, path=name)
+                    budget.check(record)
+                except TextArchiveError as exc:
+                    report(exc)
+                    budget.exact = False
+                    if piece.line > limits.max_lines:
+                        line_count = piece.line - 1
+                        break
     sha256, hemera_file = file_digests(name, hasher)
     return {
         "kind": "text-archive",
@@ -95,7 +115,7 @@ def inspect_text_archive(
         "size_bytes": os.stat(name).st_size,
         "valid": error_count == 0,
         "line_count": line_count,
-        "distinct_texts": len(particles),
+        "distinct_texts": budget.distinct_texts,
         "errors": errors,
         "error_count": error_count,
         "sha256": sha256,

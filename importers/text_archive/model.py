@@ -30,11 +30,23 @@ ERROR_CODES: Final = (
 class Limits:
     """Bounds the reader enforces; exceeding one raises ``limit-exceeded``, never a pass.
 
-    ``max_line_bytes`` counts the raw line including its LF.
+    The defaults are cybergraph's (``src/text_archive.rs``, ``src/text_archive/legacy.rs``,
+    ``src/content.rs``):
+
+    * ``max_line_bytes`` -- a raw line, its LF included (``MAX_TEXT_BYTES``, 8 MiB; the
+      decoded text is always shorter than its line);
+    * ``max_lines`` -- observations in one fresh namespace (``MAX_OBSERVATIONS``);
+    * ``max_transaction_bytes`` -- one line's atomic commit: text, raw line and observation
+      record, each plus its codec byte (``MAX_CONTENT_BYTES``, 16 MiB);
+    * ``max_projection_bytes`` -- the bytes of all distinct texts (``MAX_PROJECTION_BYTES``);
+    * ``max_source_bytes`` -- the whole archive (``MAX_SOURCE_BYTES``, 256 MiB).
     """
 
-    max_line_bytes: int = 16 * MiB
+    max_line_bytes: int = 8 * MiB
     max_lines: int = 1_000_000
+    max_transaction_bytes: int = 16 * MiB
+    max_projection_bytes: int = 64 * MiB
+    max_source_bytes: int = 256 * MiB
 
 
 DEFAULT_LIMITS: Final = Limits()
@@ -59,7 +71,8 @@ class TextRecord:
     """One valid line: where it is (``line``, ``[start, end)``), its exact bytes and fields.
 
     ``raw`` is the line as written, LF included, raw TAB/CR bytes kept (provenance);
-    ``text`` is the decoded string, in which those bytes read as TAB/CR.
+    ``text`` is the decoded string, in which those bytes read as TAB/CR.  ``particle`` is the
+    text's id in lowercase hex, whatever case the line spelled it in.
     """
 
     line: int
@@ -69,6 +82,7 @@ class TextRecord:
     particle: str
     text: str
     created: int | None
+    text_size: int  # bytes of ``text`` as UTF-8
 
     @property
     def particle_bytes(self) -> bytes:

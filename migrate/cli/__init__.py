@@ -14,6 +14,7 @@ import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError
 from migrate import __version__
+from migrate.cli._paths import path_arg
 from migrate.cli._render import err
 from migrate.cli._state import state
 
@@ -49,11 +50,14 @@ def _root(
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
     store: str = typer.Option(
-        None, "--store", help="The BBG store directory (for commands that use one)."
+        None,
+        "--store",
+        help="The BBG store directory (for commands that use one).",
+        parser=path_arg,
     ),
 ) -> None:
     state.debug = debug or os.environ.get("BBG_MIGRATE_DEBUG") == "1"
-    state.store = store
+    state.store = None if store is None else str(store)
 
 
 def _register() -> None:

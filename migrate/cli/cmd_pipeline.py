@@ -10,6 +10,7 @@ from rich.table import Table
 
 from migrate import pipeline
 from migrate.cli import app
+from migrate.cli._paths import path_arg, store_option
 from migrate.cli._render import emit_json, err, progress_bar
 from migrate.cli._state import state
 from migrate.pipeline import mapping as mapping_mod
@@ -19,12 +20,17 @@ SOURCE = typer.Argument(
     help="The legacy cell.redb, Signal log or TextArchive (never written).",
     show_default=False,
 )
-STORE = typer.Option(None, "--store", help="Destination BBG store directory (default ./bbg).")
+STORE = store_option("Destination BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 NONCE = typer.Option(None, "--nonce", help="Run nonce (hex); default: derived from the source.")
 SUBJECT = typer.Option(None, "--subject", help="Map the origins to this subject (64 hex).")
 MAP = typer.Option(None, "--map", help="ORIGIN=INSTALL_NONCE (hex), repeatable; needs --subject.")
-MAPPING = typer.Option(None, "--mapping", help="Mapping file (JSON, schemas/mapping.schema.json).")
+MAPPING = typer.Option(
+    None,
+    "--mapping",
+    help="Mapping file (JSON, schemas/mapping.schema.json).",
+    parser=path_arg,
+)
 PAGES = typer.Option(None, "--pages", min=1, help="Stage at most N bounded pages in this call.")
 MAX_ROWS = typer.Option(100_000_000, "--max-rows", min=0, help="Refuse sources with more rows.")
 MAX_BYTES = typer.Option(

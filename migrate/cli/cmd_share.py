@@ -1,13 +1,12 @@
 """``tail``, ``apply``, ``snapshot``, ``restore``, ``backup``, ``doctor``: sharing and auditing.
 
 Each command resolves the store (``--store`` before or after the command name, else ``./bbg``
-behind the default-store guard), calls one function of :mod:`migrate.share`, and renders.
+behind the default-store guard), calls one function of :mod:`migrate.api`, and renders.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sys
 from collections.abc import Iterator
@@ -18,14 +17,13 @@ from typing import Any, BinaryIO
 import typer
 
 from bbg_core.errors import UsageError, ValidationFailed
-from migrate import share
+from migrate import api
 from migrate.cli import app
+from migrate.cli._paths import store_option
 from migrate.cli._render import emit_json, err
 from migrate.cli._state import state
-from migrate.share.common import MAX_LINE, canonical
-from migrate.store import resolve_store_dir
 
-STORE = typer.Option(None, "--store", help="The BBG store directory (default ./bbg).")
+STORE = store_option("The BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 STREAM = typer.Argument(..., help="A file, or - for standard input.", show_default=False)
 DEST = typer.Argument(..., help="A new directory for the copy.", show_default=False)
@@ -33,7 +31,7 @@ DEST = typer.Argument(..., help="A new directory for the copy.", show_default=Fa
 
 def _store(option: Path | None, *, create: bool = False) -> Path:
     named = option if option is not None else (Path(state.store) if state.store else None)
-    return resolve_store_dir(named, create=create)
+    return api.resolve_store_dir(named, create=create)
 
 
 def _open_input(name: str) -> BinaryIO:
@@ -95,19 +93,19 @@ def tail_cmd(
     out = sys.stdout.buffer
     with _stdout_reader_may_leave():
         if follow:
-            for event in share.follow(directory, since, poll=poll):
+            for event in api.follow(directory, since, poll=poll):
                 # flush: an audit collector must see each commit as it lands
-                _write_whole(out, canonical(event), flush=True)
+                _write_whole(out, api.event_line(event), flush=True)
             return
-        for event in share.tail(directory, since):
-            _write_whole(out, canonical(event))
+        for event in api.tail(directory, since):
+            _write_whole(out, api.event_line(event))
         out.flush()
 
 
 @app.command("apply")
 def apply_cmd(
     source: str = STREAM,
-    max_line: int = typer.Option(MAX_LINE, "--max-line", min=1, help="Byte cap per line."),
+    max_line: int = typer.Option(api.MAX_LINE, "--max-line", min=1, help="Byte cap per line."),
     store: Path = STORE,
     as_json: bool = JSON,
 ) -> None:
@@ -117,18 +115,9 @@ def apply_cmd(
     ordered logical merge, not a CRDT: events apply in stream order, each commit needs its
     namespace at the head it retracts, so review the order of independent streams. The store
     is created if absent (and removed again if the stream is refused)."""
-    from migrate.store import open_store
-
-    directory = _store(store, create=True)
-    fresh = not directory.exists()
     stream = _open_input(source)
     try:
-        with open_store(directory, create=True) as st:
-            doc = share.apply_stream(st, stream, max_line=max_line)
-    except BaseException:
-        if fresh:  # a refused stream leaves no trace, not even an empty store
-            shutil.rmtree(directory, ignore_errors=True)
-        raise
+        doc = api.apply(_store(store, create=True), stream, max_line=max_line)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -139,7 +128,7 @@ def apply_cmd(
 def snapshot_cmd(store: Path = STORE) -> None:
     """Every retained row as bbg-snapshot/1 NDJSON on stdout (header, records, footer)."""
     with _stdout_reader_may_leave():
-        share.write_snapshot(_store(store), sys.stdout.buffer)
+        api.write_snapshot(_store(store), sys.stdout.buffer)
 
 
 @app.command("restore")
@@ -148,7 +137,7 @@ def restore_cmd(source: str = STREAM, store: Path = STORE, as_json: bool = JSON)
     published unless the whole stream validates."""
     stream = _open_input(source)
     try:
-        doc = share.restore(stream, _store(store, create=True))
+        doc = api.restore(stream, _store(store, create=True))
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -163,14 +152,14 @@ def backup_cmd(
 ) -> None:
     """Online backup into the new store directory DEST: verified, fsynced, atomically
     published; never overwrites."""
-    _summary(share.backup(_store(store), dest), as_json)
+    _summary(api.backup(_store(store), dest), as_json)
 
 
 @app.command("doctor")
 def doctor_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     """Read-only health report (SQLite integrity, links, digest, generation, fences,
     leftovers, orphan content); exit 0 healthy, 3 not."""
-    report = share.doctor(_store(store))
+    report = api.doctor(_store(store))
     if as_json:
         emit_json(report, "doctor")
     else:

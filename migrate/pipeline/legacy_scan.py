@@ -118,7 +118,10 @@ def _scan_log(path: Path, accept_torn_tail: bool, tick: Callable[[int, int], Non
 def _scan_archive(path: Path, tick: Callable[[int, int], None]) -> Scan:
     found = Scan(array("Q"), array("Q"))
     try:
-        for record in read_records(path, limits=TEXT_LIMITS, hash_fn=identity.hemera):
+        from importers.hemera import Hasher
+
+        records = read_records(path, limits=TEXT_LIMITS, hash_fn=identity.hemera, hasher=Hasher)
+        for record in records:
             found.starts.append(record.start)
             found.ends.append(record.end)
             tick(found.items, record.end)

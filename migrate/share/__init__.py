@@ -14,7 +14,7 @@ Every reader here opens the store file read-only (:func:`migrate.share.common.op
 only ``apply`` and ``restore`` write, through the store API.
 """
 
-from migrate.share.apply import apply_stream
+from migrate.share.apply import apply, apply_stream
 from migrate.share.backup import backup
 from migrate.share.doctor import doctor
 from migrate.share.events import iter_events, tail
@@ -23,6 +23,7 @@ from migrate.share.restore import restore
 from migrate.share.snapshot import write_snapshot
 
 __all__ = [
+    "apply",
     "apply_stream",
     "backup",
     "doctor",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from bbg_core.errors import MigrateError, ValidationFailed
@@ -27,6 +28,7 @@ from migrate.share.events import commit_event_id, rows_event_id
 from migrate.store import Store
 from migrate.store.codec import CODECS, CONTENT, MAX_PAYLOAD, Head, history_key
 from migrate.store.graph import publish, resolve
+from migrate.store.store import provisional_store
 from migrate.store.tx import Tx
 
 Receipt = dict[str, Any]
@@ -205,4 +207,19 @@ def apply_stream(
     }
 
 
-__all__ = ["apply_event", "apply_stream", "parse_event", "read_line"]
+def apply(
+    store_dir: Path,
+    stream: BinaryIO,
+    *,
+    max_line: int = MAX_LINE,
+    on_receipt: Callable[[Receipt], None] | None = None,
+) -> dict[str, Any]:
+    """``bbg-migrate apply``: apply ``stream`` to the store in ``store_dir``, creating the store
+    if it does not exist.  A refused stream into a store this call created leaves no store
+    behind -- and never removes one another process has opened or written meanwhile
+    (:func:`migrate.store.store.provisional_store`)."""
+    with provisional_store(store_dir) as store:
+        return apply_stream(store, stream, max_line=max_line, on_receipt=on_receipt)
+
+
+__all__ = ["apply", "apply_event", "apply_stream", "parse_event", "read_line"]

@@ -16,7 +16,7 @@ import schemas
 from bbg_core.errors import StoreRefused
 from migrate.store.connection import Connection
 from migrate.store.imports import canonical_json
-from migrate.store.layout import APPLICATION_ID, DB_NAME, SCHEMA_VERSION
+from migrate.store.layout import APPLICATION_ID, DB_NAME, SCHEMA_VERSION, check_header
 
 # apply refuses longer lines.  A content payload may be 16 MiB (BRIEF §2.1), i.e. 32 MiB as
 # hex, so the default must exceed that or a valid store could not travel as events.
@@ -91,7 +91,9 @@ def open_readonly(store_dir: Path, *, live: bool = False) -> Iterator[Connection
     ``live``: for a long-lived reader that must see later commits (see
     :class:`migrate.store.connection.Connection`).
     """
-    conn = Connection(db_file(store_dir), readonly=True, live=live)
+    db = db_file(store_dir)
+    check_header(db)  # by its bytes, before SQLite opens (and might change) a foreign file
+    conn = Connection(db, readonly=True, live=live)
     try:
         app = conn.one("PRAGMA application_id")
         ver = conn.one("PRAGMA user_version")

@@ -10,7 +10,9 @@ named and ``./cell.redb`` present, an empty default store is never created (or o
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import uuid
 from pathlib import Path
 
@@ -92,6 +94,60 @@ def check_identity(conn: Connection) -> None:
     mode = conn.one("PRAGMA journal_mode")
     if mode is None or str(mode[0]).lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL").fetchall()
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+HEADER_BYTES = 100
+
+
+def check_header(path: Path) -> None:
+    """StoreRefused unless ``path``'s header bytes say "BBG store", read BEFORE SQLite opens it.
+
+    Opening a file with SQLite may change it (a hot rollback journal is rolled back and
+    deleted), so a foreign file is recognised by its bytes alone: the SQLite magic, the
+    ``application_id`` (offset 68) and the ``user_version`` (offset 60), big-endian.  A BBG
+    store never has a rollback journal (it is WAL), so a ``-journal`` beside it is refused too.
+    The one case the header cannot decide -- a WAL-mode file whose header is still in its WAL
+    (a store an older build created and never checkpointed) -- is left to SQLite: a WAL is
+    never rolled back.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise StoreRefused(f"{path}: no such file", path=str(path)) from exc
+    except OSError as exc:
+        raise StoreRefused(f"{path}: cannot open: {exc.strerror}", path=str(path)) from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StoreRefused(f"{path}: not a regular file, so not a BBG store",
+                               path=str(path))  # fmt: skip
+        head = os.pread(fd, HEADER_BYTES, 0)
+    except OSError as exc:
+        raise StoreRefused(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
+    finally:
+        os.close(fd)
+    if len(head) < HEADER_BYTES or not head.startswith(SQLITE_MAGIC):
+        what = "an empty file" if not head else "not an SQLite database"
+        raise StoreRefused(f"{path}: refusing to use this file as a BBG store: it is {what}",
+                           path=str(path))  # fmt: skip
+    app_id = int.from_bytes(head[68:72], "big")
+    version = int.from_bytes(head[60:64], "big")
+    journal = Path(f"{path}-journal")
+    if journal.exists() and journal.stat().st_size > 0:
+        raise StoreRefused(
+            f"{path}: refusing to use this file as a BBG store: it has a rollback journal "
+            f"({journal.name}); BBG stores use WAL. Nothing was opened or changed",
+            path=str(path),
+            application_id=app_id,
+            user_version=version,
+        )
+    if (app_id, version) == (APPLICATION_ID, SCHEMA_VERSION):
+        return
+    wal = Path(f"{path}-wal")
+    in_wal = head[18] == 2 and head[19] == 2 and wal.exists() and wal.stat().st_size > 0
+    if (app_id, version) == (0, 0) and in_wal:
+        return
+    raise _foreign(path, app_id, version)
 
 
 def _identity(conn: Connection) -> tuple[int, int]:

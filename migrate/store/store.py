@@ -21,9 +21,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from bbg_core.errors import StoreError, StoreRefused
+from bbg_core.errors import StoreError
 from fences import generations
-from migrate.store import graph, layout
+from migrate.store import creation, graph, layout
 from migrate.store.codec import Head
 from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, CommitHook, Connection
 from migrate.store.tables import StagedTables, StoreTables
@@ -34,18 +34,26 @@ class Store:
     """An open BBG store (use :func:`open_store`)."""
 
     def __init__(
-        self, directory: Path, conn: Connection, reader_generation: str, generation: str
+        self,
+        directory: Path,
+        conn: Connection,
+        reader_generation: str,
+        generation: str,
+        lock: creation.DirLock | None = None,
     ) -> None:
         self.directory = directory
+        self.lock = lock
         self.db_path = conn.path
         self.reader_generation = reader_generation
         self.generation = generation
         self._conn = conn
 
     # -- lifecycle ----------------------------------------------------------------------
-    def close(self) -> None:
-        """Close the handle."""
+    def close(self, *, keep_lock: bool = False) -> None:
+        """Close the handle (and release its directory lock unless ``keep_lock``)."""
         self._conn.close()
+        if self.lock is not None and not keep_lock:
+            self.lock.release()
 
     def __enter__(self) -> Store:
         return self
@@ -232,6 +240,7 @@ def open_store(
     hash_suite: str = layout.DEFAULT_HASH_SUITE,
     cwd: Path | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    _keep_exclusive: bool = False,
 ) -> Store:
     """Open the store in directory ``path`` (None: ``./bbg`` behind the default-store guard).
 
@@ -241,31 +250,51 @@ def open_store(
     ``maintenance``: skip the generation check at open (``inspect`` and the transfer's
     source reader, which must read a store sealed for a transfer); identity is still
     checked, and every write transaction still checks the marker.
+
+    The handle holds a shared lock on the store directory until closed; a missing store file
+    is created under the exclusive lock (:mod:`migrate.store.creation`), and a directory that
+    is not empty and holds no store is refused.  The file is identified by its header bytes
+    before SQLite opens it (:func:`migrate.store.layout.check_header`).
     """
     directory = layout.resolve_store_dir(path, create=create, cwd=cwd)
-    db = directory / layout.DB_NAME
-    if directory.exists() and not directory.is_dir():
-        raise StoreRefused(f"{directory}: is a file, not a store directory", path=str(directory))
-    if not db.exists():
-        if not create:
-            raise StoreRefused(
-                f"{directory}: no BBG store here ({layout.DB_NAME} missing); name an existing "
-                "store, or create one",
-                path=str(directory),
-            )
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"{directory}: cannot create: {exc}", path=str(directory)) from exc
-    conn = Connection(db, busy_timeout=busy_timeout)
+    lock = creation.acquire(
+        directory, create=create, hash_suite=hash_suite, timeout=busy_timeout,
+        keep_exclusive=_keep_exclusive,
+    )  # fmt: skip
     try:
-        if create:
-            layout.create_schema(conn, hash_suite)
+        db = directory / layout.DB_NAME
+        layout.check_header(db)
+        conn = Connection(db, busy_timeout=busy_timeout)
+    except BaseException:
+        lock.release()
+        raise
+    try:
         layout.check_identity(conn)
         generation = generations.read_status(conn)[1]
         if not maintenance:
             generation = generations.require_readable(conn, reader_generation)
     except BaseException:
         conn.close()
+        lock.release()
         raise
-    return Store(directory, conn, reader_generation, generation)
+    return Store(directory, conn, reader_generation, generation, lock)
+
+
+@contextmanager
+def provisional_store(path: str | Path | None = None, **options: Any) -> Iterator[Store]:
+    """Open the store like ``open_store(path, create=True)``; if this call created it and the
+    block fails, remove it again -- only if no other handle opened it and nothing was committed
+    to it (see :mod:`migrate.store.creation`).  A refused ``apply`` leaves no store behind."""
+    store = open_store(path, create=True, _keep_exclusive=True, **options)
+    lock = store.lock
+    assert lock is not None
+    try:
+        yield store
+    except BaseException:
+        store.close(keep_lock=True)
+        try:
+            creation.remove_if_untouched(lock)
+        finally:
+            lock.release()
+        raise
+    store.close()

@@ -92,19 +92,19 @@ def test_invalid_utf8(bad: bytes) -> None:
     "body",
     [
         f'{{"particle":"{PID}","text":"x"',
-        f'["{PID}","x"]',
+        f'["{PID}","x",null,1]',
         f'"{PID}"',
         f'{{"particle":"{PID}","text":"x","created":NaN}}',
         f'{{"particle":"{PID}","text":"x","created":Infinity}}',
-        f'{{"particle":"{PID}",\t"text":"x"}}',  # raw TAB between tokens becomes \t: invalid
-        f'{{"particle":"{PID}","text":"x"}}\r',  # a CRLF line ending
+        f'{{"particle":"{PID}","text":"x\\\t"}}',  # a raw TAB right after a backslash
         f'{{"particle":"{PID}","text":"x\x01"}}',  # other raw control characters
+        f'{{"particle":"{PID}","text":"x"}}\x0b',  # not JSON whitespace
         f'{{"particle":"{PID}","text":"x"}} {{}}',
         "[" * 100_000 + "]" * 100_000,
     ],
     ids=[
-        "unclosed", "array", "string", "nan", "infinity", "tab-outside", "crlf", "control",
-        "extra", "deep",
+        "unclosed", "array-of-four", "string", "nan", "infinity", "escaped-tab", "control",
+        "vertical-tab", "extra", "deep",
     ],
 )  # fmt: skip
 def test_invalid_json(body: str) -> None:
@@ -121,23 +121,29 @@ def test_unknown_field() -> None:
     [
         f'{{"particle":"{PID}","text":"x","text":"x"}}',
         f'{{"particle":"{PID}","text":"x","p\\u0061rticle":"{PID}"}}',
-        f'{{"particle":"{PID}","text":"x","extra":1,"extra":2}}',
+        f'{{"created":null,"particle":"{PID}","text":"x","created":1}}',
     ],
-    ids=["text", "escaped-key", "duplicate-unknown"],
+    ids=["text", "escaped-key", "created-after-null"],
 )
 def test_duplicate_field(body: str) -> None:
     assert fails(GOOD + raw_line(body)) == ("duplicate-field", 2)
 
 
-@pytest.mark.parametrize("body", [f'{{"particle":"{PID}"}}', '{"text":"x"}', '{"created":1}', "{}"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        f'{{"particle":"{PID}"}}', '{"text":"x"}', '{"created":1}', "{}", "[]", f'["{PID}"]',
+        f'["{PID}","x"]',
+    ],
+)  # fmt: skip
 def test_missing_field(body: str) -> None:
     assert fails(GOOD + raw_line(body)) == ("missing-field", 2)
 
 
 @pytest.mark.parametrize(
     "particle",
-    [f'"{PID.upper()}"', f'"{PID[:-1]}"', f'"{PID}0"', f'"{PID[:-1]}g"', "7", "null", f'["{PID}"]'],
-    ids=["upper", "short", "long", "non-hex", "number", "null", "list"],
+    [f'"{PID[:-1]}"', f'"{PID}0"', f'"{PID[:-1]}g"', "7", "null", f'["{PID}"]', f'"0x{PID[2:]}"'],
+    ids=["short", "long", "non-hex", "number", "null", "list", "0x-prefix"],
 )
 def test_bad_particle(particle: str) -> None:
     body = f'{{"particle":{particle},"text":"x"}}'
@@ -152,7 +158,7 @@ def test_bad_text(text: str) -> None:
 
 @pytest.mark.parametrize(
     "created",
-    ["-1", str(2**64), "1.5", "1e3", "1.0", "true", "false", "null", '"5"', "[1]", "9" * 400],
+    ["-1", "-0", str(2**64), "1.5", "1e3", "1.0", "0e0", "true", "false", '"5"', "[1]", "9" * 400],
 )
 def test_bad_created(created: str) -> None:
     body = f'{{"particle":"{PID}","text":"x","created":{created}}}'
@@ -265,3 +271,106 @@ def test_sniffing() -> None:
     assert not looks_like_text_archive(b"\n" + GOOD)
     assert not looks_like_text_archive(b'{"other":1}\n')
     assert not looks_like_text_archive(b"\x1f!b\x54")
+
+
+# -- the rules of cybergraph's reader (src/text_archive/legacy.rs decode, serde_json) ------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f'{{"particle":"{PID}","text":"x"}}\r',  # a CRLF line ending
+        f'{{"particle":"{PID}",\t"text":"x"}}',  # TAB between tokens
+        f' \t{{ "particle" :\r"{PID}" , "text":"x" }} \t',  # JSON whitespace anywhere outside
+        f'{{"text":"x","particle":"{PID}"}}',  # any member order
+    ],
+    ids=["crlf", "tab-between", "spaces", "order"],
+)
+def test_json_whitespace_outside_strings_is_valid(body: str) -> None:
+    [_, record] = records(GOOD + raw_line(body))
+    assert record.text == "x" and record.created is None
+
+
+def test_raw_tab_and_cr_inside_strings_read_as_escapes() -> None:
+    # Inside a string, after an escaped backslash too; a raw TAB in a key is part of it.
+    pid = sha(b"a\\\t\rb").hex()
+    body = f'{{"particle":"{pid}","text":"a\\\\\t\rb"}}'
+    [_, record] = records(GOOD + raw_line(body))
+    assert record.text == "a\\\t\rb" and b"\t" in record.raw
+    key = f'{{"particle":"{PID}","te\txt":"x"}}'
+    assert fails(GOOD + raw_line(key)) == ("unknown-field", 2)
+
+
+def test_a_whitespace_only_line_is_blank() -> None:
+    for blank in (b"\r\n", b" \t \n"):
+        assert fails(GOOD + blank + GOOD) == ("blank-line", 2)
+
+
+def test_particle_of_either_case_compares_the_id() -> None:
+    for spelling in (PID.upper(), PID[:32].upper() + PID[32:]):
+        [_, record] = records(GOOD + line("x", particle=spelling))
+        assert record.particle == PID and spelling.encode() in record.raw
+
+
+def test_created_may_be_null_or_absent() -> None:
+    null = raw_line(f'{{"particle":"{PID}","text":"x","created":null}}')
+    absent = raw_line(f'{{"particle":"{PID}","text":"x"}}')
+    big = raw_line(f'{{"particle":"{PID}","text":"x","created":18446744073709551615}}')
+    assert [r.created for r in records(null + absent + big)] == [None, None, 2**64 - 1]
+
+
+def test_the_array_form_serde_reads_as_the_struct() -> None:
+    # serde_json deserialises a struct from a JSON array of its fields in order, all present.
+    data = raw_line(f'["{PID}","x",null]') + raw_line(f'[ "{PID}" , "x" , 7 ]')
+    assert [(r.text, r.created) for r in records(data)] == [("x", None), ("x", 7)]
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ('{"other":1,"particle":5,"text":"x"}', "unknown-field"),
+        ('{"particle":5,"other":1,"text":"x"}', "bad-particle"),
+        ('{"text":"x","text":"y","particle":5}', "duplicate-field"),
+        (f'{{"created":-1,"particle":"{PID}","other":1}}', "bad-created"),
+        (f'{{"particle":"{PID[:10]}","other":1,"text":"x"}}', "unknown-field"),
+        (f'{{"particle":"{PID[:10]}","text":"x"}}', "bad-particle"),
+        ('[5,"x",null,1]', "bad-particle"),
+        (f'["{PID}",5]', "bad-text"),
+    ],
+    ids=[
+        "unknown-first", "type-first", "duplicate-first", "created-first", "hex-checked-last",
+        "hex", "array-type-first", "array-text",
+    ],
+)  # fmt: skip
+def test_members_are_checked_in_the_order_written(body: str, code: str) -> None:
+    # serde meets an unknown key, a repeated key or a wrongly typed value as it reads each
+    # member; the particle's hex form is checked after the whole line parsed.
+    assert fails(GOOD + raw_line(body)) == (code, 2)
+
+
+def test_line_rules_come_before_the_count_limit() -> None:
+    # import_jsonl decodes a line before prepare_import_line counts it.
+    assert fails(GOOD * 2 + b"{\n", Limits(max_lines=2)) == ("invalid-json", 3)
+
+
+def test_source_limit_names_the_line_past_it_and_comes_first() -> None:
+    data = b"{\n" + GOOD * 3  # line 1 is broken, but the size is checked before any line
+
+    def first_error(limit: int) -> tuple[object, object, int]:
+        seen = []
+        with pytest.raises(TextArchiveError) as info:
+            for record in decode_records(data, limits=Limits(max_source_bytes=limit), hash_fn=sha):
+                seen.append(record)
+        return info.value.context["code"], info.value.context["line"], len(seen)
+
+    limit = 2 + len(GOOD) + 5  # byte `limit` (the first past the cap) is in line 3
+    assert first_error(limit) == ("limit-exceeded", 3, 0)
+    assert first_error(len(data) - 1) == ("limit-exceeded", 4, 0)
+    assert first_error(len(data)) == ("invalid-json", 1, 0)
+
+
+def test_projection_counts_each_distinct_text_once() -> None:
+    a, b = line("a" * 10), line("b" * 10)
+    assert len(records(a + a + b, Limits(max_projection_bytes=20))) == 3
+    assert fails(a + b + line("c"), Limits(max_projection_bytes=20)) == ("limit-exceeded", 3)
+    assert len(records(line("") * 3, Limits(max_projection_bytes=0))) == 3

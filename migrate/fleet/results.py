@@ -1,0 +1,121 @@
+"""Per-job results: the error document, the result document, and the report directory.
+
+A job's result (``schemas/fleet-job.schema.json``) holds its ``source``, ``store``,
+``exit_code`` and either ``receipt`` (the exact document ``run --json`` prints) or ``error``
+(one error document: ``code``, ``exit_code``, ``message``, ``context``).  The exit code of an
+error comes from the error class itself (``MigrateError.exit_code``), the project's single
+exception-to-exit-code mapping that ``migrate.cli.main`` also uses; anything else is an
+internal error, exit 1, as there.
+
+In a report directory each result is ``jobs/<job key>.json``, written atomically (temporary
+file, fsync, rename, fsync of the directory), so shards and resumed runs merge by key and a
+kill never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+import schemas
+from bbg_core.errors import MigrateError, UsageError
+
+JOB_FORMAT = "bbg-migrate/fleet-job/1"
+JOBS_DIR = "jobs"
+
+
+def _jsonable(value: Any) -> Any:
+    result: Any = json.loads(json.dumps(value, default=str))
+    return result
+
+
+def error_doc(exc: BaseException) -> dict[str, Any]:
+    """The error document of ``exc`` (what the CLI would print and exit with)."""
+    if isinstance(exc, MigrateError):
+        context = {k: v for k, v in exc.to_json().items() if k not in ("error", "message")}
+        return {
+            "code": exc.code,
+            "exit_code": exc.exit_code,
+            "message": exc.message,
+            "context": _jsonable(context),
+        }
+    return {
+        "code": "internal",
+        "exit_code": 1,
+        "message": f"internal error: {type(exc).__name__}: {exc}",
+        "context": {},
+    }
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """The exit code ``bbg-migrate`` gives for ``exc``."""
+    code: int = error_doc(exc)["exit_code"]
+    return code
+
+
+def atomic_write_json(path: Path, doc: Any) -> None:
+    """Write ``doc`` to ``path`` so that a reader sees the old file or the whole new one."""
+    atomic_write_text(path, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Temporary file beside ``path``, fsync, rename over ``path``, fsync the directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def write_job(report_dir: Path, result: dict[str, Any]) -> Path:
+    """Validate and atomically write one job result into ``report_dir/jobs/``."""
+    schemas.validate(result, "fleet-job")
+    path = report_dir / JOBS_DIR / f"{result['job']}.json"
+    atomic_write_json(path, result)
+    return path
+
+
+def read_json(path: Path, schema: str) -> dict[str, Any]:
+    """A report file, validated; UsageError naming the file when it is not one."""
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+        schemas.validate(doc, schema)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not a JSON report: {exc}", path=str(path)) from exc
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+        raise UsageError(
+            f"{path}: not a valid {schema} document at {where}: {exc.message}", path=str(path)
+        ) from exc
+    result: dict[str, Any] = doc
+    return result
+
+
+def read_jobs(report_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every job result in ``report_dir/jobs/`` (temporary files of a killed write skipped)."""
+    folder = report_dir / JOBS_DIR
+    if not folder.is_dir():
+        return []
+    return [
+        (p, read_json(p, "fleet-job"))
+        for p in sorted(folder.glob("*.json"))
+        if not p.name.startswith(".")
+    ]
