@@ -9,6 +9,7 @@ The tree (exit code in brackets)::
     │   │   ├── RedbCorrupt [1]           structure or checksum violated (page=, table=, offset=)
     │   │   └── RedbUnsupported [1]       a valid file this reader does not handle
     │   ├── SignalLogError [1]            old cyb Signal log (code=, offset=, frame_index=)
+    │   │   └── FrameLogError [1]         bbg CLI frame log, the other dialect (same context)
     │   └── TextArchiveError [1]          old TextArchive (code=, line=)
     ├── StoreError [1]                    the BBG store
     │   ├── StoreRefused [1]              wrong/unknown store, generation or default-store guard
@@ -77,6 +78,10 @@ class RedbUnsupported(RedbError):
 
 class SignalLogError(SourceError):
     code = "signal-log"
+
+
+class FrameLogError(SignalLogError):
+    code = "frame-log"
 
 
 class TextArchiveError(SourceError):
@@ -151,6 +156,7 @@ __all__ = [
     "RedbCorrupt",
     "RedbUnsupported",
     "SignalLogError",
+    "FrameLogError",
     "TextArchiveError",
     "StoreError",
     "StoreRefused",

@@ -15,12 +15,18 @@
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
 | :func:`resolve_store_dir`, :func:`event_line` | the store a command means; one event as a line |
 | :func:`demo` | migrate the bundled demo store into a temporary one and check it |
+| :func:`transfer` | BBG → BBG sealed transfer (seal the source, copy, validate, activate) |
+| :func:`transfer_plan`, ``transfer_seal/stage/validate/activate`` | its dry run and stages |
+| :func:`is_store` | whether a path is a BBG store (the step verbs then mean a transfer) |
 | :func:`fleet_load`, :func:`fleet_plan`, :func:`fleet_run`, :func:`fleet_report` | fleets |
 
-Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`).
+Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`);
+transfer verbs a :class:`TransferJob` (source store, target store, nonce, page rows).
 """
 
 from __future__ import annotations
+
+import os
 
 from importers.redb.scan import scan as redb_scan
 from migrate.demo import run_demo as demo
@@ -51,6 +57,19 @@ from migrate.share import (
 from migrate.share.common import MAX_LINE
 from migrate.share.common import canonical as event_line
 from migrate.store.layout import resolve_store_dir
+from migrate.transfer import TransferJob, TransferOutcome
+from migrate.transfer import activate as transfer_activate
+from migrate.transfer import plan as transfer_plan
+from migrate.transfer import run as transfer
+from migrate.transfer import seal as transfer_seal
+from migrate.transfer import stage as transfer_stage
+from migrate.transfer import validate as transfer_validate
+
+
+def is_store(path: str | os.PathLike[str]) -> bool:
+    """True if ``path`` is a BBG store directory (judged by content, like ``detect``)."""
+    return os.path.isdir(path) and detect(path)["kind"] == "bbg"
+
 
 __all__ = [
     "MAX_LINE",
@@ -59,6 +78,8 @@ __all__ = [
     "Bounds",
     "Job",
     "Outcome",
+    "TransferJob",
+    "TransferOutcome",
     "activate",
     "apply",
     "apply_stream",
@@ -78,6 +99,7 @@ __all__ = [
     "fleet_shard",
     "follow",
     "inspect",
+    "is_store",
     "plan",
     "redb_scan",
     "restore",
@@ -85,6 +107,12 @@ __all__ = [
     "seal",
     "stage",
     "tail",
+    "transfer",
+    "transfer_activate",
+    "transfer_plan",
+    "transfer_seal",
+    "transfer_stage",
+    "transfer_validate",
     "validate",
     "write_snapshot",
 ]

@@ -1,6 +1,8 @@
 """``detect``: what a path holds, judged by its content (never by its name).
 
-Kinds: ``redb``, ``signal-log``, ``text-archive``, ``bbg``, ``unknown``.  For a redb file the
+Kinds: ``redb``, ``signal-log`` (the old cyb Signal log), ``bbg-frame-log`` (bbg's CLI log, the
+other frame-log dialect: told apart by its frames, see :mod:`importers.frame_log.dialect`),
+``text-archive``, ``bbg``, ``unknown``.  For a redb file the
 report adds the facts an operator checks before a migration: format version, primary slot,
 recovery flag, and whether another process holds the file's lock (the old binary running).
 """
@@ -89,12 +91,12 @@ def detect(path: str | os.PathLike[str]) -> dict[str, Any]:
         report["redb"] = _redb_facts(p, head)
         return report
     try:
-        from importers.signal_log import looks_like_signal_log
+        from importers.frame_log import frame_log_dialect, looks_like_frame_log
         from importers.text_archive import looks_like_text_archive
-    except ImportError:  # pragma: no cover - both importers ship with the package
+    except ImportError:  # pragma: no cover - the importers ship with the package
         return report
-    if looks_like_signal_log(head):
-        report["kind"] = "signal-log"
+    if looks_like_frame_log(head):
+        report["kind"] = frame_log_dialect(p)
     elif looks_like_text_archive(head):
         report["kind"] = "text-archive"
     return report

@@ -143,12 +143,15 @@ def inspect_bbg(
 ) -> dict[str, Any]:
     """Inspect a BBG store directory (read-only)."""
     from migrate.store import open_store
+    from migrate.transfer.report import section_at as transfer_section
 
     with open_store(path, create=False, maintenance=True) as store, store.snapshot() as tables:
         report: dict[str, Any] = {"kind": "bbg", "path": str(path), "store": store.info()}
         report.update(
             cell_report(_FiveTables(tables), progress=progress, content_check=content_check)
         )
+        # A sealed source (manifest, target, progress) and transfers into this store.
+        report["transfer"] = transfer_section(path)
     return report
 
 
@@ -191,16 +194,22 @@ def inspect_path(
         from importers.signal_log import inspect_signal_log
 
         return inspect_signal_log(p)
+    if found == "bbg-frame-log":
+        from importers.frame_log import inspect_frame_log
+
+        return inspect_frame_log(p)
     if found == "text-archive":
         from importers.text_archive import inspect_text_archive
 
         return inspect_text_archive(p)
     if p.exists() and p.is_file() and p.stat().st_size == 0:
         raise UsageError(
-            f"{p}: the file is empty; name its kind with --kind signal-log or --kind text-archive",
+            f"{p}: the file is empty; name its kind with --kind signal-log, --kind "
+            "bbg-frame-log or --kind text-archive",
             path=str(p),
         )
     raise SourceError(
-        f"{p}: not a redb file, BBG store, signal log or text archive (judged by content)",
+        f"{p}: not a redb file, BBG store, signal log, frame log or text archive (judged by "
+        "content)",
         path=str(p),
     )

@@ -120,3 +120,18 @@ CREATE TABLE bbg_import_v1_nonces (
     nonce     TEXT PRIMARY KEY NOT NULL,
     import_id TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- The export seal of a store sealed as the source of a transfer (status 'export-v1';
+-- migrate/transfer): bbg's 128-byte seal (target || nonce || prior || manifest) as four
+-- columns, and the facts an operator needs (canonical JSON: the target store, the pinned
+-- heads).  Written once, in the transaction that sets 'export-v1'.  Optional: stores
+-- created before transfers existed lack it, and the sealing transaction creates it.
+CREATE TABLE IF NOT EXISTS bbg_import_v1_export (
+    id             INTEGER PRIMARY KEY CHECK (id = 1),
+    target         BLOB NOT NULL,
+    nonce          BLOB NOT NULL,
+    prior          BLOB NOT NULL,
+    manifest       BLOB NOT NULL,
+    detail         TEXT NOT NULL,
+    transaction_no INTEGER NOT NULL
+);

@@ -14,41 +14,16 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
 
 from bbg_core.errors import SignalLogError, SourceError
-from importers.signal_log.model import (
-    DEFAULT_LIMITS,
-    MARKER,
-    MAX_LEB128_BYTES,
-    RENDERER,
-    SIGILS,
-    SIGNAL,
-    Frame,
-    Limits,
-)
-from importers.signal_log.payload import PayloadError, decode_intent, decode_signal
+from importers.signal_log.framing import Buffer, PathLike, Source, frame_error, walk_frames
+from importers.signal_log.model import DEFAULT_LIMITS, SIGILS, SIGNAL, Frame, Intent, Limits, Signal
+from importers.signal_log.payload import decode_intent, decode_signal
 from importers.signal_log.window import FileWindow
 
-_Fail = Callable[[str, int, str], SignalLogError]
-Buffer = bytes | bytearray | memoryview | mmap.mmap
-Source = Buffer | FileWindow
-PathLike = str | os.PathLike[str]
-
-_HINTS: Final = {
-    "truncated-frame": (
-        "the log ends inside this frame (a torn write by the old, never-fsynced writer); "
-        "the frames before it are intact, and importing only that valid prefix is an "
-        "explicit operator choice"
-    ),
-    "limit-exceeded": "raise the limit explicitly if this source is trusted",
-}
-_DEFAULT_HINT: Final = (
-    "the log is corrupt here and the decoder never skips or resynchronises; "
-    "repair the file or leave this source out"
-)
+__all__ = ["Buffer", "PathLike", "Source", "ValidPrefix", "decode_frames", "read_frames"]
 
 
 def signal_log_error(
@@ -60,19 +35,8 @@ def signal_log_error(
     path: str | None = None,
 ) -> SignalLogError:
     """Build the error with its keyword context and a message that says what to do."""
-    where = path if path is not None else "<signal log>"
-    hint = _HINTS.get(code, _DEFAULT_HINT)
-    message = (
-        f"{where}: {code} at byte {offset} (frame {frame_index}, starting at byte "
-        f"{frame_start}): {detail}; {hint}"
-    )
-    return SignalLogError(
-        message,
-        code=code,
-        offset=offset,
-        frame_index=frame_index,
-        frame_start=frame_start,
-        path=path,
+    return frame_error(
+        SignalLogError, "signal log", code, offset, frame_index, frame_start, detail, path
     )
 
 
@@ -82,76 +46,23 @@ def decode_frames(
     """Yield every frame of the log ``data`` in order; raise ``SignalLogError`` at the first fault.
 
     Frames are yielded as they are decoded, so a consumer sees every frame before the error.
-    ``path`` only names the source in errors.
+    ``path`` only names the source in errors.  The framing rules are
+    :func:`importers.signal_log.framing.walk_frames`; the payload rules
+    :mod:`importers.signal_log.payload`.
     """
-    size = len(data)
-    if size > limits.max_log_bytes:
-        # foculus checks the whole log's size before the first frame (position 0).
-        raise signal_log_error(
-            "limit-exceeded", 0, 0, 0, f"log of {size} bytes (limit {limits.max_log_bytes})", path
-        )
-    pos = 0
-    index = 0
-    while pos < size:
-        start = pos
 
-        # Bound per frame (default arguments), so errors name this frame's index and start.
-        def fail(
-            code: str, offset: int, detail: str, index: int = index, start: int = start
-        ) -> SignalLogError:
-            return signal_log_error(code, offset, index, start, detail, path)
+    def decode(sigil: str, payload: bytes) -> Signal | Intent:
+        return decode_signal(payload, limits) if sigil == SIGNAL else decode_intent(payload)
 
-        def need(end: int, fail: _Fail = fail) -> None:
-            if end > size:
-                raise fail("truncated-frame", size, f"the file ends {end - size} byte(s) short")
-
-        if index >= limits.max_events:
-            raise fail("limit-exceeded", start, f"more than {limits.max_events} events")
-        # The longest possible header in one read: marker, sigil, renderer, 10 LEB128 bytes.
-        # Reading from the frame start only keeps a file window moving forward.
-        head = bytes(data[start : min(start + 3 + MAX_LEB128_BYTES, size)])
-        if head[0] != MARKER:
-            raise fail("bad-marker", start, f"frame starts with 0x{head[0]:02x}, not 0x1f")
-        need(start + 2)
-        sigil = chr(head[1])
-        if sigil not in SIGILS:
-            raise fail("unknown-sigil", start + 1, f"sigil 0x{head[1]:02x}")
-        need(start + 3)
-        if head[2] != RENDERER:
-            raise fail("bad-renderer", start + 2, f"renderer 0x{head[2]:02x}, not 'b'")
-        length_at = start + 3
-        length = 0
-        pos = length_at
-        for i in range(MAX_LEB128_BYTES):
-            need(pos + 1)
-            byte = head[pos - start]
-            pos += 1
-            # The 10th byte may only carry bit 63 (foculus: "LEB128 overflow").
-            if i == MAX_LEB128_BYTES - 1 and byte > 1:
-                raise fail("overlong-leb128", length_at, "payload length overflows 64 bits")
-            length |= (byte & 0x7F) << (7 * i)
-            if not byte & 0x80:
-                if byte == 0 and i > 0:
-                    raise fail("overlong-leb128", length_at, "payload length is not minimal")
-                break
-        if length > limits.max_payload_bytes:
-            raise fail(
-                "limit-exceeded",
-                length_at,
-                f"payload of {length} bytes (limit {limits.max_payload_bytes})",
-            )
-        payload_start = pos
-        end = payload_start + length
-        need(end)
-        raw = bytes(data[start:end])
-        payload = raw[payload_start - start :]
-        try:
-            body = decode_signal(payload, limits) if sigil == SIGNAL else decode_intent(payload)
-        except PayloadError as exc:
-            raise fail(exc.code, payload_start + exc.offset, exc.detail) from None
-        yield Frame(index, start, end, sigil, payload_start, length, raw, body)
-        index += 1
-        pos = end
+    return walk_frames(
+        data,
+        sigils="".join(SIGILS),
+        decode=decode,
+        make=Frame,
+        limits=limits,
+        error=signal_log_error,
+        path=path,
+    )
 
 
 def read_frames(path: PathLike, *, limits: Limits = DEFAULT_LIMITS) -> Iterator[Frame]:

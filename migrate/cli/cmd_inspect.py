@@ -13,11 +13,13 @@ from migrate import api
 from migrate.cli import app
 from migrate.cli._render import emit_json, err, progress_bar
 
-KINDS = ("redb", "bbg", "signal-log", "text-archive")
+KINDS = ("redb", "bbg", "signal-log", "bbg-frame-log", "text-archive")
 PATH_ARG = typer.Argument(..., help="The file or store directory (read-only).", show_default=False)
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
 KIND_OPT = typer.Option(
-    None, "--kind", help="redb, bbg, signal-log or text-archive (default: by content)."
+    None,
+    "--kind",
+    help="redb, bbg, signal-log, bbg-frame-log or text-archive (default: by content).",
 )
 
 CONTENT_CHECK_OPT = typer.Option(
@@ -29,9 +31,9 @@ CONTENT_CHECK_OPT = typer.Option(
 
 _SUMMARY_KEYS = (
     "size_bytes", "valid", "content_check", "data_id_scheme", "event_count", "per_sigil",
-    "signal_suffixes", "valid_prefix_events", "valid_prefix_end", "line_count", "distinct_texts",
-    "sha256", "archive_digest_sha256", "archive_digest_hemera", "hemera_source_digest",
-    "hemera_file",
+    "signal_suffixes", "blocks", "link_count", "box_move_count", "last_height",
+    "valid_prefix_events", "valid_prefix_end", "line_count", "distinct_texts", "sha256",
+    "archive_digest_sha256", "archive_digest_hemera", "hemera_source_digest", "hemera_file",
 )  # fmt: skip
 
 

@@ -13,11 +13,12 @@ from migrate.cli import app
 from migrate.cli._paths import path_arg, store_option
 from migrate.cli._render import emit_json, err, progress_bar
 from migrate.cli._state import state
+from migrate.cli.cmd_transfer import step as transfer_step
 from migrate.pipeline import mapping as mapping_mod
 
 SOURCE = typer.Argument(
     ...,
-    help="The legacy cell.redb, Signal log or TextArchive (never written).",
+    help="The legacy cell.redb, Signal log, bbg frame log or TextArchive (never written).",
     show_default=False,
 )
 STORE = store_option("Destination BBG store directory (default ./bbg).")
@@ -42,10 +43,12 @@ RETIRE = typer.Option(False, "--retire-source", help="After activation, retire t
 TORN = typer.Option(
     False,
     "--accept-torn-tail",
-    help="Signal log with a torn last frame: import the valid prefix; the receipt records the cut.",
+    help="Frame log with a torn last frame: import the valid prefix; the receipt records the cut.",
 )
 KIND = typer.Option(
-    None, "--kind", help="redb, signal-log or text-archive, where content cannot tell (empty file)."
+    None,
+    "--kind",
+    help="redb, signal-log, bbg-frame-log or text-archive, where content cannot tell (empty file).",
 )
 CONTENT_CHECK = typer.Option(
     "codec",
@@ -132,6 +135,11 @@ def plan_cmd(
     kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Dry run of `run`: what it would do (namespaces, counts, conflicts, disk); writes nothing."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
+    if transfer_step("plan", source, store, nonce, as_json, legacy):
+        return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)
     with progress_bar("plan", enabled=not as_json) as progress:
@@ -163,6 +171,14 @@ def run_cmd(
     content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
+    legacy["retire_source"] = retire_source
+    if transfer_step(
+        "run", source, store, nonce, as_json, legacy, pages=pages, page_rows=page_rows
+    ):
+        return
     bounds = pipeline.Bounds(
         max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
     )
@@ -180,6 +196,11 @@ def seal_cmd(
     kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
+    if transfer_step("seal", source, store, nonce, as_json, legacy):
+        return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)
     _report(pipeline.seal_only(job), as_json)
@@ -193,6 +214,13 @@ def stage_cmd(
     content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
+    if transfer_step(
+        "stage", source, store, nonce, as_json, legacy, pages=pages, page_rows=page_rows
+    ):
+        return
     bounds = pipeline.Bounds(page_rows=page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check)
@@ -208,6 +236,11 @@ def validate_cmd(
     kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
+    if transfer_step("validate", source, store, nonce, as_json, legacy):
+        return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)
     _report(pipeline.validate(job), as_json)
@@ -220,6 +253,11 @@ def activate_cmd(
     kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
+    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
+    if transfer_step("activate", source, store, nonce, as_json, legacy):
+        return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)
     _report(pipeline.activate(job), as_json)

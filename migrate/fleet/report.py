@@ -6,8 +6,9 @@ Results are merged by job key; the same job seen twice with the same outcome is 
 
 Anomalies (each makes the merged exit status at least 1):
 
-* ``conflicting-results`` - one job with different receipts or outcomes in different files
-  (the latest, by finish time, is kept in ``jobs``; every file is named);
+* ``conflicting-results`` - one job with two different receipts, or a success followed by a
+  later failure (the latest, by finish time, is kept in ``jobs``; every file is named).  A
+  failure followed by a success is a retry, not an anomaly;
 * ``missing-shard`` - run reports of ``I/N`` shards are present but not all N of them;
 * ``mixed-shard-counts`` - run reports of one fleet split into different numbers of shards;
 * ``missing-job`` - with ``--manifest``: a job of the manifest has no result.
@@ -69,6 +70,13 @@ def _signature(job: dict[str, Any]) -> str:
     )
 
 
+def _conflicting(results: list[dict[str, Any]]) -> bool:
+    """Results of one job, oldest first: two different receipts, or a success followed by a
+    failure.  A failure followed by another outcome is a retry, not an anomaly."""
+    receipts = {json.dumps(r["receipt"], sort_keys=True) for r in results if "receipt" in r}
+    return len(receipts) > 1 or (bool(receipts) and "receipt" not in results[-1])
+
+
 def _shard_anomalies(runs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     counts: dict[int, set[int]] = {}
     for _, run in runs:
@@ -120,7 +128,7 @@ def merge(paths: list[Path], manifest: Manifest | None = None) -> dict[str, Any]
     for key, variants in sorted(by_key.items()):
         choices = sorted(variants.values(), key=lambda v: v[1]["finished"])
         jobs.append(choices[-1][1])
-        if len(choices) > 1:
+        if _conflicting([c[1] for c in choices]):
             files = sorted({f for _, _, fs in choices for f in fs})
             outcomes = "; ".join(
                 f"exit {c[1]['exit_code']}"

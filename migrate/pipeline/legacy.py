@@ -33,7 +33,7 @@ from bbg_core.errors import SourceError, ValidationFailed
 from migrate.cell_rules import check_shape
 from migrate.pipeline import identity
 from migrate.pipeline import legacy_records as records
-from migrate.pipeline.legacy_scan import SIGNAL_LOG, Scan, decode_item, ordinal_of, scan
+from migrate.pipeline.legacy_scan import LOG_KINDS, Scan, decode_item, ordinal_of, scan
 from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS, Page
 from migrate.store.codec import (
     ARCHIVE_ORDER,
@@ -55,7 +55,7 @@ _ROLE_RECORD, _ROLE_RAW, _ROLE_COMMIT = 0, 1, 2
 
 
 def _file_digests(path: Path, kind: str) -> tuple[str, str]:
-    if kind == SIGNAL_LOG:
+    if kind in LOG_KINDS:  # both frame-log dialects: hemera(legacy-source domain ‖ file)
         from importers.signal_log import file_digests
     else:
         from importers.text_archive import file_digests

@@ -3,7 +3,8 @@
 One source = one namespace.  Its index-0 commit is the **import record**
 (``schemas/legacy-import-record.schema.json``)::
 
-    {"format": "bbg-migrate/legacy-import/1", "kind": "signal-log" | "text-archive",
+    {"format": "bbg-migrate/legacy-import/1",
+     "kind": "signal-log" | "bbg-frame-log" | "text-archive",
      "source": {"sha256", "size_bytes", "hemera_source_digest" (logs) | "hemera_file" (archives)},
      "items": N, "torn_tail": null | {code, offset, valid_prefix_events, valid_prefix_end,
                                       discarded_bytes}}
@@ -15,6 +16,7 @@ event / line is one commit at index i (= event index + 1, or the 1-based line) w
     {"format": "bbg-migrate/legacy-item/1", "kind", "namespace", "index", "previous",
      "raw": {"id", "size"}, "provenance": {"source_sha256", "ordinal", "span": [start, end)},
      "summary": {sigil, neuron, step, height, links, suffix} | {sigil, neuron, h0}
+                | {sigil, neuron, height, links, box_moves} | {sigil: "."}
                 | {particle, created}}
 
 ``raw.id`` = hemera(the exact raw bytes: the frame incl. its header, or the line incl. LF),
@@ -27,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 import schemas
+from importers.frame_log import CliSignal, Finalize
 from importers.signal_log import Intent, Signal
 from importers.text_archive import TextRecord
 from migrate.pipeline.identity import canonical_json
@@ -36,7 +39,11 @@ ITEM_FORMAT = "bbg-migrate/legacy-item/1"
 IMPORT_SCHEMA = "legacy-import-record"
 ITEM_SCHEMA = "legacy-item-record"
 # The hemera digest of the whole file, under the name each format's fixtures use.
-HEMERA_NAME = {"signal-log": "hemera_source_digest", "text-archive": "hemera_file"}
+HEMERA_NAME = {
+    "signal-log": "hemera_source_digest",
+    "bbg-frame-log": "hemera_source_digest",
+    "text-archive": "hemera_file",
+}
 
 
 def import_record(
@@ -62,8 +69,18 @@ def import_record(
     return doc
 
 
-def summary(body: Signal | Intent | TextRecord) -> dict[str, Any]:
+def summary(body: Signal | CliSignal | Intent | Finalize | TextRecord) -> dict[str, Any]:
     """The decoded facts an item record carries (enough to find and read it, not all of it)."""
+    if isinstance(body, CliSignal):
+        return {
+            "sigil": "!",
+            "neuron": body.neuron.hex(),
+            "height": body.height,
+            "links": len(body.links),
+            "box_moves": len(body.box_moves),
+        }
+    if isinstance(body, Finalize):
+        return {"sigil": "."}
     if isinstance(body, Signal):
         return {
             "sigil": "!",

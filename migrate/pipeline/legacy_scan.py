@@ -1,9 +1,9 @@
-"""Reading a legacy Signal log or TextArchive for the pipeline: strict, whole, before any write.
+"""Reading a legacy frame log or TextArchive for the pipeline: strict, whole, before any write.
 
 :func:`scan` walks the whole source with the strict decoders of :mod:`importers` and keeps
 only each item's byte span, so memory is 16 bytes per item.  Any decode error stops it as
 :class:`~bbg_core.errors.ValidationFailed` (exit 3) naming the code and the offset / frame or
-the line -- except a Signal log's torn last frame (``truncated-frame``), which the operator
+the line -- except a frame log's torn last frame (``truncated-frame``), which the operator
 may accept explicitly: the valid prefix is then imported and the cut is recorded.
 
 :func:`decode_item` re-decodes one item from its raw bytes (the pipeline re-reads spans
@@ -13,22 +13,24 @@ instead of holding every decoded item in memory).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import SignalLogError, TextArchiveError, ValidationFailed
-from importers.signal_log import DEFAULT_LIMITS as LOG_LIMITS
-from importers.signal_log import Intent, Signal, decode_frames, read_frames
+from importers import frame_log, signal_log
+from importers.frame_log import CliSignal, Finalize
+from importers.signal_log import Intent, Signal
 from importers.text_archive import DEFAULT_LIMITS as TEXT_LIMITS
 from importers.text_archive import TextRecord, decode_line, read_records
 from migrate.pipeline import identity
 from migrate.pipeline.legacy_records import summary
 from migrate.store.codec import MAX_PAYLOAD
 
-SIGNAL_LOG, TEXT_ARCHIVE = "signal-log", "text-archive"
-KINDS = (SIGNAL_LOG, TEXT_ARCHIVE)
+SIGNAL_LOG, FRAME_LOG, TEXT_ARCHIVE = "signal-log", "bbg-frame-log", "text-archive"
+KINDS = (SIGNAL_LOG, FRAME_LOG, TEXT_ARCHIVE)
+LOG_KINDS = (SIGNAL_LOG, FRAME_LOG)
 TORN = "truncated-frame"
 
 
@@ -47,7 +49,7 @@ class Scan:
 
 def ordinal_of(kind: str, index: int) -> int:
     """The source ordinal of history ``index`` ≥ 1: event index (logs), 1-based line (archives)."""
-    return index - 1 if kind == SIGNAL_LOG else index
+    return index - 1 if kind in LOG_KINDS else index
 
 
 def _invalid(exc: SignalLogError | TextArchiveError, extra: str = "") -> ValidationFailed:
@@ -85,10 +87,18 @@ def _oversized(path: Path, index: int, start: int, size: int) -> ValidationFaile
     )
 
 
-def _scan_log(path: Path, accept_torn_tail: bool, tick: Callable[[int, int], None]) -> Scan:
+def _frames(kind: str, path: Path) -> Iterator[signal_log.Frame | frame_log.CliFrame]:
+    if kind == FRAME_LOG:
+        return frame_log.read_frames(path)
+    return signal_log.read_frames(path)
+
+
+def _scan_log(
+    path: Path, kind: str, accept_torn_tail: bool, tick: Callable[[int, int], None]
+) -> Scan:
     found = Scan(array("Q"), array("Q"))
     try:
-        for frame in read_frames(path, limits=LOG_LIMITS):
+        for frame in _frames(kind, path):
             if frame.end - frame.start > MAX_PAYLOAD:
                 raise _oversized(path, frame.index, frame.start, frame.end - frame.start)
             found.starts.append(frame.start)
@@ -143,17 +153,19 @@ def scan(
         if progress is not None and items % 4096 == 0:
             progress(items, offset)
 
-    if kind == SIGNAL_LOG:
-        return _scan_log(path, accept_torn_tail, tick)
+    if kind in LOG_KINDS:
+        return _scan_log(path, kind, accept_torn_tail, tick)
     return _scan_archive(path, tick)
 
 
 def decode_item(kind: str, raw: bytes, index: int, start: int, path: Path) -> dict[str, Any]:
     """The summary of the item at history ``index`` from its exact raw bytes."""
-    body: Signal | Intent | TextRecord
+    body: Signal | CliSignal | Intent | Finalize | TextRecord
     try:
         if kind == SIGNAL_LOG:
-            body = next(iter(decode_frames(raw, limits=LOG_LIMITS, path=str(path)))).body
+            body = next(iter(signal_log.decode_frames(raw, path=str(path)))).body
+        elif kind == FRAME_LOG:
+            body = next(iter(frame_log.decode_frames(raw, path=str(path)))).body
         else:
             body = decode_line(raw, index, start, hash_fn=identity.hemera, path=str(path))
     except (SignalLogError, TextArchiveError, StopIteration) as exc:

@@ -28,7 +28,8 @@ from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS, RedbSource
 if TYPE_CHECKING:
     from migrate.pipeline.legacy import LegacyImport
 
-KINDS = ("redb", "signal-log", "text-archive")
+KINDS = ("redb", "signal-log", "bbg-frame-log", "text-archive")
+LOG_KINDS = ("signal-log", "bbg-frame-log")
 Progress = Callable[[int, int], None]
 
 
@@ -180,13 +181,14 @@ def source_kind(job: Job) -> str:
         kind = job.kind
     elif kind == "unknown" and found.get("size_bytes") == 0:
         raise UsageError(
-            f"{job.source}: the file is empty; name its kind with --kind signal-log or "
-            "--kind text-archive",
+            f"{job.source}: the file is empty; name its kind with --kind signal-log, "
+            "--kind bbg-frame-log or --kind text-archive",
             path=str(job.source),
         )
     if kind not in KINDS:
         raise SourceError(
-            f"{job.source}: not a redb file, Signal log or TextArchive (judged by content)",
+            f"{job.source}: not a redb file, Signal log, frame log or TextArchive (judged by "
+            "content)",
             path=str(job.source),
         )
     if job.content_check not in MODES:
@@ -198,9 +200,9 @@ def source_kind(job: Job) -> str:
             f"{job.source}: --content-check applies to cell.redb sources (this is a {kind})",
             path=str(job.source),
         )
-    if job.accept_torn_tail and kind != "signal-log":
+    if job.accept_torn_tail and kind not in LOG_KINDS:
         raise UsageError(
-            f"{job.source}: --accept-torn-tail applies to Signal logs only (this is a {kind})",
+            f"{job.source}: --accept-torn-tail applies to frame logs only (this is a {kind})",
             path=str(job.source),
         )
     return kind

@@ -10,13 +10,17 @@ check reads one consistent snapshot.  Checks:
 * ``generation``: the status marker and the reader generation it stands for;
 * ``fences``: every fenced namespace;
 * ``leftovers``: imports still in state ``staging``, staged rows and staged namespaces;
+* ``transfer``: this store as a sealed transfer source (seal, whether it recomputes, progress
+  read from the target) and transfers into it (:mod:`migrate.transfer.report`);
 * ``orphan_content``: content rows whose id is not the commit of any history entry.
 
 Problems (the report is unhealthy, exit 3): SQLite corruption, a shape or link error, a status
-marker that is not a reader generation, staged rows or staged namespaces whose import is not in
-state ``staging`` (true leftovers).  Warnings (still healthy): imports in progress, orphan content
-(legacy stores carry payloads that no history entry names; an aborted commit may leave cache
-content, see the design notes), and a writer that appeared while an immutable check ran.
+marker that is not a reader generation (except ``export-v1`` with a seal that recomputes: a
+sealed transfer source, reported as a warning), a broken export seal, staged rows or staged
+namespaces whose import is not in state ``staging`` (true leftovers).  Warnings (still
+healthy): a sealed transfer source, imports in progress, orphan content (legacy stores carry
+payloads that no history entry names; an aborted commit may leave cache content, see the
+design notes), and a writer that appeared while an immutable check ran.
 """
 
 from __future__ import annotations
@@ -84,7 +88,13 @@ def doctor(store_dir: Path) -> dict[str, Any]:
         storage = conn.one("SELECT store_id, hash_suite, last_transaction FROM bbg_storage_v1")
         marker, reached = generations.read_status(conn)
         generation = generations.generation_of(marker)
-        if generation is None:
+        from migrate.transfer.report import section as transfer_section
+
+        transfer = transfer_section(conn)
+        sealed = transfer["sealed_source"]
+        if sealed is not None:
+            _sealed_source(sealed, problems, warnings)
+        elif generation is None:
             problems.append(
                 {
                     "code": "unreadable-status",
@@ -132,10 +142,43 @@ def doctor(store_dir: Path) -> dict[str, Any]:
         "generation": {"status": marker, "generation": generation, "highest_reached": reached},
         "fences": fences,
         "leftovers": leftovers,
+        "transfer": transfer,
         "orphan_content": {"count": orphan_count, "sample": orphans},
         "problems": problems,
         "warnings": warnings,
     }
+
+
+def _sealed_source(
+    sealed: dict[str, Any], problems: list[dict[str, str]], warnings: list[dict[str, str]]
+) -> None:
+    """A store sealed as a transfer source is healthy (and read-only for good) while its
+    seal recomputes; a seal that does not, or 'export-v1' without a seal, is damage."""
+    seal = sealed["seal"]
+    if seal is None or not sealed["seal_valid"]:
+        problems.append(
+            {
+                "code": "bad-export-seal",
+                "detail": "status 'export-v1' but the export seal is missing or no longer "
+                "recomputes from the heads: the sealed source was changed",
+            }
+        )
+        return
+    progress = sealed["progress"]
+    where = (
+        f"{progress['rows']} rows copied"
+        + (", complete" if progress["complete"] else "")
+        + (f", transfer {sealed['state']}" if sealed.get("state") else "")
+        if progress is not None
+        else "target not found or not prepared"
+    )
+    warnings.append(
+        {
+            "code": "sealed-source",
+            "detail": f"sealed as the source of transfer {seal['manifest']} (target "
+            f"{seal['target']}): it refuses every write for good; {where}",
+        }
+    )
 
 
 def _sqlite_checks(conn: Connection, problems: list[dict[str, str]]) -> dict[str, Any]:

@@ -138,3 +138,39 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     )  # fmt: skip
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_a_failure_then_a_success_is_a_retry_not_an_anomaly(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    fleet = build_fleet(tmp_path / "f", 2, invalid=False)
+    first, second = tmp_path / "r1", tmp_path / "r2"
+    cell = fleet.root / "nodes" / "n000" / "cell.redb"
+    fd = os.open(cell, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the old binary still runs on this node
+    try:
+        assert fleet_cli("run", str(fleet.manifest), "--report-dir", str(first)).returncode == 11
+    finally:
+        os.close(fd)
+    # The retry goes into the same directory (its old run report stays until replaced) and
+    # into another one: neither merge is an anomaly, and the success is reported.
+    fleet_cli("run", str(fleet.manifest), "--report-dir", str(second))
+    stale = json.loads((first / "run-all.json").read_text())
+    assert fleet_cli("run", str(fleet.manifest), "--report-dir", str(first)).returncode == 0
+    (first / "run-old.json").write_text(json.dumps(stale))  # an old report kept beside it
+    for dirs in ([first], [first, second]):
+        code, doc = _report(*map(str, dirs))
+        assert doc["anomalies"] == [] and code == 0, doc["anomalies"]
+        assert all(j["exit_code"] == 0 for j in doc["jobs"])
+    # The reverse order in time (a success, later a failure) is an anomaly.
+    late = json.loads((second / "jobs" / next(iter(
+        p.name for p in (second / "jobs").glob("*.json")))).read_text())  # fmt: skip
+    failed = {k: v for k, v in late.items() if k not in ("receipt", "rows")}
+    error = {"code": "store", "exit_code": 1, "message": "disk full", "context": {}}
+    failed.update(exit_code=1, status="failed", finished="2999-01-01T00:00:00.000Z", error=error)
+    third = tmp_path / "r3" / "jobs"
+    third.mkdir(parents=True)
+    (third / f"{late['job']}.json").write_text(json.dumps(failed))
+    code, doc = _report(str(second), str(tmp_path / "r3"))
+    assert [a["code"] for a in doc["anomalies"]] == ["conflicting-results"] and code == 1

@@ -80,7 +80,7 @@ def test_unknown_content_and_bad_kind(tmp_path: Path) -> None:
     res = run(str(other))
     assert (
         res.returncode == 1
-        and "not a redb file, BBG store, signal log or text archive" in res.stderr
+        and "not a redb file, BBG store, signal log, frame log or text archive" in res.stderr
     )
     assert run(str(other), "--kind", "cell").returncode == 2
     res = run(str(other), "--kind", "redb")

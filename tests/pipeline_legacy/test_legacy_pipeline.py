@@ -1,4 +1,5 @@
-"""Signal logs and TextArchives through the staged pipeline, with exact provenance (issue 7)."""
+"""Signal logs, bbg CLI frame logs and TextArchives through the staged pipeline, with exact
+provenance (issues 7 and 11)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ from migrate.inspect import inspect_bbg
 from tests.pipeline.helpers import cli, tree_state
 from tests.pipeline_legacy.support import content, copy_fixture, expected, records
 
-VALID = ["signals-small.log", "texts-small.jsonl"]
+VALID = ["signals-small.log", "texts-small.jsonl", "bbg-cli-small.log", "texts-cybergraph.jsonl"]
 INVALID_LOGS = [
     "signals-overlong-leb.log",
     "signals-unknown-sigil.log",
     "signals-trailing-bytes.log",
+    "signals-foculus-bad-flag.log",
+    "bbg-cli-links-cut.log",
+    "bbg-cli-bad-finalize.log",
 ]
 INVALID_TEXTS = [
     "texts-invalid-blank-line.jsonl",
@@ -30,7 +34,9 @@ INVALID_TEXTS = [
     "texts-invalid-unknown-field.jsonl",
     "texts-invalid-unterminated.jsonl",
     "texts-invalid-utf8.jsonl",
+    "texts-cybergraph-fraud.jsonl",
 ]
+LOG_KINDS = ("signal-log", "bbg-frame-log")
 
 
 def run_json(*args: str) -> dict[str, Any]:
@@ -65,7 +71,7 @@ def check_provenance(src: Path, store: Path, receipt: dict[str, Any], count: int
         assert doc["previous"] == previous.hex()
         prov = doc["provenance"]
         assert prov["source_sha256"] == birth["source"]["sha256"]
-        assert prov["ordinal"] == (index - 1 if legacy["kind"] == "signal-log" else index)
+        assert prov["ordinal"] == (index - 1 if legacy["kind"] in LOG_KINDS else index)
         start, end = prov["span"]
         raw = data[start:end]
         assert doc["raw"] == {"id": hemera.hash(raw).hex(), "size": len(raw)}
@@ -160,8 +166,9 @@ def test_invalid_source_exits_3_with_its_code_and_writes_nothing(name: str, tmp_
     assert tree_state(src, store) == before
 
 
-def test_torn_tail_needs_the_flag_then_imports_the_valid_prefix(tmp_path: Path) -> None:
-    src = copy_fixture("signals-truncated-tail.log", tmp_path / "src")
+@pytest.mark.parametrize("name", ["signals-truncated-tail.log", "bbg-cli-torn-tail.log"])
+def test_torn_tail_needs_the_flag_then_imports_the_valid_prefix(name: str, tmp_path: Path) -> None:
+    src = copy_fixture(name, tmp_path / "src")
     store = tmp_path / "bbg"
     want = expected(src)
     res = cli("run", str(src), "--store", str(store))
@@ -274,7 +281,7 @@ def test_mapping_uses_the_source_namespace_as_the_single_origin(tmp_path: Path) 
 def test_flags_and_kinds_are_checked(tmp_path: Path) -> None:
     texts = copy_fixture("texts-small.jsonl", tmp_path)
     res = cli("run", str(texts), "--store", str(tmp_path / "a"), "--accept-torn-tail")
-    assert res.returncode == 2 and "Signal logs only" in res.stderr
+    assert res.returncode == 2 and "frame logs only" in res.stderr
     res = cli("run", str(texts), "--store", str(tmp_path / "a"), "--kind", "signal-log")
     assert res.returncode == 2 and "the content is a text-archive" in res.stderr
     empty = copy_fixture("signals-empty.log", tmp_path)
@@ -294,7 +301,35 @@ def test_flags_and_kinds_are_checked(tmp_path: Path) -> None:
     assert flagged == plain and flagged["legacy"]["torn_tail"] is None
 
 
-def test_detect_names_both_kinds(tmp_path: Path) -> None:
-    for name, kind in (("signals-small.log", "signal-log"), ("texts-small.jsonl", "text-archive")):
+def test_detect_names_every_kind(tmp_path: Path) -> None:
+    for name, kind in (
+        ("signals-small.log", "signal-log"),
+        ("bbg-cli-small.log", "bbg-frame-log"),
+        ("texts-small.jsonl", "text-archive"),
+    ):
         src = copy_fixture(name, tmp_path)
         assert run_json("detect", str(src))["kind"] == kind
+
+
+def test_a_bbg_cli_log_imports_one_commit_per_frame(tmp_path: Path) -> None:
+    # Before issue 11 this log was read as an old cyb Signal log and refused ("links limit").
+    src = copy_fixture("bbg-cli-small.log", tmp_path / "src")
+    receipt = run_json("run", str(src), "--store", str(tmp_path / "bbg"))
+    assert receipt["source"]["kind"] == receipt["legacy"]["kind"] == "bbg-frame-log"
+    docs = [doc for _, doc, _ in records(tmp_path / "bbg", receipt["legacy"]["namespace"])]
+    assert docs[0]["kind"] == "bbg-frame-log" and docs[0]["items"] == 6
+    summaries = [doc["summary"] for doc in docs[1:]]
+    assert [s["sigil"] for s in summaries] == ["!", ".", "!", "^", "!", "."]
+    assert summaries[1] == {"sigil": "."}
+    assert summaries[4] == {
+        "sigil": "!", "neuron": "01" * 32, "height": 7, "links": 1, "box_moves": 1,
+    }  # fmt: skip
+    assert summaries[3] == {"sigil": "^", "neuron": "09" * 32, "h0": 3}
+    report = run_json("inspect", str(src))
+    assert (report["kind"], report["blocks"], report["link_count"]) == ("bbg-frame-log", 2, 3)
+
+
+def test_an_empty_bbg_cli_log_needs_its_kind(tmp_path: Path) -> None:
+    empty = copy_fixture("signals-empty.log", tmp_path)
+    receipt = run_json("run", str(empty), "--store", str(tmp_path / "a"), "--kind", "bbg-frame-log")
+    assert receipt["legacy"]["kind"] == "bbg-frame-log" and receipt["legacy"]["items"] == 0

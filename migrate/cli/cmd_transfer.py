@@ -1,0 +1,136 @@
+"""``transfer``: BBG → BBG sealed transfer; and the step verbs when SOURCE is a BBG store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from bbg_core.errors import UsageError
+from migrate import api
+from migrate.cli import app
+from migrate.cli._paths import store_option
+from migrate.cli._render import emit_json, err, progress_bar
+from migrate.cli._state import state
+
+SOURCE = typer.Argument(
+    ...,
+    help="The BBG store to transfer from (sealed for good: it refuses writes afterwards).",
+    show_default=False,
+)
+STORE = store_option("The target BBG store directory (default ./bbg).")
+NONCE = typer.Option(
+    None, "--nonce", help="Transfer nonce (64 hex); default: derived from the source store."
+)
+PAGES = typer.Option(None, "--pages", min=1, help="Copy at most N bounded pages in this call.")
+PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per copied page.")
+JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
+
+
+def _job(source: Path, store: Path | None, nonce: str | None, page_rows: int) -> api.TransferJob:
+    named = store if store is not None else (Path(state.store) if state.store else None)
+    return api.TransferJob(source=source, store=named, nonce=nonce, page_rows=page_rows)
+
+
+def _receipt_table(receipt: dict[str, Any]) -> None:
+    table = Table(title="transfer receipt", show_header=False)
+    table.add_row("manifest", receipt["manifest"])
+    table.add_row("target", receipt["target"])
+    table.add_row("nonce", receipt["nonce"])
+    table.add_row("archive digest", receipt["digests"]["source_archive_sha256"])
+    for name, rows in receipt["counts"]["rows"].items():
+        table.add_row(name, f"{rows} rows ({receipt['counts']['new_rows'].get(name, 0)} new)")
+    table.add_row("namespaces", str(receipt["counts"]["namespaces"]))
+    table.add_row("generation", receipt["generation"])
+    err.print(table)
+
+
+def report(outcome: api.TransferOutcome, as_json: bool) -> None:
+    """Render a transfer outcome: the receipt when activated, else how far it got."""
+    if outcome.receipt is not None:
+        if as_json:
+            emit_json(outcome.receipt, "transfer-receipt")
+        else:
+            _receipt_table(outcome.receipt)
+            err.print(f"complete: transfer {outcome.manifest}; the source stays sealed")
+        return
+    doc = outcome.to_json()
+    if as_json:
+        emit_json(doc, "transfer-report")
+        return
+    p = doc["progress"]
+    err.print(
+        f"{doc['status']}: transfer {doc['manifest']}, {p['rows']} of {doc['rows_total']} rows "
+        f"copied ({p['bytes']} bytes)"
+    )
+    if outcome.status == "staging":
+        err.print("copying is not complete: run the same command again to continue")
+
+
+def plan_report(doc: dict[str, Any], as_json: bool) -> None:
+    """Render a transfer plan."""
+    if as_json:
+        emit_json(doc, "transfer-plan")
+        return
+    table = Table(title=f"transfer plan: {doc['source']['path']} -> {doc['target']['path']}")
+    table.add_column("field")
+    table.add_column("value")
+    for key in ("action", "nonce", "rows", "key_value_bytes", "generation_after"):
+        table.add_row(key, str(doc[key]))
+    table.add_row("namespaces", str(len(doc["namespaces"])))
+    table.add_row("source sealed", str(doc["source"]["sealed"]))
+    if doc["progress"] is not None:
+        table.add_row("copied", f"{doc['progress']['rows']} rows")
+    err.print(table)
+
+
+def step(verb: str, source: Path, store: Path | None, nonce: str | None, as_json: bool,
+         legacy: dict[str, Any] | None = None, *, pages: int | None = None,
+         page_rows: int = 512) -> bool:  # fmt: skip
+    """Run step ``verb`` as a transfer when SOURCE is a BBG store; False when it is not.
+
+    ``legacy``: the options that only apply to a legacy source (refused for a store).
+    """
+    if not api.is_store(source):
+        return False
+    given = sorted(name for name, value in (legacy or {}).items() if value)
+    if given:
+        raise UsageError(
+            f"{source} is a BBG store (a transfer source): "
+            f"{', '.join('--' + g.replace('_', '-') for g in given)} "
+            "apply to legacy sources only",
+            path=str(source),
+        )
+    job = _job(source, store, nonce, page_rows)
+    with progress_bar(verb, enabled=not as_json) as progress:
+        if verb == "plan":
+            plan_report(api.transfer_plan(job, progress), as_json)
+            return True
+        if verb in ("run", "transfer"):
+            outcome = api.transfer(job, max_pages=pages, progress=progress)
+        elif verb == "stage":
+            outcome = api.transfer_stage(job, max_pages=pages, progress=progress)
+        else:
+            verbs = {
+                "seal": api.transfer_seal,
+                "validate": api.transfer_validate,
+                "activate": api.transfer_activate,
+            }
+            outcome = verbs[verb](job, progress)
+    report(outcome, as_json)
+    return True
+
+
+@app.command("transfer")
+def transfer_cmd(
+    source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, pages: int = PAGES,
+    page_rows: int = PAGE_ROWS, as_json: bool = JSON,
+) -> None:  # fmt: skip
+    """Seal a BBG store and move its history into another store; prints the receipt."""
+    if not step("transfer", source, store, nonce, as_json, pages=pages, page_rows=page_rows):
+        raise UsageError(
+            f"{source} is not a BBG store; migrate a legacy file with `bbg-migrate run`",
+            path=str(source),
+        )

@@ -1,0 +1,105 @@
+"""What ``inspect`` and ``doctor`` say about transfers, read-only.
+
+* a **sealed source** (status ``export-v1``): its seal (manifest, target, nonce, prior), whether
+  the seal still recomputes from the store's heads, and the progress of the transfer as the
+  target records it (the source itself is never written after sealing, so its progress is
+  read from the target store named in the seal, read-only, when it is reachable);
+* a **target with transfers**: every transfer import, its state (``staging``, ``active``),
+  its cursor (table, rows and bytes copied) and the source it comes from.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bbg_core.errors import MigrateError
+from fences import generations
+from migrate.store.codec import Head
+from migrate.transfer.cursor import Cursor
+from migrate.transfer.source import export_seal, manifest_of
+from migrate.transfer.target import RECORD_FORMAT, STREAM
+
+
+def _heads(db: Any) -> list[tuple[bytes, Head]]:
+    return [
+        (bytes(k), Head.decode(bytes(v)))
+        for k, v in db.rows("SELECT key, value FROM application_heads ORDER BY key")
+    ]
+
+
+def sealed_source(db: Any) -> dict[str, Any] | None:
+    """The sealed-source section of a store's report, or None if it is not sealed."""
+    marker, _ = generations.read_status(db)
+    seal = export_seal(db)
+    if seal is None and marker != generations.EXPORT_MARKER:
+        return None
+    if seal is None:
+        return {"seal": None, "seal_valid": False, "progress": None, "target_found": False}
+    valid = manifest_of(seal.target, seal.nonce, seal.prior, _heads(db)) == seal.manifest
+    doc: dict[str, Any] = {"seal": seal.to_json(), "seal_valid": valid}
+    doc.update(_progress_at(seal.detail.get("target_store", {}).get("path"), seal.manifest))
+    return doc
+
+
+def _progress_at(path: str | None, manifest: bytes) -> dict[str, Any]:
+    """The transfer's progress as recorded in the target at ``path`` (read-only)."""
+    from migrate.share.common import open_readonly
+
+    if path is None or not Path(path).is_dir():
+        return {"target_found": False, "progress": None, "state": None}
+    iid = manifest.hex()
+    try:
+        with open_readonly(Path(path)) as db, db.read():
+            row = db.one(
+                "SELECT cursor FROM bbg_import_v1_cursors WHERE import_id = ? AND stream = ?",
+                (iid, STREAM),
+            )
+            state = db.one("SELECT state FROM bbg_import_v1_imports WHERE import_id = ?", (iid,))
+    except MigrateError:
+        return {"target_found": False, "progress": None, "state": None}
+    return {
+        "target_found": True,
+        "progress": None if row is None else Cursor.decode(bytes(row[0])).to_json(),
+        "state": None if state is None else str(state[0]),
+    }
+
+
+def transfers(db: Any) -> list[dict[str, Any]]:
+    """Every transfer recorded in a (target) store, in manifest order."""
+    out: list[dict[str, Any]] = []
+    for iid, seal_text, state in db.rows(
+        "SELECT s.import_id, s.seal, i.state FROM bbg_import_v1_seals AS s "
+        "JOIN bbg_import_v1_imports AS i ON i.import_id = s.import_id ORDER BY s.import_id"
+    ):
+        doc = json.loads(seal_text)
+        if doc.get("format") != RECORD_FORMAT:
+            continue
+        row = db.one(
+            "SELECT cursor FROM bbg_import_v1_cursors WHERE import_id = ? AND stream = ?",
+            (iid, STREAM),
+        )
+        out.append(
+            {
+                "manifest": doc["manifest"],
+                "state": str(state),
+                "source_store_id": doc["source"]["store_id"],
+                "namespaces": len(doc["sources"]),
+                "progress": None if row is None else Cursor.decode(bytes(row[0])).to_json(),
+            }
+        )
+    return out
+
+
+def section(db: Any) -> dict[str, Any]:
+    """The ``transfer`` section of ``inspect``/``doctor``: sealed source and transfers."""
+    return {"sealed_source": sealed_source(db), "transfers": transfers(db)}
+
+
+def section_at(store_dir: Path) -> dict[str, Any]:
+    """:func:`section` of the store in ``store_dir``, on a read-only connection of its own."""
+    from migrate.share.common import open_readonly
+
+    with open_readonly(Path(store_dir)) as db, db.read():
+        return section(db)

@@ -1,0 +1,414 @@
+"""The transfer reader: the one way to open a BBG store that is (or becomes) a transfer source.
+
+Rules from cyberia-to/bbg ``rs/src/storage/application/archive.rs`` (``ApplicationArchive``)
+and ``transfer.rs`` (``TransferSource``), ``specs/application-transfer.md``:
+
+* a source is an existing store whose status is absent, ``complete`` or ``export-v1``
+  (anything else, e.g. ``neuron-v1`` after a mapped import, is a Conflict): an original
+  application store with 1..256 namespaces;
+* the seal binds the target, the transfer nonce and the source's last transaction before
+  sealing (``prior``); the manifest is hemera over ``bbg/application-transfer/1\\0`` ‖ target ‖
+  nonce ‖ prior ‖ every (namespace ‖ head index u64 LE ‖ head commit) in namespace order;
+* sealing re-checks every pinned head under the store's write lock and commits the seal with
+  status := ``export-v1`` in one transaction; from then on every normal open or write is
+  refused (:mod:`fences.generations`), even through a handle opened before;
+* an existing seal for another target or nonce is a Conflict; a seal that no longer
+  recomputes from the current heads, or ``export-v1`` without a seal, is corrupt.
+
+This module writes to the source exactly once: the sealing transaction.  Everything else
+reads, in one snapshot per call (:func:`read_state`), or page by page after the seal (the
+sealed source cannot change).  Our ``prior`` is the store's transaction counter as u64 LE,
+zero-padded to 32 bytes (bbg stores a 32-byte change id there; a fresh store has none = 0).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import schemas
+from bbg_core.errors import Conflict, StoreCorrupt, ValidationFailed
+from fences import generations
+from migrate.cell_rules import DIGEST_ORDER
+from migrate.inspect import cell_report
+from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS, Page
+from migrate.store import open_store
+from migrate.store.codec import Head
+from migrate.store.connection import Connection
+from migrate.store.imports import canonical_json
+from migrate.store.store import Store
+from migrate.store.tables import StoreTables
+from migrate.transfer.cursor import DONE, Cursor
+
+SEAL_DOMAIN = b"bbg/application-transfer/1\x00"
+MAX_SOURCES = 256  # bbg: at most 256 pinned namespaces
+EXPORT_TABLE = "bbg_import_v1_export"
+SEAL_FORMAT = "bbg-migrate/transfer-seal/1"
+Progress = Callable[[int, int], None]
+Sources = list[tuple[bytes, Head]]
+ALLOWED_STATUS = (None, "complete", generations.EXPORT_MARKER)
+
+
+def prior_of(last_transaction: int) -> bytes:
+    """The 32-byte ``prior`` of a store whose transaction counter is ``last_transaction``."""
+    return last_transaction.to_bytes(8, "little") + bytes(24)
+
+
+def manifest_of(target: bytes, nonce: bytes, prior: bytes, sources: Sources) -> bytes:
+    """The transfer manifest (bbg ``TransferSource::from_archive``), over sorted sources."""
+    from importers import hemera
+
+    h = hemera.Hasher()
+    h.update(SEAL_DOMAIN)
+    h.update(target + nonce + prior)
+    for namespace, head in sources:
+        h.update(namespace + head.index.to_bytes(8, "little") + head.commit)
+    return h.digest()
+
+
+@dataclass(frozen=True)
+class ExportSeal:
+    """A source's seal: bbg's 128 bytes (target, nonce, prior, manifest) plus our facts."""
+
+    target: bytes
+    nonce: bytes
+    prior: bytes
+    manifest: bytes
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The seal in reports."""
+        return {
+            "manifest": self.manifest.hex(),
+            "target": self.target.hex(),
+            "nonce": self.nonce.hex(),
+            "prior": self.prior.hex(),
+            **self.detail,
+        }
+
+
+def export_seal(db: Any) -> ExportSeal | None:
+    """The export seal recorded in a store, or None (the table is absent in older stores)."""
+    exists = db.one(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (EXPORT_TABLE,)
+    )
+    if exists is None:
+        return None
+    row = db.one(f"SELECT target, nonce, prior, manifest, detail FROM {EXPORT_TABLE} WHERE id = 1")
+    if row is None:
+        return None
+    fields = [bytes(v) for v in row[:4]]
+    if any(len(v) != 32 for v in fields):
+        raise StoreCorrupt(
+            f"{db.path}: the export seal is malformed (fields of {[len(v) for v in fields]} "
+            "bytes, want 4 x 32)",
+            path=str(db.path),
+        )
+    import json
+
+    target, nonce, prior, manifest = fields
+    return ExportSeal(target, nonce, prior, manifest, dict(json.loads(row[4])))
+
+
+def sources_of(report: dict[str, Any]) -> Sources:
+    """The pinned (namespace, head) pairs of a store report, in namespace order."""
+    return [
+        (bytes.fromhex(ns), Head(v["head_index"], bytes.fromhex(v["head_commit"])))
+        for ns, v in sorted(report["namespaces"].items())
+    ]
+
+
+@dataclass
+class SourceState:
+    """One consistent read of the source: report, counter, marker, seal, pinned heads."""
+
+    path: Path
+    store_id: str
+    last_transaction: int
+    marker: str | None
+    seal: ExportSeal | None
+    report: dict[str, Any]
+    sources: Sources
+
+    def check(self) -> None:
+        """Raise unless this store may be a transfer source (bbg ``ApplicationArchive``)."""
+        path = str(self.path)
+        if self.marker not in ALLOWED_STATUS:
+            raise Conflict(
+                f"{self.path}: status marker {self.marker!r}: only an original application "
+                "store (status absent, 'complete' or a sealed 'export-v1') can be a transfer "
+                "source; nothing was written",
+                path=path,
+                marker=self.marker,
+            )
+        if self.marker == generations.EXPORT_MARKER and self.seal is None:
+            raise StoreCorrupt(
+                f"{self.path}: status 'export-v1' but no export seal; the store is damaged",
+                path=path,
+            )
+        if self.seal is not None and self.marker != generations.EXPORT_MARKER:
+            raise StoreCorrupt(
+                f"{self.path}: an export seal but status {self.marker!r}; the store is damaged",
+                path=path,
+            )
+        if not self.report["valid"]:
+            first = self.report["errors"][0]
+            more = self.report["error_count"] - 1
+            raise ValidationFailed(
+                f"{self.path}: the source store breaks the store rules: {first['code']}: "
+                f"{first['detail']}" + (f" (and {more} more)" if more else "")
+                + "; nothing was written",
+                path=path,
+                errors=self.report["errors"],
+            )  # fmt: skip
+        if not 1 <= len(self.sources) <= MAX_SOURCES:
+            raise ValidationFailed(
+                f"{self.path}: a transfer source has 1..{MAX_SOURCES} namespaces, this one "
+                f"{len(self.sources)}; nothing was written",
+                path=path,
+                errors=[{"code": "limit-exceeded", "detail": f"namespaces: {len(self.sources)}"}],
+            )
+        if self.seal is not None:
+            verify(self.seal, self.sources, self.path)
+
+    @property
+    def rows(self) -> int:
+        return sum(int(t["rows"]) for t in self.report["tables"].values())
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(t["total_bytes"]) for t in self.report["tables"].values())
+
+
+def verify(seal: ExportSeal, sources: Sources, path: Path) -> None:
+    """StoreCorrupt unless the seal's manifest recomputes from the current heads."""
+    if manifest_of(seal.target, seal.nonce, seal.prior, sources) != seal.manifest:
+        raise StoreCorrupt(
+            f"{path}: the export seal (manifest {seal.manifest.hex()}) no longer recomputes "
+            "from the store's heads: the sealed source was changed; do not activate from it",
+            path=str(path),
+            manifest=seal.manifest.hex(),
+        )
+
+
+class _Five:
+    """A store's five tables as the RowSource :func:`cell_report` reads."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._t = StoreTables(conn)
+
+    def table_kinds(self) -> dict[str, str]:
+        return {name: "table" for name in DIGEST_ORDER}
+
+    def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        return self._t.rows(table)
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        return self._t.get(table, key)
+
+
+def read_state(conn: Connection, path: Path, progress: Progress | None = None) -> SourceState:
+    """Read everything in one snapshot of ``conn``: shape, content ids and links of every
+    row (the project's cell rules, :func:`migrate.inspect.cell_report`), heads, marker, seal."""
+    with conn.read():
+        storage = conn.one("SELECT store_id, last_transaction FROM bbg_storage_v1 WHERE id = 1")
+        assert storage is not None
+        marker, _ = generations.read_status(conn)
+        seal = export_seal(conn)
+        report = cell_report(_Five(conn), progress=progress, hemera_digest=False)
+    return SourceState(
+        path=path,
+        store_id=str(storage[0]),
+        last_transaction=int(storage[1]),
+        marker=marker,
+        seal=seal,
+        report=report,
+        sources=sources_of(report),
+    )
+
+
+def _export_table_sql() -> str:
+    """The CREATE statement of the export table, from the store's SQL (older stores lack
+    the table; the sealing transaction creates it)."""
+    buf = ""
+    for line in schemas.sql("store").splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if f"CREATE TABLE IF NOT EXISTS {EXPORT_TABLE}" in buf:
+                return "\n".join(
+                    ln for ln in buf.splitlines() if not ln.lstrip().startswith("--")
+                ).strip()
+            buf = ""
+    raise AssertionError(f"schemas/store.sql has no {EXPORT_TABLE}")
+
+
+class SourceStore:
+    """A BBG store opened by the transfer reader (see the module docstring)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        # maintenance: the open itself does not refuse 'export-v1'; every write still does.
+        self.store: Store = open_store(self.directory, maintenance=True)
+        self._conn = Connection(self.store.db_path)
+
+    def close(self) -> None:
+        self._conn.close()
+        self.store.close()
+
+    def __enter__(self) -> SourceStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read(self, progress: Progress | None = None) -> SourceState:
+        """One consistent read of the source (see :func:`read_state`), checked."""
+        state = read_state(self._conn, self.directory, progress)
+        state.check()
+        return state
+
+    def seal(
+        self, state: SourceState, target: bytes, nonce: bytes, detail: dict[str, Any]
+    ) -> ExportSeal:
+        """Seal the source for (target, nonce), or check the seal it already has."""
+        path = str(self.directory)
+        if any(ns == target for ns, _ in state.sources):
+            raise Conflict(
+                f"{path}: the transfer target id {target.hex()} is one of the source's namespaces",
+                path=path,
+            )
+        if state.seal is not None:
+            _same_seal(state.seal, target, nonce, self.directory)
+            return state.seal
+        prior = prior_of(state.last_transaction)
+        manifest = manifest_of(target, nonce, prior, state.sources)
+        with self.store.transaction(action="seal the transfer source") as tx:
+            # Under the store's write lock: nothing committed since the read, every pinned
+            # head is still the head (bbg re-checks the heads in the sealing transaction).
+            if tx.number - 1 != state.last_transaction:
+                raise Conflict(
+                    f"{path}: the source store changed while it was read (transaction "
+                    f"{state.last_transaction} -> {tx.number - 1}); nothing was sealed, rerun",
+                    path=path,
+                )
+            for ns, head in state.sources:
+                row = tx.one("SELECT value FROM application_heads WHERE key = ?", (ns,))
+                if row is None or bytes(row[0]) != head.encode():
+                    raise Conflict(
+                        f"{path}: namespace {ns.hex()} moved after it was pinned; nothing "
+                        "was sealed, rerun",
+                        path=path,
+                        namespace=ns,
+                    )
+            count = tx.one("SELECT count(*) FROM application_heads")
+            if count is None or int(count[0]) != len(state.sources):
+                raise Conflict(f"{path}: a namespace appeared after the heads were pinned")
+            tx.execute(_export_table_sql())
+            doc = {
+                "format": SEAL_FORMAT,
+                "prior_transaction": state.last_transaction,
+                "sealed_transaction": tx.number,
+                **detail,
+            }
+            tx.execute(
+                f"INSERT INTO {EXPORT_TABLE} (id, target, nonce, prior, manifest, detail, "
+                "transaction_no) VALUES (1, ?, ?, ?, ?, ?, ?)",
+                (target, nonce, prior, manifest, canonical_json(doc), tx.number),
+            )
+            generations.set_transitional(tx, generations.EXPORT_MARKER)
+        sealed = ExportSeal(target, nonce, prior, manifest, doc)
+        verify(sealed, state.sources, self.directory)
+        return sealed
+
+    def recheck(self, seal: ExportSeal) -> None:
+        """Before activation: still sealed, nothing written since, and the seal recomputes."""
+        with self._conn.read():
+            marker, _ = generations.read_status(self._conn)
+            now = export_seal(self._conn)
+            row = self._conn.one("SELECT last_transaction FROM bbg_storage_v1 WHERE id = 1")
+            heads = [
+                (bytes(k), Head.decode(bytes(v)))
+                for k, v in self._conn.rows("SELECT key, value FROM application_heads ORDER BY key")
+            ]
+        path = self.directory
+        if marker != generations.EXPORT_MARKER or now is None or now.manifest != seal.manifest:
+            raise StoreCorrupt(
+                f"{path}: the source is no longer sealed for manifest {seal.manifest.hex()} "
+                f"(status {marker!r}); nothing was activated",
+                path=str(path),
+            )
+        assert row is not None
+        if int(row[0]) != int(seal.detail["sealed_transaction"]):
+            raise StoreCorrupt(
+                f"{path}: the sealed source was written after sealing (transaction "
+                f"{seal.detail['sealed_transaction']} -> {row[0]}); nothing was activated",
+                path=str(path),
+            )
+        verify(seal, heads, path)
+
+    def pages(
+        self,
+        cursor: bytes | None,
+        *,
+        max_rows: int = MAX_PAGE_ROWS,
+        max_bytes: int = MAX_PAGE_BYTES,
+    ) -> Iterator[Page]:
+        """Bounded pages after ``cursor`` (bbg's layout, :mod:`.cursor`), one table per page.
+
+        Only a sealed source is paged: it cannot change between pages.  The last page's
+        cursor says table 5 (every table copied).
+        """
+        at = Cursor.decode(cursor) if cursor else Cursor()
+        table, after, rows, nbytes = at.table, at.after, at.rows, at.nbytes
+        pending: tuple[list[tuple[int, bytes, bytes]], int, int, bytes] | None = None
+        while table < DONE:
+            name = DIGEST_ORDER[table]
+            batch = list(
+                self._conn.rows(
+                    f"SELECT key, value FROM {name} WHERE key > ? ORDER BY key LIMIT ?",
+                    (after or b"", max_rows),
+                )
+            )
+            if not batch:
+                table, after = table + 1, None
+                continue
+            page: list[tuple[int, bytes, bytes]] = []
+            size = 0
+            for key, value in batch:
+                k, v = bytes(key), bytes(value)
+                if page and size + len(k) + len(v) > max_bytes:
+                    break
+                page.append((table, k, v))
+                size += len(k) + len(v)
+            after = page[-1][1]
+            rows += len(page)
+            nbytes += size
+            if pending is not None:
+                yield Page(pending[0], pending[3], pending[1])
+            pending = (page, size, table, Cursor(table, after, rows, nbytes).encode())
+        if pending is not None:
+            yield Page(pending[0], Cursor(DONE, None, rows, nbytes).encode(), pending[1])
+
+
+def _same_seal(seal: ExportSeal, target: bytes, nonce: bytes, path: Path) -> None:
+    if seal.target != target or seal.nonce != nonce:
+        where = seal.detail.get("target_store", {}).get("path")
+        raise Conflict(
+            f"{path}: the source is already sealed for another transfer (target "
+            f"{seal.target.hex()}{f' at {where}' if where else ''}, nonce {seal.nonce.hex()}, "
+            f"manifest {seal.manifest.hex()}); resealing with another target or nonce is "
+            "refused. Finish that transfer (same --store and --nonce)",
+            path=str(path),
+            manifest=seal.manifest.hex(),
+            target=seal.target.hex(),
+            nonce=seal.nonce.hex(),
+        )
+
+
+def check_same_seal(seal: ExportSeal | None, target: bytes, nonce: bytes, path: Path) -> None:
+    """The Conflict a reseal would raise (for ``plan``)."""
+    if seal is not None:
+        _same_seal(seal, target, nonce, path)
