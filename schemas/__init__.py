@@ -7,10 +7,52 @@ from __future__ import annotations
 
 import functools
 import json
+import re
+from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
 import jsonschema
+
+# "Hex bytes" patterns (``^([0-9a-f]{2})+$`` and kin): Python's ``re`` keeps backtracking
+# state for every repetition of the group, so a 32 MiB value would cost gigabytes.  They
+# are checked in linear time and constant memory instead, with the same meaning.
+_HEX_BYTES = re.compile(r"\^\((?:\?:)?\[0-9a-f\]\{2\}\)(\+|\*|\{(\d+),(\d+)\})\$")
+_HEX_DIGITS = re.compile(r"[0-9a-f]*")
+
+
+def _hex_bytes_check(pattern: str) -> Any:
+    """A linear check equal to ``pattern`` if it is a hex-bytes pattern, else None."""
+    m = _HEX_BYTES.fullmatch(pattern)
+    if m is None:
+        return None
+    low, high = {"+": (1, None), "*": (0, None)}.get(
+        m.group(1), (int(m.group(2) or 0), int(m.group(3) or 0))
+    )
+
+    def check(text: str) -> bool:
+        n, odd = divmod(len(text), 2)
+        return (
+            not odd and n >= low and (high is None or n <= high)
+            and _HEX_DIGITS.fullmatch(text) is not None
+        )  # fmt: skip
+
+    return check
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "string"):
+        return
+    check = _hex_bytes_check(pattern)
+    ok = check(instance) if check is not None else re.search(pattern, instance) is not None
+    if not ok:
+        shown = instance if len(instance) <= 80 else instance[:80] + "..."
+        yield jsonschema.ValidationError(f"{shown!r} does not match {pattern!r}")
+
+
+def linear(cls: Any) -> Any:
+    """The validator class ``cls`` with hex-bytes patterns checked in linear time."""
+    return jsonschema.validators.extend(cls, validators={"pattern": _pattern})
 
 
 @functools.cache
@@ -37,7 +79,7 @@ def validator(name: str) -> jsonschema.protocols.Validator:
     schema = load(name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    checker: jsonschema.protocols.Validator = cls(schema, registry=_registry())
+    checker: jsonschema.protocols.Validator = linear(cls)(schema, registry=_registry())
     return checker
 
 

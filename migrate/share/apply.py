@@ -7,6 +7,10 @@ follows the index, the content carried is the commit's).  The whole stream runs 
 transaction; the first bad, conflicting, oversized or truncated line rolls back every earlier
 line and is named in the error (``line=``, ``event=``).
 
+Content rows are then checked exactly as a migration checks them
+(:mod:`migrate.share.verify`: codec, Blob ids = hemera(payload), Data ids), once the whole
+stream is in the transaction; a bad row refuses the stream, naming its line.
+
 Merge semantics (an ordered logical merge, not a CRDT): a commit event is published through
 the GraphPort (:func:`migrate.store.graph.publish`) with its retracted head as the expected
 head, so a namespace that moved differently on the receiver is a HeadMismatch (exit 4).  An
@@ -25,6 +29,7 @@ from typing import Any, BinaryIO
 from bbg_core.errors import MigrateError, ValidationFailed
 from migrate.share.common import MAX_LINE, canonical, schema_problem
 from migrate.share.events import commit_event_id, rows_event_id
+from migrate.share.verify import ContentLedger
 from migrate.store import Store
 from migrate.store.codec import CODECS, CONTENT, MAX_PAYLOAD, Head, history_key
 from migrate.store.graph import publish, resolve
@@ -56,12 +61,21 @@ def read_line(stream: BinaryIO, number: int, max_line: int) -> bytes | None:
     return raw
 
 
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc)[:200]
+
+
 def parse_event(raw: bytes, number: int) -> dict[str, Any]:
     """Decode and check one event line (see the module docstring)."""
     try:
         doc: dict[str, Any] = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(number, "invalid-json", f"not UTF-8 JSON ({exc})") from exc
+    except (ValueError, RecursionError) as exc:
+        # ValueError: bad UTF-8, bad JSON, or an integer of more digits than Python parses;
+        # RecursionError: nesting deeper than the parser goes.  Neither is an event.
+        why = _why(exc)
+        raise _bad(number, "invalid-json", f"not UTF-8 JSON an event can be ({why})") from exc
     problem = schema_problem(doc, "event")
     if problem:
         raise _bad(number, "schema", f"not an event/1 ({problem})")
@@ -124,6 +138,15 @@ def _check_rows(doc: dict[str, Any]) -> str | None:
     return None
 
 
+def content_keys(doc: dict[str, Any]) -> list[bytes]:
+    """The ids of the content rows an event carries."""
+    if doc["kind"] == "commit":
+        return [bytes.fromhex(doc["asserted"][1]["id"])]
+    if doc["provenance"]["table"] == CONTENT:
+        return [bytes.fromhex(a["id"]) for a in doc["asserted"]]
+    return []
+
+
 def apply_event(tx: Tx, doc: dict[str, Any], reader_generation: str) -> Receipt:
     """Apply one checked event inside ``tx``; returns its receipt."""
     deltas = {"content": 0, "claims": 0, "history": 0}
@@ -175,20 +198,27 @@ def apply_stream(
     events = replayed = 0
     basis: str | None = None
     with store.transaction(action="apply") as tx:
+        ledger = ContentLedger(tx, "applied")
         number = 0
         while True:
             number += 1
-            raw = read_line(stream, number, max_line)
-            if raw is None:
-                break
-            doc = parse_event(raw, number)
             try:
-                receipt = apply_event(tx, doc, store.reader_generation)
-            except MigrateError as exc:
-                raise type(exc)(
-                    f"line {number} (event {doc['event']}): {exc.message}; nothing was applied",
-                    **{**exc.context, "line": number, "event": doc["event"]},
-                ) from exc
+                raw = read_line(stream, number, max_line)
+                if raw is None:
+                    break
+                doc = parse_event(raw, number)
+                try:
+                    receipt = apply_event(tx, doc, store.reader_generation)
+                except MigrateError as exc:
+                    raise type(exc)(
+                        f"line {number} (event {doc['event']}): {exc.message}; nothing was "
+                        "applied",
+                        **{**exc.context, "line": number, "event": doc["event"]},
+                    ) from exc
+            except MigrateError:
+                ledger.check(before=number)  # an earlier bad content row is named first
+                raise
+            ledger.add_many(content_keys(doc), number)
             events += 1
             basis = doc["event"]
             if not any(receipt["deltas"].values()):
@@ -197,6 +227,7 @@ def apply_stream(
                 totals[key] += n
             if on_receipt is not None:
                 on_receipt(receipt)
+        ledger.check()
     return {
         "kind": "bbg-apply",
         "events": events,

@@ -49,7 +49,7 @@ def _validator(name: str) -> Any:
     flat = _inline(schema, schema.get("$defs", {}))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(flat)
+    return schemas.linear(cls)(flat)
 
 
 def schema_problem(doc: Any, name: str) -> str | None:

@@ -7,7 +7,8 @@ same columns) and its row inserted, all in one write transaction.  At the footer
 over every prior line, the counts, the record total, the archive digest of the restored five
 tables and their links (:func:`migrate.links.validate_links`) must all agree; nothing may
 follow the footer.  Only then is the transaction committed, the file and directory fsynced,
-and the directory renamed onto the destination.  Any failure removes the temporary directory
+and the directory renamed onto the destination.  Every content row is checked exactly as a
+migration checks content (:mod:`migrate.share.verify`).  Any failure removes the temporary directory
 and names the line (``line=``).  The restored store gets a new store id; everything else the
 snapshot carries (including ``last_transaction``) is restored exactly.
 """
@@ -29,8 +30,9 @@ from migrate.share.apply import read_line
 from migrate.share.backup import _fsync
 from migrate.share.common import MAX_LINE, canonical, schema_problem
 from migrate.share.snapshot import STORAGE, columns, line_hash, retained_tables
+from migrate.share.verify import ContentLedger
 from migrate.store import open_store
-from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.codec import ARCHIVE_ORDER, CONTENT
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
 from migrate.store.layout import DB_NAME
@@ -39,8 +41,8 @@ from migrate.store.tx import Tx
 
 _BATCH = 512
 _ROW_KEYS = frozenset({"table", "key", "value", "h"})
-_KEY = re.compile(r"(?:[0-9a-f]{2}){1,64}")
-_VALUE = re.compile(r"(?:[0-9a-f]{2})*")
+# Linear-time forms of the hex patterns (a repeated group costs memory per repetition).
+_HEX = re.compile(r"[0-9a-f]*")
 _H = re.compile(r"[0-9a-f]{16}")
 _FIVE = frozenset(ARCHIVE_ORDER)
 
@@ -57,8 +59,9 @@ def _plain_row_ok(doc: dict[str, Any]) -> bool:
     table, key, value, h = doc["table"], doc["key"], doc["value"], doc["h"]
     return (
         isinstance(table, str) and table in _FIVE
-        and isinstance(key, str) and _KEY.fullmatch(key) is not None
-        and isinstance(value, str) and _VALUE.fullmatch(value) is not None
+        and isinstance(key, str) and 2 <= len(key) <= 128 and len(key) % 2 == 0
+        and _HEX.fullmatch(key) is not None
+        and isinstance(value, str) and len(value) % 2 == 0 and _HEX.fullmatch(value) is not None
         and isinstance(h, str) and _H.fullmatch(h) is not None
     )  # fmt: skip
 
@@ -75,8 +78,11 @@ def _decode(raw: bytes, number: int, schema: str | None = None) -> dict[str, Any
     """Check one line; ``schema`` None: a record, or the footer when it says ``bbg: end``."""
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(number, f"not UTF-8 JSON ({exc})") from exc
+    except (ValueError, RecursionError) as exc:
+        # Bad UTF-8 or JSON, an integer of more digits than Python parses, or nesting deeper
+        # than the parser goes: none of them is a snapshot line.
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise _bad(number, f"not UTF-8 JSON a snapshot line can be ({why})") from exc
     if not isinstance(doc, dict) or canonical(doc) != raw:
         raise _bad(number, "not a canonical JSON object")
     if doc.get("h") != line_hash(doc):
@@ -104,6 +110,7 @@ class _Loader:
 
     def __init__(self, conn: Connection) -> None:
         self.tx = Tx(conn, 0)
+        self.content = ContentLedger(self.tx, "restored")
         self.columns = {t: columns(conn, t) for t in retained_tables(conn)}
         self.counts: dict[str, int] = {}
         self.pending: dict[str, list[tuple[bytes, bytes]]] = {t: [] for t in ARCHIVE_ORDER}
@@ -114,7 +121,10 @@ class _Loader:
         self.counts[table] = self.counts.get(table, 0) + 1
         if table in self.pending:
             batch = self.pending[table]
-            batch.append((bytes.fromhex(doc["key"]), bytes.fromhex(doc["value"])))
+            key = bytes.fromhex(doc["key"])
+            batch.append((key, bytes.fromhex(doc["value"])))
+            if table == CONTENT:
+                self.content.add(key, number)
             if len(batch) >= _BATCH:
                 self.flush(table)
         elif table == STORAGE:
@@ -198,6 +208,7 @@ def _load(stream: BinaryIO, directory: Path, max_line: int) -> dict[str, Any]:
             if read_line(stream, number + 1, max_line) is not None:
                 raise _bad(number + 1, "data after the footer")
             loader.flush()
+            loader.content.check()  # as a migration checks content: codec, Blob/Data ids
             _check_footer(conn, loader, footer, digest.hexdigest(), number)
     finally:
         conn.close()

@@ -113,6 +113,15 @@ class Tx:
                     )
         return inserted
 
+    def scratch(self, sql: str, params: Params = ()) -> None:
+        """Run a statement on a TEMP table: it changes no stored row, so it does not count
+        as a write (a transaction that only did this still ends in ROLLBACK)."""
+        self._conn.execute(sql, params)
+
+    def scratch_many(self, sql: str, rows: Any) -> None:
+        """:meth:`scratch` for each parameter row."""
+        self._conn.executemany(sql, rows)
+
     def executemany(self, sql: str, rows: Any) -> None:
         """Run one writing statement for each parameter row."""
         self.wrote = True

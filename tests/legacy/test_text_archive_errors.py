@@ -320,7 +320,10 @@ def test_created_may_be_null_or_absent() -> None:
 
 
 def test_the_array_form_serde_reads_as_the_struct() -> None:
-    # serde_json deserialises a struct from a JSON array of its fields in order, all present.
+    # serde_json deserialises a struct from a JSON array of its fields in order, all present:
+    # serde-rs/json tests/test.rs (0035947522dbad7a123ffd3e9b1d48a77103ec93) test_parse_struct
+    # reads `Outer` from "[[[null, 2, [\"abc\", \"xyz\"]]]]"; test_parse_option reads a
+    # missing Option field as None (our `created`).
     data = raw_line(f'["{PID}","x",null]') + raw_line(f'[ "{PID}" , "x" , 7 ]')
     assert [(r.text, r.created) for r in records(data)] == [("x", None), ("x", 7)]
 
