@@ -14,6 +14,7 @@ import pytest
 
 import schemas
 from bbg_core.errors import Locked, StoreRefused, StoreSealed
+from migrate import api
 from migrate.inspect import inspect_bbg
 from migrate.store import Head, open_store
 from tests.pipeline.helpers import LEGACY, cli, tree_state
@@ -174,9 +175,13 @@ def test_steps_one_at_a_time_give_the_same_receipt(
     ns = bytes.fromhex(direct["sources"][0]["namespace"])  # type: ignore[index]
     with open_store(b_tgt) as st, pytest.raises(Locked):
         st.commit(ns, b"\x05" * 32, None, Head(0, ns), {ns: b"\x01x"}, {}, b"\x05" * 32)
-    seen = []
-    while True:
-        doc = step("stage", "--pages", "1", "--page-rows", "40")
+    first = step("stage", "--pages", "1", "--page-rows", "40")
+    assert first["status"] == "staging"
+    seen = [first["progress"]]
+    job = api.TransferJob(source=b_src, store=b_tgt, page_rows=40)
+    while True:  # the rest in-process (the same verb the CLI calls)
+        outcome = api.transfer_stage(job, max_pages=1)
+        doc = outcome.to_json()
         seen.append(doc["progress"])
         if doc["status"] == "staged":
             break
