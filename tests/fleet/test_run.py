@@ -332,7 +332,7 @@ def test_a_bbg_store_source_is_a_sealed_transfer(tmp_path: Path) -> None:
     moved, refused = doc["jobs"]
     assert (moved["exit_code"], moved["kind"], moved["status"]) == (0, "bbg", "complete")
     schemas.validate(moved["receipt"], "transfer-receipt")
-    assert moved["rows"] == 215
+    assert moved["rows"] == 220  # cell-small: 105+3+50+50+12
     assert (
         refused["exit_code"] == 2
         and "apply to legacy sources only" in (refused["error"]["message"])
