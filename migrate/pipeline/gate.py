@@ -23,6 +23,7 @@ from bbg_core.errors import Conflict, HeadMismatch
 from fences import generations
 from fences.namespaces import fence_of
 from fences.seal import Seal, seal
+from migrate.content_ids import CODEC
 from migrate.pipeline import identity
 from migrate.pipeline.preflight import Job, Preflight, preflight, source_kind
 from migrate.store import creation, imports
@@ -272,6 +273,13 @@ def _nonce_conflict(
             f"{_mapping_options(my_mapping)}"
         )
         repeat.append(_mapping_options(sealed.get("mapping")))
+    sealed_check = sealed.get("content_check", CODEC)
+    if sealed_check != job.content_check:
+        differences.append(
+            f"content check: sealed with --content-check {sealed_check}, this call uses "
+            f"{job.content_check}"
+        )
+        repeat.append(f"--content-check {sealed_check}")
     if not differences:
         differences.append("the import's other inputs")
     how = f"To continue import {owner}, give {' and '.join(repeat)}; to" if repeat else "To"

@@ -19,6 +19,7 @@ from fences import generations
 from fences.namespaces import fence
 from fences.seal import Seal
 from migrate.cell_rules import check_shape
+from migrate.content_ids import CODEC
 from migrate.links import iter_link_errors
 from migrate.pipeline import gate, identity
 from migrate.pipeline.mapping import Mapping
@@ -56,6 +57,8 @@ def seal_doc(job: Job, pre: Preflight) -> dict[str, Any]:
             ns: {"head_index": v["head_index"], "head_commit": v["head_commit"]}
             for ns, v in sorted(pre.namespaces.items())
         },
+        # Part of the import's identity; named only when not the default (older seals match).
+        **({"content_check": job.content_check} if job.content_check != CODEC else {}),
     }
 
 
@@ -329,6 +332,8 @@ def build_receipt(
     if pre.legacy is not None:
         # Optional, so a cell.redb receipt stays exactly as it was.
         receipt["legacy"] = pre.legacy.facts()
+    else:
+        receipt["content_check"] = pre.report["content_check"]
     import schemas
 
     schemas.validate(receipt, "receipt")

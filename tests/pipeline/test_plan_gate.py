@@ -192,3 +192,15 @@ def test_stage_on_another_kind_names_the_kind(tmp_path: Path) -> None:
     err = " ".join(res.stderr.split())
     assert "kind: sealed as signal-log, this call reads a text-archive" in err
     assert "give --kind signal-log" in err
+
+
+def test_stage_on_another_content_check_names_it(tmp_path: Path) -> None:
+    src = unpack(SMALL, tmp_path / "src")
+    store = str(tmp_path / "bbg")
+    assert cli("seal", str(src), "--store", store, "--content-check", "none").returncode == 0
+    res = cli("stage", str(src), "--store", store)
+    assert res.returncode == 4, res.stderr
+    err = " ".join(res.stderr.split())
+    assert "content check: sealed with --content-check none, this call uses codec" in err
+    assert "give --content-check none" in err
+    assert cli("stage", str(src), "--store", store, "--content-check", "none").returncode == 0
