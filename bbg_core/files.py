@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from bbg_core.errors import SourceError
 
 CHUNK = 1 << 20
+
+
+def cannot_read(path: str | os.PathLike[str], exc: OSError) -> SourceError:
+    """The one error for an input that cannot be read (missing, no permission, a directory
+    where a file is expected, ...): exit 1, one line naming the path and the OS's reason."""
+    reason = exc.strerror or type(exc).__name__
+    return SourceError(f"{os.fspath(path)}: cannot read: {reason}", path=os.fspath(path),
+                       reason=reason)  # fmt: skip
 
 
 def file_sha256(path: Path, progress: Callable[[int], None] | None = None) -> str:
@@ -23,5 +32,5 @@ def file_sha256(path: Path, progress: Callable[[int], None] | None = None) -> st
                 if progress is not None:
                     progress(done)
     except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
+        raise cannot_read(path, exc) from exc
     return h.hexdigest()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import Locked, SourceError, ValidationFailed
-from bbg_core.files import file_sha256
+from bbg_core.files import cannot_read, file_sha256
 
 
 def _redb_facts(path: Path) -> dict[str, Any]:
@@ -99,10 +99,8 @@ def take_lock(path: Path) -> int:
     """Open ``path`` read-only and take its exclusive lock; Locked if another process has it."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError as exc:
-        raise SourceError(f"{path}: no such file", path=str(path)) from exc
     except OSError as exc:
-        raise SourceError(f"{path}: cannot open: {exc.strerror}", path=str(path)) from exc
+        raise cannot_read(path, exc) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 
 from bbg_core.errors import RedbCorrupt, RedbUnsupported, SourceError
+from bbg_core.files import cannot_read
 from importers.redb import allocator_state
 from importers.redb import backend as backends
 from importers.redb._api import Backend
@@ -79,9 +80,7 @@ class RedbFile:
         try:
             fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
         except OSError as exc:
-            raise SourceError(
-                f"{self._label}: cannot open: {exc.strerror or exc}", path=self._label
-            ) from exc
+            raise cannot_read(self._label, exc) from exc
         self._fh = fh
         try:
             size = os.fstat(fh.fileno()).st_size

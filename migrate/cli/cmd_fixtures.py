@@ -16,7 +16,7 @@ fixtures_app = typer.Typer(
     help="Legacy fixtures with golden results, for CI.", no_args_is_help=True, rich_markup_mode=None
 )
 app.add_typer(fixtures_app, name="fixtures")
-DIR_ARG = typer.Argument(..., help="Directory of fixtures (*.expected.json).")
+DIR_ARG = typer.Argument(..., help="Directory of fixtures (*.expected.json).", readable=False)
 BLESS_OPT = typer.Option(False, "--bless", help="Write golden receipts that are missing.")
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
 KIND_OPT = typer.Option(

@@ -88,6 +88,8 @@ def hemera_cmd(
             else:
                 digest = api.hemera_file(name)
         except SourceError as exc:  # report it and go on with the other files, as sha256sum
+            if len(names) == 1:
+                raise  # one input: its one-line error is the whole story
             err.print(f"error: {exc.message}", markup=False, soft_wrap=True)
             unreadable += 1
             continue

@@ -14,7 +14,9 @@ from migrate.cli import app
 from migrate.cli._render import emit_json, err, progress_bar
 
 KINDS = ("redb", "bbg", "signal-log", "bbg-frame-log", "text-archive")
-PATH_ARG = typer.Argument(..., help="The file or store directory (read-only).", show_default=False)
+PATH_ARG = typer.Argument(
+    ..., help="The file or store directory (read-only).", show_default=False, readable=False
+)
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
 KIND_OPT = typer.Option(
     None,

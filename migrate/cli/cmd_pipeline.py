@@ -20,6 +20,7 @@ SOURCE = typer.Argument(
     ...,
     help="The legacy cell.redb, Signal log, bbg frame log or TextArchive (never written).",
     show_default=False,
+    readable=False,  # an unreadable input is our exit 1 naming the reason, not a usage error
 )
 STORE = store_option("Destination BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")

@@ -23,7 +23,9 @@ redb_app = typer.Typer(
 )
 app.add_typer(redb_app, name="redb")
 
-FILE_ARG = typer.Argument(..., help="The redb file (opened read-only).", show_default=False)
+FILE_ARG = typer.Argument(
+    ..., help="The redb file (opened read-only).", show_default=False, readable=False
+)
 _CHUNK = 1 << 16
 
 
