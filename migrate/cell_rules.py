@@ -1,9 +1,12 @@
 """The shape rules of a legacy cell store, checked in one streaming pass.
 
 A cell store holds exactly five ``&[u8] -> &[u8]`` tables (BRIEF §2.1).  This module checks
-what can be seen row by row -- the table set, key and value lengths, codec bytes, Blob content
-ids -- and, in the same pass, gathers per-table statistics and the archive digest (§6).  The
-cross-table "links" (history, heads, receipts) are checked by :mod:`migrate.links`.
+what can be seen row by row -- the table set, key and value lengths (bbg's
+``validate_record`` and ``migrate_redb`` page reader) and, in content-check mode ``codec``,
+what cybergraph's codec-checked import checks: codec bytes, Blob and Data content ids and the
+children of Data pairs (:mod:`migrate.content_ids`) -- and, in the same pass, gathers
+per-table statistics and the archive digest (§6).  The cross-table "links" (history, heads,
+receipts) are checked by :mod:`migrate.links`.
 
 Everything here works over a :class:`RowSource`: a cell.redb read by the redb reader, a
 staging area, or a BBG store all look the same to it.
@@ -12,12 +15,12 @@ staging area, or a BBG store all look the same to it.
 from __future__ import annotations
 
 import hashlib
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bbg_core.errors import UsageError
+from migrate.content_ids import CODEC, MODES, ContentIds, DataStats
 from migrate.store.codec import ARCHIVE_ORDER, MAX_PAYLOAD
 from migrate.store.codec import MAX_KEY_LEN as MAX_KEY
 
@@ -79,82 +82,33 @@ class ShapeReport:
     tables: dict[str, TableStats] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
     codecs: dict[str, int] = field(default_factory=lambda: {"data": 0, "blob": 0, "other": 0})
-    blob_id_mismatches: int = 0
     blob_ids_checked: bool = False
+    data_ids_checked: bool = False
+    content_check: str = CODEC
+    data: DataStats = field(default_factory=DataStats)
     archive_digest_sha256: str = ""
     # Row position of each error (parallel to ``errors``), so errors found on the
     # verifier thread are put back in row order.
-    positions: list[int] = field(default_factory=list)
+    positions: list[float] = field(default_factory=list)
     row: int = -1
     archive_digest_hemera: str | None = None
 
+    @property
+    def blob_id_mismatches(self) -> int:
+        return self.data.blob_id_mismatches
 
-def _error(report: ShapeReport, code: str, detail: str, position: int | None = None) -> None:
+
+def _error(report: ShapeReport, code: str, detail: str, position: float | None = None) -> None:
     report.errors.append({"code": code, "detail": detail})
     report.positions.append(report.row if position is None else position)
 
 
-class _BlobVerifier:
-    """Checks Blob ids (hemera(payload) == key) on a worker thread, in row order.
-
-    cffi releases the GIL around the C hash, so hashing overlaps the main pass on a second
-    core.  Memory is bounded: batches of about BATCH_BYTES, at most MAX_PENDING in flight.
-    """
-
-    BATCH_BYTES = 4 * 1024 * 1024
-    MAX_PENDING = 2
-
-    def __init__(
-        self, hash_many: Callable[[list[bytes]], list[bytes]], report: ShapeReport
-    ) -> None:
-        self._hash_many = hash_many
-        self._report = report
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="blob-ids")
-        self._pending: deque[Future[list[tuple[int, bytes]]]] = deque()
-        self._batch: list[tuple[int, bytes, bytes]] = []
-        self._size = 0
-
-    def add(self, position: int, key: bytes, payload: bytes) -> None:
-        self._batch.append((position, key, payload))
-        self._size += len(payload) + 64
-        if self._size >= self.BATCH_BYTES:
-            self._flush()
-
-    def _verify(self, batch: list[tuple[int, bytes, bytes]]) -> list[tuple[int, bytes]]:
-        # One C call per batch: the GIL is released for all of it, not per small payload.
-        ids = self._hash_many([payload for _, _, payload in batch])
-        return [(pos, key) for (pos, key, _), got in zip(batch, ids, strict=True) if got != key]
-
-    def _flush(self) -> None:
-        if self._batch:
-            self._pending.append(self._pool.submit(self._verify, self._batch))
-            self._batch, self._size = [], 0
-        while len(self._pending) > self.MAX_PENDING:
-            self._collect(self._pending.popleft())
-
-    def _collect(self, future: Future[list[tuple[int, bytes]]]) -> None:
-        for position, key in future.result():
-            self._report.blob_id_mismatches += 1
-            _error(
-                self._report,
-                "content-id-mismatch",
-                f"content {key.hex()}: Blob id is not hemera(payload)",
-                position,
-            )
-
-    def finish(self) -> None:
-        """Wait for every batch and record its mismatches."""
-        try:
-            self._flush()
-            while self._pending:
-                self._collect(self._pending.popleft())
-        finally:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-
 def _check_table_set(kinds: dict[str, str], report: ShapeReport) -> None:
+    # bbg's migrate_redb refuses any multimap table first, then any table outside the five.
     for name in sorted(kinds, key=lambda n: n.encode()):
-        if name not in TABLES:
+        if name not in TABLES and kinds[name] == "multimap":
+            _error(report, "multimap-table", f'multimap table "{name}"')
+        elif name not in TABLES:
             _error(
                 report,
                 "unexpected-table",
@@ -172,7 +126,7 @@ def _check_row(
     key: bytes,
     value: bytes,
     report: ShapeReport,
-    blob_ids: _BlobVerifier | None,
+    ids: ContentIds | None,
 ) -> None:
     key_ok = _check_key(table, key, report)
     want = VALUE_LEN.get(table)
@@ -184,25 +138,36 @@ def _check_row(
                 f"{table}: key {key.hex()} has a {len(value)}-byte value (expected {want})",
             )
         return
-    # application_content: codec byte + payload.  Codecs are counted even for a row whose
-    # key is malformed (it is still a content row); its id cannot be checked.
-    if not value or len(value) - 1 > MAX_PAYLOAD:
+    # application_content: codec byte + payload.  bbg's raw converter bounds the value only
+    # (16 MiB + 1); decoding it (codec byte, ids) is the codec-checked import's rule.
+    codec_mode = report.content_check == CODEC
+    if len(value) - 1 > MAX_PAYLOAD:
         _error(
             report,
             "bad-value-length",
             f"content {key.hex()}: value of {len(value)} bytes (codec byte + payload <= 16 MiB)",
         )
         return
+    if not value:
+        if codec_mode:
+            _error(report, "bad-value-length", f"content {key.hex()}: empty value")
+        return
+    # Codecs are counted even for a row whose key is malformed (it is still a content row);
+    # its id cannot be checked.
     codec = value[0]
     if codec == CODEC_DATA:
         report.codecs["data"] += 1
+        if key_ok:
+            report.data.count(value[1:], key)
     elif codec == CODEC_BLOB:
         report.codecs["blob"] += 1
-        if key_ok and blob_ids is not None:
-            blob_ids.add(report.row, key, value[1:])
     else:
         report.codecs["other"] += 1
-        _error(report, "unknown-codec", f"content {key.hex()}: codec byte {codec}")
+        if codec_mode:
+            _error(report, "unknown-codec", f"content {key.hex()}: codec byte {codec}")
+        return
+    if key_ok and ids is not None:
+        ids.add(report.row, key, codec, value[1:])
 
 
 def _check_key(table: str, key: bytes, report: ShapeReport) -> bool:
@@ -235,29 +200,40 @@ def _hemera_factory() -> Callable[[], Any] | None:
 def check_shape(
     source: RowSource,
     *,
+    content_check: str = CODEC,
     verify_blob_ids: bool = True,
     hemera_digest: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> ShapeReport:
     """One pass over ``source``: shape errors, per-table stats, codecs and both digests.
 
+    ``content_check``: ``codec`` (cybergraph's codec-checked import: codec bytes, Blob and
+    Data ids, Data pair children) or ``none`` (bbg's raw converter: content is bytes).
+    ``verify_blob_ids=False`` skips the content-id checks (Blob and Data) even in codec mode,
+    for rows already proven equal to verified ones (equal archive digests).
     ``progress(rows, bytes)`` is called every few thousand rows for long sources.
     """
-    report = ShapeReport()
+    if content_check not in MODES:
+        raise UsageError(f"--content-check must be one of {', '.join(MODES)}")
+    report = ShapeReport(content_check=content_check)
     kinds = source.table_kinds()
     _check_table_set(kinds, report)
     hemera_factory = _hemera_factory()
-    blob_ids: _BlobVerifier | None = None
-    if verify_blob_ids and hemera_factory is not None:
-        from importers import hemera
-
-        blob_ids = _BlobVerifier(hemera.hash_many, report)
-        report.blob_ids_checked = True
+    ids: ContentIds | None = None
+    if content_check == CODEC and verify_blob_ids and hemera_factory is not None:
+        lookup = getattr(source, "lookup", None) or getattr(source, "get", None)
+        ids = ContentIds(
+            lambda code, detail, position: _error(report, code, detail, position),
+            report.data,
+            lookup=lookup,
+            content_rows=lambda: source.rows("application_content"),
+        )
+        report.blob_ids_checked = report.data_ids_checked = True
     try:
-        _pass(source, kinds, report, blob_ids, hemera_factory if hemera_digest else None, progress)
+        _pass(source, kinds, report, ids, hemera_factory if hemera_digest else None, progress)
     finally:
-        if blob_ids is not None:
-            blob_ids.finish()
+        if ids is not None:
+            ids.finish()
     order = sorted(range(len(report.errors)), key=report.positions.__getitem__)
     report.errors = [report.errors[i] for i in order]
     report.positions = [report.positions[i] for i in order]
@@ -268,7 +244,7 @@ def _pass(
     source: RowSource,
     kinds: dict[str, str],
     report: ShapeReport,
-    blob_ids: _BlobVerifier | None,
+    ids: ContentIds | None,
     hemera_factory: Callable[[], Any] | None,
     progress: Callable[[int, int], None] | None,
 ) -> None:
@@ -295,11 +271,13 @@ def _pass(
             sha.update(frame)
             if hem is not None:
                 hem.update(frame)
-            _check_row(table, key, value, report, blob_ids)
+            _check_row(table, key, value, report, ids)
             total_rows += 1
             total_bytes += len(key) + len(value)
             if progress is not None and total_rows % 4096 == 0:
                 progress(total_rows, total_bytes)
+        if table == "application_content" and ids is not None:
+            ids.content_done(report.row)
     # Tables outside the five still get their statistics (they are reported, not digested).
     for table, kind in kinds.items():
         if table in TABLES:

@@ -3,8 +3,19 @@
 The report for a cell store (or a BBG store, which mirrors the same five tables) uses the
 field names of the fixtures' ``*.expected.json``: ``tables`` (rows, key/value bytes),
 ``namespaces`` (head index/commit, history rows), ``archive_digest_sha256`` /
-``archive_digest_hemera`` (§6), ``content_codecs``, ``valid`` and ``errors`` as
+``archive_digest_hemera`` (§6), ``content_codecs``, ``data_id_scheme``,
+``data_rows_with_id_mismatch``, ``data_content_ids``, ``valid`` and ``errors`` as
 ``{code, detail}`` with exactly the codes of BRIEF §2.4.
+
+Two views of the same store:
+
+* the **conversion** view (``conversion_valid``, which is ``valid`` and decides the exit
+  code): bbg's conversion rules, plus in content-check mode ``codec`` (the default) the content
+  rules of cybergraph's codec-checked import; mode ``none`` is bbg's raw converter;
+* the **semantic** view (``semantic_errors`` as ``{code, namespace, detail}``, and
+  ``origins``: per namespace, whether it could be a mapped origin): the rules neuron's
+  semantic import applies to an origin named in a mapping (today the birth rule).  They never
+  change ``valid``; a mapped run refuses an origin that breaks them.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from typing import Any
 from bbg_core.errors import SourceError, UsageError
 from bbg_core.files import file_sha256
 from migrate.cell_rules import DIGEST_ORDER, RowSource, check_shape
+from migrate.content_ids import CODEC
 from migrate.detect import detect
 from migrate.links import iter_link_errors
 from migrate.store.codec import HEADS, HISTORY, Head
@@ -52,33 +64,50 @@ def cell_report(
     *,
     progress: Callable[[int, int], None] | None = None,
     hemera_digest: bool = True,
+    content_check: str = CODEC,
 ) -> dict[str, Any]:
     """The five-table part of an inspect report (shared by cell.redb and BBG stores)."""
-    shape = check_shape(source, progress=progress, hemera_digest=hemera_digest)
+    shape = check_shape(
+        source, progress=progress, hemera_digest=hemera_digest, content_check=content_check
+    )
     errors = list(shape.errors)
+    semantic: list[dict[str, str]] = []
     # Links need content, requests, history and heads as plain tables (claims play no part).
     kinds = source.table_kinds()
     table_set_ok = all(kinds.get(t) == "table" for t in _LINKED_TABLES)
     if table_set_ok:
-        errors.extend(iter_link_errors(source, report_malformed=False))
+        errors.extend(iter_link_errors(source, report_malformed=False, semantic=semantic))
+    found = namespaces(source) if table_set_ok else {}
+    refused = {e["namespace"] for e in semantic}
+    checked = shape.data_ids_checked
     report: dict[str, Any] = {
+        "content_check": shape.content_check,
         "tables": {name: stats.to_json() for name, stats in sorted(shape.tables.items())},
         "content_codecs": shape.codecs,
-        "blob_rows_with_id_mismatch": shape.blob_id_mismatches,
+        "blob_rows_with_id_mismatch": shape.blob_id_mismatches if checked else None,
         "blob_ids_checked": shape.blob_ids_checked,
-        "data_ids_checked": False,
-        "namespaces": namespaces(source) if table_set_ok else {},
+        "data_ids_checked": checked,
+        "data_id_scheme": shape.data.scheme,
+        "data_rows_with_id_mismatch": shape.data.id_mismatches if checked else None,
+        "data_content_ids": shape.data.keys,
+        "namespaces": found,
+        "origins": {ns: {"mappable": ns not in refused} for ns in found},
         "archive_digest_sha256": shape.archive_digest_sha256,
         "archive_digest_hemera": shape.archive_digest_hemera,
+        "conversion_valid": not errors,
         "valid": not errors,
         "error_count": len(errors),
         "errors": errors[:MAX_LISTED_ERRORS],
+        "semantic_errors": semantic[:MAX_LISTED_ERRORS],
     }
     return report
 
 
 def inspect_redb(
-    path: Path, *, progress: Callable[[int, int], None] | None = None
+    path: Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    content_check: str = CODEC,
 ) -> dict[str, Any]:
     """Inspect a legacy cell.redb (read-only; the file is never opened for writing)."""
     from migrate.sources import RedbSource
@@ -102,12 +131,15 @@ def inspect_redb(
                 "transaction_id": h.transaction_id,
             },
         }
-        report.update(cell_report(src, progress=progress))
+        report.update(cell_report(src, progress=progress, content_check=content_check))
     return report
 
 
 def inspect_bbg(
-    path: Path, *, progress: Callable[[int, int], None] | None = None
+    path: Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    content_check: str = CODEC,
 ) -> dict[str, Any]:
     """Inspect a BBG store directory (read-only)."""
     from migrate.store import open_store
@@ -115,7 +147,9 @@ def inspect_bbg(
 
     with open_store(path, create=False, maintenance=True) as store, store.snapshot() as tables:
         report: dict[str, Any] = {"kind": "bbg", "path": str(path), "store": store.info()}
-        report.update(cell_report(_FiveTables(tables), progress=progress))
+        report.update(
+            cell_report(_FiveTables(tables), progress=progress, content_check=content_check)
+        )
         # A sealed source (manifest, target, progress) and transfers into this store.
         report["transfer"] = transfer_section(path)
     return report
@@ -144,14 +178,18 @@ def inspect_path(
     *,
     kind: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    content_check: str = CODEC,
 ) -> dict[str, Any]:
-    """Inspect ``path`` by its detected kind (or ``kind`` when given)."""
+    """Inspect ``path`` by its detected kind (or ``kind`` when given).
+
+    ``content_check`` (``codec`` or ``none``) applies to cell stores and BBG stores.
+    """
     p = Path(path)
     found = kind or detect(p)["kind"]
     if found == "redb":
-        return inspect_redb(p, progress=progress)
+        return inspect_redb(p, progress=progress, content_check=content_check)
     if found == "bbg":
-        return inspect_bbg(p, progress=progress)
+        return inspect_bbg(p, progress=progress, content_check=content_check)
     if found == "signal-log":
         from importers.signal_log import inspect_signal_log
 

@@ -1,5 +1,13 @@
 """The links of BRIEF §2.1, checked over any "five sorted tables" source, streaming.
 
+These are exactly bbg's conversion rules (cyberia-to/bbg
+``rs/src/storage/application/validation.rs`` ``validate_links``, ``archive.rs``
+``inspect``): contiguous history from index 0, heads that point at the last history entry,
+the content of every history commit, request heads that agree with history and are not past
+the head, one receipt per history entry.  The **birth rule** (history[ns‖0] = ns) is not one
+of them: it belongs to neuron's semantic import of a mapped origin (``engine/src/legacy.rs``);
+pass a ``semantic`` list to collect it too, as ``{code, namespace, detail}``.
+
 A source gives ``rows(table)`` — a fresh iterable of ``(key, value)`` in key (memcmp) order
 for each application table name — and, ideally, ``get(table, key)`` point lookups.  A source
 without ``get`` (e.g. a plain dict of sorted lists) is indexed once into a temporary on-disk
@@ -10,7 +18,7 @@ History, heads and requests are all keyed by namespace first, so one merge pass 
 three streams sees each namespace's rows together; state is per namespace only (one 9-byte
 slot per history entry of the namespace being checked).
 
-Codes (meanings in fixtures/legacy/README.md): ``history-gap``, ``birth-mismatch``,
+Codes (meanings in fixtures/legacy/README.md): ``history-gap``,
 ``head-mismatch``, ``missing-content``, ``request-head-mismatch``, ``missing-receipt``,
 ``duplicate-receipt``; rows too malformed to interpret are reported as ``bad-key-length`` /
 ``bad-value-length`` instead of being skipped silently.
@@ -50,23 +58,37 @@ class SortedTables(Protocol):
     def rows(self, table: str) -> Iterable[tuple[bytes, bytes]]: ...
 
 
-def validate_links(source: SortedTables, *, report_malformed: bool = True) -> list[LinkError]:
+def validate_links(
+    source: SortedTables,
+    *,
+    report_malformed: bool = True,
+    semantic: list[LinkError] | None = None,
+) -> list[LinkError]:
     """Every link violation in ``source`` as ``{code, detail}``, in namespace order.
 
     ``report_malformed=False``: rows of the wrong length are left out of the link checks
     without a report, for callers that run a row-shape check (which reports them) as well.
+    ``semantic``: a list that receives the semantic-import findings (``birth-mismatch``).
     """
-    return list(iter_link_errors(source, report_malformed=report_malformed))
+    return list(
+        iter_link_errors(source, report_malformed=report_malformed, semantic=semantic)
+    )
 
 
-def iter_link_errors(source: SortedTables, *, report_malformed: bool = True) -> Iterator[LinkError]:
+def iter_link_errors(
+    source: SortedTables,
+    *,
+    report_malformed: bool = True,
+    semantic: list[LinkError] | None = None,
+) -> Iterator[LinkError]:
     """Stream the link violations of ``source`` (see the module docstring)."""
     get = getattr(source, "get", None)
+    found = semantic if semantic is not None else []
     if get is not None:
-        errors = _check(source, get)
+        errors = _check(source, get, found)
     else:
         index = _SpillIndex(source, (CONTENT, HISTORY))
-        errors = index.wrap(_check(source, index.get))
+        errors = index.wrap(_check(source, index.get, found))
     for error in errors:
         if report_malformed or error["code"] not in _SHAPE_CODES:
             yield error
@@ -124,7 +146,7 @@ class _Stream:
         self.errors.clear()
 
 
-def _check(source: SortedTables, get: Lookup) -> Iterator[LinkError]:
+def _check(source: SortedTables, get: Lookup, semantic: list[LinkError]) -> Iterator[LinkError]:
     hist = _Stream(source.rows(HISTORY), HISTORY, ID_LEN + 8, ID_LEN)
     heads = _Stream(source.rows(HEADS), HEADS, ID_LEN, HEAD_LEN)
     reqs = _Stream(source.rows(REQUESTS), REQUESTS, 2 * ID_LEN, ID_LEN + HEAD_LEN)
@@ -137,7 +159,7 @@ def _check(source: SortedTables, get: Lookup) -> Iterator[LinkError]:
             return
         head_rows = list(heads.take(ns))  # at most one: heads are keyed by namespace alone
         head_value = head_rows[0][1] if head_rows else None
-        yield from _namespace(ns, hist.take(ns), head_value, reqs.take(ns), get)
+        yield from _namespace(ns, hist.take(ns), head_value, reqs.take(ns), get, semantic)
 
 
 def _namespace(
@@ -146,6 +168,7 @@ def _namespace(
     head_value: bytes | None,
     req_rows: Iterator[tuple[bytes, bytes]],
     get: Lookup,
+    semantic: list[LinkError],
 ) -> Iterator[LinkError]:
     nsx = ns.hex()
     present = array("Q")  # history indices of this namespace, ascending
@@ -159,9 +182,13 @@ def _namespace(
                 f"namespace {nsx}: history index {expect} missing (next present {index})",
             )
         if index == 0 and commit != ns:
-            yield _err(
-                "birth-mismatch",
-                f"namespace {nsx}: history[ns‖0] = {commit.hex()}, not the namespace id",
+            # neuron's semantic import only (engine/src/legacy.rs): not a conversion error.
+            semantic.append(
+                {
+                    "code": "birth-mismatch",
+                    "namespace": nsx,
+                    "detail": f"namespace {nsx}: index-0 commit {commit.hex()} != namespace",
+                }
             )
         if get(CONTENT, commit) is None:
             yield _err(

@@ -91,6 +91,11 @@ class RedbSource:
         lookup: Callable[[str, bytes], bytes | None] = self._db.get
         return lookup
 
+    def lookup(self, table: str, key: bytes) -> bytes | None:
+        """A point lookup on either backend, for rare checks (the children of Data pairs)."""
+        value: bytes | None = self._db.get(table, key)
+        return value
+
     def pages(
         self,
         cursor: bytes | None,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from importers import hemera
-from migrate.cell_rules import DIGEST_ORDER, _BlobVerifier, check_shape
+from migrate.cell_rules import DIGEST_ORDER, check_shape
+from migrate.content_ids import ContentIds
 
 
 class Rows:
@@ -35,11 +36,11 @@ def test_blob_ids_are_verified_and_errors_keep_row_order() -> None:
         unknown_id: b"\x07xyz",
     }
     # Small batches so the verifier thread really runs several of them.
-    _BlobVerifier.BATCH_BYTES = 1
+    ContentIds.BATCH_BYTES = 1
     try:
         report = check_shape(Rows(tables))
     finally:
-        _BlobVerifier.BATCH_BYTES = 4 * 1024 * 1024
+        ContentIds.BATCH_BYTES = 4 * 1024 * 1024
     codes = [e["code"] for e in report.errors]
     assert codes == ["content-id-mismatch", "unknown-codec"]
     assert bad_id.hex() in report.errors[0]["detail"]
@@ -64,3 +65,46 @@ def test_many_rows_keep_order_across_batches() -> None:
     unchecked = check_shape(Rows(tables), verify_blob_ids=False)
     assert unchecked.errors == [] and not unchecked.blob_ids_checked
     assert unchecked.archive_digest_sha256 == report.archive_digest_sha256
+
+
+class RowsWithGet(Rows):
+    def get(self, table: str, key: bytes) -> bytes | None:
+        return self.tables[table].get(key)
+
+
+def test_data_ids_and_children_with_and_without_point_lookups() -> None:
+    from importers import nox
+
+    a1, a2 = (1).to_bytes(8, "little"), (2).to_bytes(8, "little")
+    k1, k2 = nox.particle(a1), nox.particle(a2)
+    absent = b"\x77" * 32
+    pair_ok, pair_missing = k1 + k2, k1 + absent
+    tables: dict[str, dict[bytes, bytes]] = {name: {} for name in DIGEST_ORDER}
+    tables["application_content"] = {
+        k1: b"\x00" + a1,
+        k2: b"\x00" + a2,
+        nox.particle(pair_ok): b"\x00" + pair_ok,
+        nox.particle(pair_missing): b"\x00" + pair_missing,
+        b"\x00" * 32: b"\x00" + a1,  # wrong key for its atom: sorts first
+        b"\xff" * 32: b"\x01blob",  # wrong Blob id: sorts last
+    }
+    tables["application_unique_claims"] = {b"\x01" * 32: b"\x02" * 32}
+    reports = []
+    for source in (Rows(tables), RowsWithGet(tables)):
+        ContentIds.BATCH_BYTES = 1  # several batches on the worker thread
+        try:
+            reports.append(check_shape(source))
+        finally:
+            ContentIds.BATCH_BYTES = 4 * 1024 * 1024
+    spilled, looked_up = reports
+    assert spilled.errors == looked_up.errors
+    assert [e["code"] for e in spilled.errors] == [
+        "content-id-mismatch", "content-id-mismatch", "missing-content",
+    ]  # fmt: skip
+    assert spilled.errors[0]["detail"].startswith(f"content {'00' * 32}: Data row of 8 payload")
+    assert absent.hex() in spilled.errors[2]["detail"]
+    assert spilled.data.id_mismatches == 1 and spilled.blob_id_mismatches == 1
+    assert spilled.data.scheme == "nox-model-b" and len(spilled.data.keys) == 5
+    # bbg's raw converter decodes nothing.
+    raw = check_shape(Rows(tables), content_check="none")
+    assert raw.errors == [] and not raw.data_ids_checked and not raw.blob_ids_checked

@@ -9,6 +9,9 @@ The C core (cffi) is used when it was built, unless ``BBG_MIGRATE_PURE=1``; the 
 twin gives identical results.  ``BACKEND`` says which one is active, ``python_impl`` and
 ``c_impl`` (``None`` when not built) give direct access for tests and benchmarks.
 ``SUITE`` names the exact variant, for a store's ``hash_suite`` field.
+
+Tree mode (the specification's ``tree.md``): ``hash_leaf(chunk, counter, is_root)`` and
+``hash_node(left, right, is_root)`` give chaining values; nox "Model B" Data ids use them.
 """
 
 from __future__ import annotations
@@ -33,7 +36,11 @@ __all__ = [
     "c_impl",
     "hash",
     "hash_file",
+    "hash_leaf",
+    "hash_leaf_many",
     "hash_many",
+    "hash_node",
+    "hash_node_many",
     "hash_stream",
     "impl",
     "python_impl",
@@ -55,6 +62,11 @@ BACKEND = "c" if impl is c_impl else "python"
 Hasher = impl.Hasher
 hash = impl.hash  # noqa: A001 - the specification's own name
 hash_many = impl.hash_many
+#: Tree mode (``specs/tree.md``): leaf and parent chaining values, and their batch forms.
+hash_leaf = impl.hash_leaf
+hash_node = impl.hash_node
+hash_leaf_many = impl.hash_leaf_many
+hash_node_many = impl.hash_node_many
 
 #: Read size for files and streams: large enough that per-call overhead vanishes.
 CHUNK_SIZE = 1 << 20

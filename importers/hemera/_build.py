@@ -29,6 +29,11 @@ void hemera_update(hemera_ctx *ctx, const char *data, size_t len);
 void hemera_digest(const hemera_ctx *ctx, char *out);
 void hemera_hash(const char *data, size_t len, char *out);
 void hemera_hash_many(const char *data, const uint64_t *ends, size_t n, char *out);
+void hemera_hash_leaf(const char *data, size_t len, uint64_t counter, int is_root, char *out);
+void hemera_hash_node(const char *left, const char *right, int is_root, char *out);
+void hemera_hash_leaf_many(const char *data, const uint64_t *ends, size_t n, uint64_t counter,
+                           int is_root, char *out);
+void hemera_hash_node_many(const char *pairs, size_t n, int is_root, char *out);
 """
 
 ffi = FFI()

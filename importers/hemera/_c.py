@@ -18,7 +18,9 @@ ffi: Any = _ext.ffi
 lib: Any = _ext.lib
 
 _NEEDED = ("hemera_setup", "hemera_use_simd", "hemera_round_constants", "hemera_permute",
-           "hemera_init", "hemera_update", "hemera_digest", "hemera_hash")
+           "hemera_init", "hemera_update", "hemera_digest", "hemera_hash", "hemera_hash_many",
+           "hemera_hash_leaf", "hemera_hash_node", "hemera_hash_leaf_many",
+           "hemera_hash_node_many")
 if not all(hasattr(lib, name) for name in _NEEDED):
     # An extension built from an older hemera.c: treat it as absent (pure-Python fallback,
     # visible in `bbg-migrate --version`) rather than fail on first use.
@@ -113,15 +115,73 @@ def hash_many(items: Sequence[BytesLike]) -> list[bytes]:
     if not items:
         return []
     joined = b"".join(items)
+    out = ffi.new("char[]", DIGEST_SIZE * len(items))
+    lib.hemera_hash_many(ffi.from_buffer(joined), _ends(items), len(items), out)
+    return _split(out)
+
+
+def _ends(items: Sequence[BytesLike]) -> Any:
     ends = ffi.new("uint64_t[]", len(items))
     total = 0
     for i, item in enumerate(items):
         total += len(item)
         ends[i] = total
-    out = ffi.new("char[]", DIGEST_SIZE * len(items))
-    lib.hemera_hash_many(ffi.from_buffer(joined), ends, len(items), out)
+    return ends
+
+
+def _split(out: Any) -> list[bytes]:
     raw = bytes(ffi.buffer(out))
     return [raw[i : i + DIGEST_SIZE] for i in range(0, len(raw), DIGEST_SIZE)]
+
+
+def _check_counter(counter: int) -> None:
+    if not 0 <= counter < 1 << 64:
+        raise ValueError("counter must be a u64")
+
+
+def hash_leaf(data: BytesLike, counter: int = 0, is_root: bool = False) -> bytes:
+    """Tree mode: the chaining value of one leaf chunk (see ``_python.hash_leaf``)."""
+    _check_counter(counter)
+    buf = ffi.from_buffer(data)
+    out = ffi.new("char[]", DIGEST_SIZE)
+    lib.hemera_hash_leaf(buf, len(buf), counter, 1 if is_root else 0, out)
+    return bytes(ffi.buffer(out))
+
+
+def hash_node(left: BytesLike, right: BytesLike, is_root: bool = False) -> bytes:
+    """Tree mode: the chaining value of a parent of two 32-byte chaining values."""
+    if len(left) != DIGEST_SIZE or len(right) != DIGEST_SIZE:
+        raise ValueError(f"a chaining value is {DIGEST_SIZE} bytes")
+    out = ffi.new("char[]", DIGEST_SIZE)
+    lib.hemera_hash_node(ffi.from_buffer(left), ffi.from_buffer(right), 1 if is_root else 0, out)
+    return bytes(ffi.buffer(out))
+
+
+def hash_leaf_many(
+    items: Sequence[BytesLike], counter: int = 0, is_root: bool = False
+) -> list[bytes]:
+    """``hash_leaf`` of each item, in one C call (the GIL is released for the batch)."""
+    _check_counter(counter)
+    if not items:
+        return []
+    out = ffi.new("char[]", DIGEST_SIZE * len(items))
+    joined = b"".join(items)
+    lib.hemera_hash_leaf_many(
+        ffi.from_buffer(joined), _ends(items), len(items), counter, 1 if is_root else 0, out
+    )
+    return _split(out)
+
+
+def hash_node_many(pairs: Sequence[BytesLike], is_root: bool = False) -> list[bytes]:
+    """``hash_node(p[:32], p[32:])`` of each 64-byte input, in one C call (GIL released)."""
+    if not pairs:
+        return []
+    if any(len(p) != 2 * DIGEST_SIZE for p in pairs):
+        raise ValueError(f"a node input is {2 * DIGEST_SIZE} bytes")
+    joined = b"".join(pairs)
+    out = ffi.new("char[]", DIGEST_SIZE * len(pairs))
+    lib.hemera_hash_node_many(ffi.from_buffer(joined), len(pairs), 1 if is_root else 0, out)
+    return _split(out)
 
 
 def round_constants() -> tuple[int, ...]:

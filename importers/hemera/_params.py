@@ -34,6 +34,14 @@ LENGTH_SLOT: Final = 10
 DOMAIN_SLOT: Final = 11
 DOMAIN_HASH: Final = 0
 
+#: Tree mode (``specs/tree.md``): capacity slots of the chunk counter and of the flags, and
+#: the flags (a leaf is CHUNK, a parent PARENT; the root of a tree also has ROOT).
+TREE_COUNTER_SLOT: Final = 8
+TREE_FLAGS_SLOT: Final = 9
+FLAG_ROOT: Final = 1
+FLAG_PARENT: Final = 2
+FLAG_CHUNK: Final = 4
+
 #: Seed of the round-constant bootstrap (the bytes themselves are the specification).
 GENESIS_SEED: Final = bytes([0x63, 0x79, 0x62, 0x65, 0x72])
 

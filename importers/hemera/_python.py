@@ -13,6 +13,9 @@ from importers.hemera._params import (
     DIGEST_SIZE,
     DOMAIN_HASH,
     DOMAIN_SLOT,
+    FLAG_CHUNK,
+    FLAG_PARENT,
+    FLAG_ROOT,
     FULL_ROUNDS,
     GENESIS_SEED,
     INTERNAL_DIAG,
@@ -21,6 +24,8 @@ from importers.hemera._params import (
     OUTPUT_ELEMENTS,
     RATE,
     RATE_BYTES,
+    TREE_COUNTER_SLOT,
+    TREE_FLAGS_SLOT,
     WIDTH,
     BytesLike,
     P,
@@ -188,3 +193,60 @@ def hash_many(items: Sequence[BytesLike]) -> list[bytes]:
 def hash(data: BytesLike) -> bytes:  # noqa: A001 - the specification's own name
     """The 32-byte hemera hash of ``data``."""
     return Hasher(data).digest()
+
+
+# ---------------------------------------------------------------- tree mode (hash_leaf/node)
+#
+# The tree layer of the specification (``specs/tree.md``; ``rs/src/tree.rs`` at e63b85a):
+# flags and the chunk counter live in the capacity, so a tree hash is never a plain hash.
+
+
+def _digest_elements(digest: BytesLike) -> list[int]:
+    """Four 8-byte little-endian limbs of a 32-byte chaining value, each reduced mod P (the
+    reference reads limbs as field elements, so a limb >= P stands for limb - P)."""
+    if len(digest) != DIGEST_SIZE:
+        raise ValueError(f"a chaining value is {DIGEST_SIZE} bytes, got {len(digest)}")
+    return [int.from_bytes(digest[i : i + 8], "little") % P for i in range(0, DIGEST_SIZE, 8)]
+
+
+def _output(state: Sequence[int]) -> bytes:
+    return b"".join(v.to_bytes(8, "little") for v in state[:OUTPUT_ELEMENTS])
+
+
+def hash_leaf(data: BytesLike, counter: int = 0, is_root: bool = False) -> bytes:
+    """The chaining value of one leaf chunk: the plain hash of ``data``, re-permuted with the
+    chunk counter in state[8] and CHUNK (| ROOT) in state[9]."""
+    if not 0 <= counter < 1 << 64:
+        raise ValueError("counter must be a u64")
+    state = [0] * WIDTH
+    state[:OUTPUT_ELEMENTS] = _digest_elements(hash(data))
+    state[TREE_COUNTER_SLOT] = counter % P
+    state[TREE_FLAGS_SLOT] = FLAG_CHUNK | (FLAG_ROOT if is_root else 0)
+    return _output(_permute(state, ROUND_CONSTANTS))
+
+
+def hash_node(left: BytesLike, right: BytesLike, is_root: bool = False) -> bytes:
+    """The chaining value of a parent: PARENT (| ROOT) in state[9], the two children's limbs
+    added into the rate (left in 0..4, right in 4..8), one permutation."""
+    state = [0] * WIDTH
+    state[TREE_FLAGS_SLOT] = FLAG_PARENT | (FLAG_ROOT if is_root else 0)
+    state[:OUTPUT_ELEMENTS] = _digest_elements(left)
+    state[OUTPUT_ELEMENTS : 2 * OUTPUT_ELEMENTS] = _digest_elements(right)
+    return _output(_permute(state, ROUND_CONSTANTS))
+
+
+def hash_leaf_many(
+    items: Sequence[BytesLike], counter: int = 0, is_root: bool = False
+) -> list[bytes]:
+    """``hash_leaf`` of each item with the same counter and flag (the twin of the C batch)."""
+    return [hash_leaf(item, counter, is_root) for item in items]
+
+
+def hash_node_many(pairs: Sequence[BytesLike], is_root: bool = False) -> list[bytes]:
+    """``hash_node(p[:32], p[32:])`` of each 64-byte ``left || right`` (the C batch's twin)."""
+    out = []
+    for pair in pairs:
+        if len(pair) != 2 * DIGEST_SIZE:
+            raise ValueError(f"a node input is {2 * DIGEST_SIZE} bytes, got {len(pair)}")
+        out.append(hash_node(pair[:DIGEST_SIZE], pair[DIGEST_SIZE:], is_root))
+    return out

@@ -461,3 +461,68 @@ void hemera_hash_many(const char *data, const uint64_t *ends, size_t n, char *ou
         start = ends[i];
     }
 }
+
+/* ------------------------------------------------------------------ tree mode */
+
+/* The tree layer of the specification (specs/tree.md): a leaf is the plain hash of its
+ * chunk, re-permuted with the chunk counter in state[8] and CHUNK (| ROOT) in state[9]; a
+ * parent adds its two children's limbs into the rate (left 0..3, right 4..7) with PARENT
+ * (| ROOT) in state[9] and permutes once.  Built only on the sponge and permutation above. */
+#define TREE_COUNTER_SLOT 8
+#define TREE_FLAGS_SLOT 9
+#define FLAG_ROOT 1
+#define FLAG_PARENT 2
+#define FLAG_CHUNK 4
+
+/* One 8-byte little-endian limb of a chaining value. */
+static inline uint64_t load8(const uint8_t *b) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
+    return v;
+}
+
+static void tree_output(uint64_t *st, char *out) {
+    for (int e = 0; e < 4; e++) {
+        uint64_t v = canon(st[e]);
+        for (int b = 0; b < 8; b++) out[8 * e + b] = (char)(uint8_t)(v >> (8 * b));
+    }
+}
+
+void hemera_hash_leaf(const char *data, size_t len, uint64_t counter, int is_root, char *out) {
+    uint8_t base[32];
+    hemera_hash(data, len, (char *)base);
+    uint64_t st[WIDTH] = {0};
+    for (int e = 0; e < 4; e++) st[e] = load8(base + 8 * e);
+    st[TREE_COUNTER_SLOT] = canon(counter);
+    st[TREE_FLAGS_SLOT] = FLAG_CHUNK | (is_root ? FLAG_ROOT : 0);
+    permute_with(st, RC);
+    tree_output(st, out);
+}
+
+/* Limbs >= p are read as field elements (reduced), as the reference reads chaining values. */
+void hemera_hash_node(const char *left, const char *right, int is_root, char *out) {
+    uint64_t st[WIDTH] = {0};
+    st[TREE_FLAGS_SLOT] = FLAG_PARENT | (is_root ? FLAG_ROOT : 0);
+    for (int e = 0; e < 4; e++) {
+        st[e] = canon(load8((const uint8_t *)left + 8 * e));
+        st[4 + e] = canon(load8((const uint8_t *)right + 8 * e));
+    }
+    permute_with(st, RC);
+    tree_output(st, out);
+}
+
+/* hash_leaf of n chunks laid end to end (as in hemera_hash_many), same counter and flag. */
+void hemera_hash_leaf_many(const char *data, const uint64_t *ends, size_t n, uint64_t counter,
+                           int is_root, char *out) {
+    uint64_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        hemera_hash_leaf(data + start, (size_t)(ends[i] - start), counter, is_root, out + 32 * i);
+        start = ends[i];
+    }
+}
+
+/* hash_node of n 64-byte (left || right) inputs laid end to end. */
+void hemera_hash_node_many(const char *pairs, size_t n, int is_root, char *out) {
+    for (size_t i = 0; i < n; i++)
+        hemera_hash_node(pairs + 64 * i, pairs + 64 * i + 32, is_root, out + 32 * i);
+}

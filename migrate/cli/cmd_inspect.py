@@ -22,11 +22,18 @@ KIND_OPT = typer.Option(
     help="redb, bbg, signal-log, bbg-frame-log or text-archive (default: by content).",
 )
 
+CONTENT_CHECK_OPT = typer.Option(
+    "codec",
+    "--content-check",
+    help="cell.redb / BBG store: codec = decode every Blob and Data row and verify its id; "
+    "none = structural and link rules only (bbg's raw converter).",
+)
+
 _SUMMARY_KEYS = (
-    "size_bytes", "valid", "event_count", "per_sigil", "signal_suffixes", "blocks", "link_count",
-    "box_move_count", "last_height", "valid_prefix_events",
-    "valid_prefix_end", "line_count", "distinct_texts", "sha256", "archive_digest_sha256",
-    "archive_digest_hemera", "hemera_source_digest", "hemera_file",
+    "size_bytes", "valid", "content_check", "data_id_scheme", "event_count", "per_sigil",
+    "signal_suffixes", "blocks", "link_count", "box_move_count", "last_height",
+    "valid_prefix_events", "valid_prefix_end", "line_count", "distinct_texts", "sha256",
+    "archive_digest_sha256", "archive_digest_hemera", "hemera_source_digest", "hemera_file",
 )  # fmt: skip
 
 
@@ -56,18 +63,33 @@ def _render(doc: dict[str, Any]) -> None:
             )
         err.print(tables)
         err.print(f"namespaces: {len(doc['namespaces'])}")
+        refused = doc.get("semantic_errors", [])
+        if refused:
+            err.print(
+                f"{len(refused)} namespace(s) could not be mapped origins "
+                "(neuron's semantic import); a plain conversion is not affected:"
+            )
+            for e in refused[:20]:
+                err.print(f"  {e['code']}: {e['detail']}", markup=False)
     for e in doc.get("errors", [])[:20]:
         where = e.get("detail") or e.get("message") or ""
         err.print(f"  {e['code']}: {where}", markup=False)
 
 
 @app.command("inspect")
-def inspect_cmd(path: Path = PATH_ARG, kind: str = KIND_OPT, as_json: bool = JSON_OPT) -> None:
+def inspect_cmd(
+    path: Path = PATH_ARG,
+    kind: str = KIND_OPT,
+    content_check: str = CONTENT_CHECK_OPT,
+    as_json: bool = JSON_OPT,
+) -> None:
     """Read-only report: tables, namespaces, digests, errors (exit 3 when invalid)."""
     if kind is not None and kind not in KINDS:
         raise typer.BadParameter(f"must be one of {', '.join(KINDS)}", param_hint="--kind")
+    if content_check not in ("codec", "none"):
+        raise typer.BadParameter("must be codec or none", param_hint="--content-check")
     with progress_bar("inspect", enabled=not as_json) as progress:
-        doc = api.inspect(path, kind=kind, progress=progress)
+        doc = api.inspect(path, kind=kind, progress=progress, content_check=content_check)
     if as_json:
         emit_json(doc, f"{doc['kind']}-inspect")
     else:

@@ -50,6 +50,13 @@ KIND = typer.Option(
     "--kind",
     help="redb, signal-log, bbg-frame-log or text-archive, where content cannot tell (empty file).",
 )
+CONTENT_CHECK = typer.Option(
+    "codec",
+    "--content-check",
+    help="cell.redb: codec = decode every Blob and Data row and verify its id (cybergraph's "
+    "codec-checked import); none = copy rows as bytes, structural and link rules only (bbg's "
+    "raw converter). Recorded in the receipt.",
+)
 
 
 def _job(
@@ -62,6 +69,7 @@ def _job(
     bounds: pipeline.Bounds | None = None,
     accept_torn_tail: bool = False,
     kind: str | None = None,
+    content_check: str = "codec",
 ) -> pipeline.Job:
     if nonce is not None:
         nonce = mapping_mod.parse_hex(nonce, "--nonce")
@@ -74,6 +82,7 @@ def _job(
         bounds=bounds or pipeline.Bounds(),
         accept_torn_tail=accept_torn_tail,
         kind=kind,
+        content_check=content_check,
     )
 
 
@@ -123,14 +132,16 @@ def _report(outcome: pipeline.Outcome, as_json: bool) -> None:
 def plan_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: str = KIND, as_json: bool = JSON,
+    kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Dry run of `run`: what it would do (namespaces, counts, conflicts, disk); writes nothing."""
     legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
     if transfer_step("plan", source, store, nonce, as_json, legacy):
         return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
+               content_check)
     with progress_bar("plan", enabled=not as_json) as progress:
         doc = pipeline.plan(job, progress)
     if as_json:
@@ -157,11 +168,12 @@ def run_cmd(
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
     retire_source: bool = RETIRE, accept_torn_tail: bool = TORN, kind: str = KIND,
-    as_json: bool = JSON,
+    content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
     legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
     legacy["retire_source"] = retire_source
     if transfer_step(
         "run", source, store, nonce, as_json, legacy, pages=pages, page_rows=page_rows
@@ -170,7 +182,8 @@ def run_cmd(
     bounds = pipeline.Bounds(
         max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
     )
-    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind)
+    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
+               content_check)
     with progress_bar("run", enabled=not as_json) as progress:
         outcome = pipeline.run(job, max_pages=pages, retire_source=retire_source, progress=progress)
     _report(outcome, as_json)
@@ -180,14 +193,16 @@ def run_cmd(
 def seal_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: str = KIND, as_json: bool = JSON,
+    kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
     legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
     if transfer_step("seal", source, store, nonce, as_json, legacy):
         return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
+               content_check)
     _report(pipeline.seal_only(job), as_json)
 
 
@@ -196,17 +211,19 @@ def stage_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES,
     page_rows: int = PAGE_ROWS, accept_torn_tail: bool = TORN, kind: str = KIND,
-    as_json: bool = JSON,
+    content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
     legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
     if transfer_step(
         "stage", source, store, nonce, as_json, legacy, pages=pages, page_rows=page_rows
     ):
         return
     bounds = pipeline.Bounds(page_rows=page_rows)
-    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind)
+    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
+               content_check)
     with progress_bar("stage", enabled=not as_json) as progress:
         outcome = pipeline.stage(job, max_pages=pages, progress=progress)
     _report(outcome, as_json)
@@ -216,14 +233,16 @@ def stage_cmd(
 def validate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: str = KIND, as_json: bool = JSON,
+    kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
     legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
     if transfer_step("validate", source, store, nonce, as_json, legacy):
         return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
+               content_check)
     _report(pipeline.validate(job), as_json)
 
 
@@ -231,12 +250,14 @@ def validate_cmd(
 def activate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: str = KIND, as_json: bool = JSON,
+    kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
     legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail}  # fmt: skip
+              "accept_torn_tail": accept_torn_tail,
+              "content_check": content_check != "codec"}  # fmt: skip
     if transfer_step("activate", source, store, nonce, as_json, legacy):
         return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind)
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
+               content_check)
     _report(pipeline.activate(job), as_json)

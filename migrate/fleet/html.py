@@ -52,9 +52,12 @@ def _job_row(job: dict[str, Any]) -> str:
         ("source", job["source"]), ("store", job["store"])
     )
     if receipt is not None:
+        src = receipt["source"]
         detail = _lines(
             ("import", receipt["import_id"]),
-            ("source sha256", receipt["source"]["sha256"]),
+            ("source sha256", src["sha256"])
+            if "sha256" in src
+            else ("source store", str(src.get("store_id", ""))),
             ("archive digest", receipt["digests"]["source_archive_sha256"]),
         )
     else:

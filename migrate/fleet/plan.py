@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import schemas
-from migrate import pipeline
-from migrate.fleet import results
+from migrate.fleet import results, sources
 from migrate.fleet.manifest import FleetJob, Manifest, select
 from migrate.fleet.scheduler import Watcher, default_workers, schedule
 
@@ -60,7 +59,21 @@ def plan_job(job: FleetJob, progress: Callable[[int, int], None]) -> dict[str, A
         "disk_bytes_needed": 0,
     }
     try:
-        doc = pipeline.plan(job.job(), progress)
+        kind, doc = sources.plan(job, progress)
+        code, problems = _predicted(doc)
+        ident = doc.get("import_id") or doc.get("manifest")
+        row.update(
+            kind=kind,
+            **({"import_id": ident} if isinstance(ident, str) else {}),
+            rows=int(doc.get("rows", 0)),
+            bytes=int(doc.get("key_value_bytes", 0)),
+            namespaces=len(doc.get("namespaces", {})),
+            disk_bytes_needed=int(doc.get("disk_bytes_needed", 0)),
+            action=str(doc["action"]),
+            exit_code=code,
+            outcome="ok" if code == 0 else (doc.get("outcome") or "refused"),
+            problems=problems,
+        )
     except Exception as exc:  # noqa: BLE001 - the job's own predicted failure
         error = results.error_doc(exc)
         row.update(
@@ -70,20 +83,6 @@ def plan_job(job: FleetJob, progress: Callable[[int, int], None]) -> dict[str, A
             problems=[error["message"]],
             error=error,
         )
-        return row
-    code, problems = _predicted(doc)
-    row.update(
-        kind=doc.get("source", {}).get("kind", job.kind),
-        import_id=doc["import_id"],
-        rows=int(doc.get("rows", 0)),
-        bytes=int(doc.get("key_value_bytes", 0)),
-        namespaces=len(doc.get("namespaces", {})),
-        disk_bytes_needed=int(doc.get("disk_bytes_needed", 0)),
-        action=str(doc["action"]),
-        exit_code=code,
-        outcome="ok" if code == 0 else (doc.get("outcome") or "refused"),
-        problems=problems,
-    )
     return row
 
 

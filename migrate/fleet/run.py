@@ -1,11 +1,12 @@
 """``fleet run``: every job of a manifest (or of one shard) is the ordinary ``run``.
 
 Each job runs in a worker process as a plain :func:`migrate.pipeline.run` (sealed, staged,
-resumable), so a killed fleet resumes where every job stood: rerun the same command.  A job's
-failure is its own result; it never stops another job.  The worker writes the job's result
-into ``REPORT_DIR/jobs/<key>.json`` itself (atomically) as soon as the job ends, so results
-survive even if the parent dies, and shards and reruns merge by key.  At the end the whole
-report is also written as ``REPORT_DIR/run-<shard>.json``.
+resumable), or as the sealed transfer when its source is a BBG store
+(:mod:`migrate.fleet.sources`), so a killed fleet resumes where every job stood: rerun the
+same command.  A job's failure is its own result; it never stops another job.  The worker
+writes the job's result into ``REPORT_DIR/jobs/<key>.json`` itself (atomically) as soon as
+the job ends, so results survive even if the parent dies, and shards and reruns merge by
+key.  At the end the whole report is also written as ``REPORT_DIR/run-<shard>.json``.
 
 The fleet's exit status is the highest exit code among its jobs (0 when all succeeded).
 """
@@ -26,8 +27,7 @@ from typing import Any
 
 import schemas
 from bbg_core.errors import Interrupted, UsageError
-from migrate import pipeline
-from migrate.fleet import results
+from migrate.fleet import results, sources
 from migrate.fleet.manifest import FleetJob, Manifest, select
 from migrate.fleet.scheduler import Watcher, default_workers, schedule
 
@@ -67,17 +67,8 @@ def run_job(arg: RunArg, progress: Callable[[int, int], None]) -> dict[str, Any]
     doc["started"] = now()
     t0 = time.monotonic()
     try:
-        outcome = pipeline.run(job.job(), progress=progress)
-        if outcome.receipt is None:  # pragma: no cover - run without max_pages completes
-            raise RuntimeError(f"run ended at status {outcome.status} without a receipt")
-        schemas.validate(outcome.receipt, "receipt")
-        doc.update(
-            exit_code=0,
-            status=outcome.status,
-            kind=outcome.receipt["source"]["kind"],
-            rows=rows_of(outcome.receipt),
-            receipt=outcome.receipt,
-        )
+        status, kind, receipt = sources.run(job, progress)
+        doc.update(exit_code=0, status=status, kind=kind, rows=rows_of(receipt), receipt=receipt)
     except Exception as exc:  # noqa: BLE001 - every failure is this job's result
         error = results.error_doc(exc)
         doc.update(exit_code=error["exit_code"], status="failed", kind=job.kind, error=error)

@@ -237,6 +237,7 @@ def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
         "pages": -(-pre.rows // job.bounds.page_rows) if pre.rows else 0,
         "archive_digest_sha256": pre.report["archive_digest_sha256"],
         **({"legacy": pre.report["legacy"]} if pre.legacy is not None else {}),
+        **({"content_check": job.content_check} if pre.legacy is None else {}),
         "mapping": mapping.to_json() if mapping is not None else None,
         "fences": [o.origin.hex() for o in mapping.origins] if mapping is not None else [],
         "generation_after": "neuron-v1"

@@ -5,7 +5,7 @@ and therefore the same receipt.
 
 | id | derivation |
 |---|---|
-| import id | SHA-256(canonical JSON of {kind, source fingerprint, mapping, nonce}) hex |
+| import id | SHA-256(canonical JSON of {kind, fingerprint, mapping, nonce[, content check]}) |
 | default nonce | SHA-256("bbg-migrate/default-nonce/1\\0" ‖ source SHA-256) |
 | prog id | hemera("bbg-migrate/prog-id/1\\0" ‖ subject[32] ‖ install nonce) |
 | subject birth | payload "bbg-migrate/subject-birth/1\\0" ‖ subject[32]; ns = hemera(payload) |
@@ -49,10 +49,20 @@ def hemera(data: bytes) -> bytes:
 
 
 def import_id(
-    kind: str, fingerprint: dict[str, Any], mapping: dict[str, Any] | None, nonce: str
+    kind: str,
+    fingerprint: dict[str, Any],
+    mapping: dict[str, Any] | None,
+    nonce: str,
+    content_check: str = "codec",
 ) -> str:
-    """The id of one import: the same inputs always give the same id."""
-    doc = {"kind": kind, "source": fingerprint, "mapping": mapping, "nonce": nonce}
+    """The id of one import: the same inputs always give the same id.
+
+    The content-check mode is part of the inputs; the default (``codec``) is left out of the
+    document, so the ids of default imports are as they always were.
+    """
+    doc: dict[str, Any] = {"kind": kind, "source": fingerprint, "mapping": mapping, "nonce": nonce}
+    if content_check != "codec":
+        doc["content_check"] = content_check
     return hashlib.sha256(b"bbg-migrate/import-id/1\x00" + canonical_json(doc)).hexdigest()
 
 

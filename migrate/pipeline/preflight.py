@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bbg_core.errors import SourceError, UsageError, ValidationFailed
+from migrate.content_ids import CODEC, MODES
 from migrate.detect import detect
 from migrate.inspect import cell_report
 from migrate.pipeline import identity
@@ -64,6 +65,10 @@ class Job:
     accept_torn_tail: bool = False
     # The source's kind when the content cannot tell (an empty file); checked against detect.
     kind: str | None = None
+    # cell.redb only: "codec" (cybergraph's codec-checked import: every Blob and Data row
+    # decoded and its id verified) or "none" (bbg's raw converter: rows copied as bytes with
+    # the structural and link rules only).  Recorded in the receipt.
+    content_check: str = CODEC
 
 
 @dataclass(frozen=True)
@@ -113,18 +118,48 @@ def _check_bounds(report: dict[str, Any], bounds: Bounds, path: Path) -> None:
         )
 
 
-def _check_mapping(mapping: Mapping, namespaces: dict[str, Any], path: Path) -> None:
+#: At most this many origins per import (neuron ``MAX_PROGS``; bbg ``apply_migration``).
+MAX_ORIGINS = 256
+
+
+def _check_mapping(mapping: Mapping, report: dict[str, Any], path: Path) -> None:
+    """The mapping names every namespace of the source, and each origin passes the rules of
+    neuron's semantic import (``engine/src/migration.rs`` ``prepare_import``,
+    ``engine/src/legacy.rs`` ``inspect``) that the store's structure shows: the birth rule,
+    an origin that is not the subject's own namespace, at most 256 origins."""
+    namespaces: dict[str, Any] = report["namespaces"]
     mapped = {o.origin.hex() for o in mapping.origins}
-    errors = [
+    errors: list[dict[str, str]] = []
+    if len(mapped) > MAX_ORIGINS:
+        errors.append(
+            {
+                "code": "limit-exceeded",
+                "detail": f"{len(mapped)} origins mapped; an import maps at most {MAX_ORIGINS}",
+            }
+        )
+    subject_ns = identity.subject_birth(mapping.subject)[0].hex()
+    if subject_ns in mapped:
+        errors.append(
+            {
+                "code": "mapping-origin-is-subject",
+                "detail": f"origin {subject_ns} is the subject's own namespace",
+            }
+        )
+    errors += [
         {"code": "mapping-unknown-origin", "detail": f"origin {o} is not a namespace of the source"}
         for o in sorted(mapped - namespaces.keys())
     ] + [
         {"code": "mapping-incomplete", "detail": f"namespace {n} of the source is not mapped"}
         for n in sorted(namespaces.keys() - mapped)
     ]
+    errors += [
+        {"code": e["code"], "detail": f"origin {e['detail']} (neuron's semantic import)"}
+        for e in report.get("semantic_errors", [])
+        if e["namespace"] in mapped
+    ]
     if errors:
         raise ValidationFailed(
-            f"{path}: the mapping does not match the source: {errors[0]['detail']}"
+            f"{path}: the mapping cannot be imported: {errors[0]['code']}: {errors[0]['detail']}"
             + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
             path=str(path),
             errors=errors,
@@ -156,6 +191,15 @@ def source_kind(job: Job) -> str:
             "content)",
             path=str(job.source),
         )
+    if job.content_check not in MODES:
+        raise UsageError(
+            f"--content-check must be one of {', '.join(MODES)}", content_check=job.content_check
+        )
+    if job.content_check != CODEC and kind != "redb":
+        raise UsageError(
+            f"{job.source}: --content-check applies to cell.redb sources (this is a {kind})",
+            path=str(job.source),
+        )
     if job.accept_torn_tail and kind not in LOG_KINDS:
         raise UsageError(
             f"{job.source}: --accept-torn-tail applies to frame logs only (this is a {kind})",
@@ -182,7 +226,9 @@ def preflight(
     legacy = None
     if kind == "redb":
         with RedbSource(job.source) as src:
-            report = cell_report(src, progress=progress, hemera_digest=False)
+            report = cell_report(
+                src, progress=progress, hemera_digest=False, content_check=job.content_check
+            )
     else:
         report, legacy = _legacy_preflight(job, kind, fp, progress)
     if not report["valid"]:
@@ -197,10 +243,10 @@ def preflight(
         )
     _check_bounds(report, job.bounds, job.source)
     if job.mapping is not None:
-        _check_mapping(job.mapping, report["namespaces"], job.source)
+        _check_mapping(job.mapping, report, job.source)
     nonce = job.nonce or identity.default_nonce(fp["sha256"])
     mapping_doc = job.mapping.to_json() if job.mapping is not None else None
-    iid = identity.import_id(kind, fp, mapping_doc, nonce)
+    iid = identity.import_id(kind, fp, mapping_doc, nonce, job.content_check)
     return Preflight(
         kind=kind, report=report, fingerprint=fp, nonce=nonce, import_id=iid, legacy=legacy
     )

@@ -385,6 +385,8 @@ def build_receipt(
     if pre.legacy is not None:
         # Optional, so a cell.redb receipt stays exactly as it was.
         receipt["legacy"] = pre.legacy.facts()
+    else:
+        receipt["content_check"] = pre.report["content_check"]
     import schemas
 
     schemas.validate(receipt, "receipt")

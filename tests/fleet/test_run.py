@@ -306,3 +306,45 @@ def test_manifest_options_reach_run(tmp_path: Path) -> None:
     assert got["bounded.redb"]["exit_code"] == 3
     assert got["empty.log"]["exit_code"] == 0
     assert res.returncode == 3
+
+
+def test_a_bbg_store_source_is_a_sealed_transfer(tmp_path: Path) -> None:
+    import gzip
+
+    from tests.fleet.helpers import LEGACY
+
+    root = tmp_path / "f"
+    root.mkdir()
+    cell = root / "cell.redb"
+    cell.write_bytes(gzip.decompress((LEGACY / "cell-small.redb.gz").read_bytes()))
+    api.run(api.Job(source=cell, store=root / "old"))  # the BBG store to move
+    (root / "fleet.toml").write_text(
+        '[[jobs]]\nsource = "old"\nstore = "new"\n'
+        '[[jobs]]\nsource = "old"\nstore = "other"\nkind = "redb"\n'
+    )
+    plan = json.loads(fleet_cli("plan", str(root / "fleet.toml"), "--json").stdout)
+    assert [(r["kind"], r["exit_code"], r["action"]) for r in plan["jobs"]] == [
+        ("bbg", 0, "transfer"),
+        ("redb", 2, "fail"),  # the kind the manifest gives, refused for a store
+    ]
+    res = fleet_cli("run", str(root / "fleet.toml"), "--json")
+    doc = json.loads(res.stdout)
+    moved, refused = doc["jobs"]
+    assert (moved["exit_code"], moved["kind"], moved["status"]) == (0, "bbg", "complete")
+    schemas.validate(moved["receipt"], "transfer-receipt")
+    assert moved["rows"] == 220  # cell-small: 105+3+50+50+12
+    assert (
+        refused["exit_code"] == 2
+        and "apply to legacy sources only" in (refused["error"]["message"])
+    )
+    # An exact rerun of the single transfer returns the very receipt the fleet reported.
+    again = api.transfer(api.TransferJob(source=root / "old", store=root / "new"))
+    assert again.receipt == moved["receipt"]
+    assert res.returncode == 2
+
+
+def test_manifest_kinds_are_the_pipelines() -> None:
+    from migrate.pipeline.preflight import KINDS
+
+    enum = schemas.load("fleet-manifest")["$defs"]["options"]["properties"]["kind"]["enum"]
+    assert sorted(enum) == sorted(KINDS)

@@ -99,7 +99,7 @@ def test_plan_writes_nothing_anywhere(tmp_path: Path) -> None:
         assert res.returncode == 0, res.stderr
         doc = json.loads(res.stdout)
         schemas.validate(doc, "plan")
-        assert doc["rows"] == 215 and len(doc["namespaces"]) == 3
+        assert doc["rows"] == 220 and len(doc["namespaces"]) == 3  # cell-small.expected.json
         assert doc["destination"]["exists"] is existing
         assert tree_state(src, store, tmp_path) == before
         assert sorted(os.listdir(tmp)) == tmp_before
@@ -120,7 +120,7 @@ def test_step_by_step_equals_run(tmp_path: Path) -> None:
         assert res.returncode == 0, res.stderr
         if json.loads(res.stdout)["status"] == "staged":
             break
-    assert calls == 4  # 215 rows in pages of 64 rows, one page per call
+    assert calls == 4  # 220 rows in pages of 64 rows, one page per call
     assert cli("validate", str(src), "--store", store, "--json").returncode == 0
     stepped = cli("activate", str(src), "--store", store, "--json")
     assert stepped.returncode == 0, stepped.stderr

@@ -1,8 +1,8 @@
 """Test stores for the share suite, built only through the store API.
 
 * :func:`cell_small_store`: the legacy cell-small rows (tests/store/data, dumped by the real
-  redb crate) staged and activated like a migration: 50 history entries in 3 namespaces, 53
-  content rows no history entry names, 9 claims, a seal, a receipt and a journal record.
+  redb crate) staged and activated like a migration: 50 history entries in 3 namespaces, 55
+  content rows no history entry names, 12 claims, a seal, a receipt and a journal record.
 * :func:`graph_store`: GraphPort commits in several namespaces, some carrying extra content
   and a claim, plus a fenced namespace and a promoted generation.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fences import generations, namespaces
+from importers import hemera
 from migrate.store import Head, Store, imports, open_store
 from migrate.store.codec import ARCHIVE_ORDER
 from tests.store.helpers import Write, h, load_rows
@@ -41,25 +42,28 @@ def cell_small_store(directory: Path) -> Path:
     return directory
 
 
+def blob(payload: bytes) -> tuple[bytes, bytes]:
+    """(id, stored value) of a Blob: id = hemera(payload), as doctor and inspect verify."""
+    return hemera.hash(payload), b"\x01" + payload
+
+
 def birth(seed: str) -> Write:
-    """The index-0 write of a fresh namespace (Data codec: doctor checks Blob ids)."""
-    payload = b"\x00birth/" + seed.encode()
-    ns = h(payload)
-    return Write(ns, h("req", ns, 0), None, Head(0, ns), {ns: payload})
+    """The index-0 write of a fresh namespace (its birth record is a Blob)."""
+    ns, value = blob(b"birth/" + seed.encode())
+    return Write(ns, h("req", ns, 0), None, Head(0, ns), {ns: value})
 
 
 def follow(prev: Write | Head, namespace: bytes, tag: str) -> Write:
     """The next write after ``prev``: a commit record plus one extra record it carries."""
     head = prev.new_head if isinstance(prev, Write) else prev
-    payload = b"\x00commit/" + namespace + head.commit + tag.encode()
-    commit = h(payload)
-    record = b"\x00record/" + commit
+    commit, value = blob(b"commit/" + namespace + head.commit + tag.encode())
+    record_id, record = blob(b"record/" + commit)
     return Write(
         namespace,
         h("req", namespace, head.index + 1, tag),
         head,
         Head(head.index + 1, commit),
-        {commit: payload, h(record): record},
+        {commit: value, record_id: record},
     )
 
 

@@ -45,8 +45,8 @@ def test_healthy_report_matches_schema_and_inspect(any_store: Path) -> None:
 
 def test_cell_store_facts(cell_store: Path) -> None:
     report = doctor(cell_store)
-    # cell-small: 103 content rows, 50 of them commits -> 53 orphans (a warning only).
-    assert report["orphan_content"]["count"] == 53
+    # cell-small: 105 content rows, 50 of them commits -> 55 orphans (a warning only).
+    assert report["orphan_content"]["count"] == 55
     assert [w["code"] for w in report["warnings"]] == ["orphan-content"]
     assert report["namespaces"] == 3
     assert report["generation"] == {

@@ -29,7 +29,7 @@ def test_cell_small_event_counts(cell_store: Path) -> None:
     commits = [d for d in docs if d["kind"] == "commit"]
     rows = [d for d in docs if d["kind"] == "rows"]
     assert len(commits) == 50  # one per history entry
-    assert sum(len(d["asserted"]) for d in rows) == 53 + 9  # orphan content + claims
+    assert sum(len(d["asserted"]) for d in rows) == 55 + 12  # orphan content + claims
     assert docs.index(rows[0]) == len(commits)  # rows events come after every commit
     # canonical order: namespaces in byte order, indices ascending, heads chained
     keys = [(d["namespace"], d["index"]) for d in commits]

@@ -194,3 +194,31 @@ def test_run_into_a_marked_store_is_refused_before_any_write(
     assert f"status marker {status!r}" in res.stderr
     # No seal, staging, cursor, journal or nonce row, no promotion: nothing at all.
     assert _dump(store) == before
+
+
+@pytest.mark.parametrize("status", INCOMPLETE)
+def test_every_path_that_reads_the_marker_names_it(
+    converted: tuple[Path, Path, Path], tmp_path: Path, status: str
+) -> None:
+    """inspect reports the marker; doctor flags it; tail and snapshot refuse with a named
+    error -- never an internal error -- and nothing is written."""
+    import json
+    import shutil
+
+    template, _, _ = converted
+    store = tmp_path / "store"
+    shutil.copytree(template, store)
+    _raw_status(store, status, status)
+    before = _dump(store)
+    res = cli("inspect", str(store), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["store"]["status"] == status
+    res = cli("--store", str(store), "doctor", "--json")
+    assert res.returncode == 3 and "internal error" not in res.stderr
+    assert status in res.stdout
+    for args in (["tail"], ["snapshot"]):
+        res = cli("--store", str(store), *args)
+        assert res.returncode in (1, 4), (args, res.stderr)
+        assert "internal error" not in res.stderr
+        assert f"status marker {status!r}" in res.stderr, (args, res.stderr)
+    assert _dump(store) == before

@@ -1,0 +1,225 @@
+"""Content ids of a cell store's ``application_content`` rows, as cybergraph checks them.
+
+cybergraph's codec-checked transfer (``src/content.rs`` ``Content::from_stored``,
+``src/application/transfer.rs``) decodes every content row: a Blob's key must be
+hemera(payload); a Data row's key must be its nox id (:mod:`importers.nox`: Model B or the
+older tagged scheme); a Data pair (or tagged cell) needs both children to be content rows.
+bbg's raw converter (``migrate_redb``) never decodes content; that is content-check mode
+``none``.
+
+:class:`ContentIds` verifies the ids on one worker thread in batches (the C hash releases
+the GIL, so hashing overlaps the main pass), keeping at most ``MAX_PENDING`` batches in
+flight; children are looked up on the calling thread with the source's point lookups, or,
+for a source without them, spilled to a scratch SQLite file and checked by one merge pass
+over the content keys at the end.  Memory stays bounded either way.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from importers import nox
+
+CONTENT = "application_content"
+CODEC = "codec"
+NONE = "none"
+#: The content-check modes, by name (``codec`` is the default).
+MODES = (CODEC, NONE)
+#: ``data_content_ids`` lists at most this many keys (the count is in ``content_codecs``).
+MAX_LISTED_DATA_IDS = 10_000
+
+Lookup = Callable[[str, bytes], bytes | None]
+Record = Callable[[str, str, float], None]
+
+# A batch item: (position, key, codec, payload); a finding: (position, code, detail).
+_Item = tuple[int, bytes, int, bytes]
+_Finding = tuple[int, str, str]
+# A child to look up: (position of the parent row, parent key, child id).
+_Need = tuple[int, bytes, bytes]
+
+
+@dataclass
+class DataStats:
+    """What the Data rows of one pass showed."""
+
+    rows_by_scheme: dict[str, int] = field(default_factory=dict)
+    id_mismatches: int = 0
+    blob_id_mismatches: int = 0
+    keys: list[str] = field(default_factory=list)
+
+    def count(self, payload: bytes, key: bytes) -> None:
+        """Tally one Data row's scheme (by shape) and list its key."""
+        scheme = nox.scheme_of(payload) or "neither"
+        self.rows_by_scheme[scheme] = self.rows_by_scheme.get(scheme, 0) + 1
+        if len(self.keys) < MAX_LISTED_DATA_IDS:
+            self.keys.append(key.hex())
+
+    @property
+    def scheme(self) -> str:
+        """``nox-model-b``, ``nox-tagged-v0``, ``mixed`` or ``none`` (no row of either shape)."""
+        present = [s for s in nox.SCHEMES if self.rows_by_scheme.get(s)]
+        if not present:
+            return "none"
+        return present[0] if len(present) == 1 else "mixed"
+
+
+def _data_detail(key: bytes, payload: bytes, why: str) -> str:
+    return f"content {key.hex()}: Data row of {len(payload)} payload bytes: {why}"
+
+
+def _verify(items: list[_Item]) -> tuple[list[_Finding], list[_Need], int, int]:
+    """Worker side: (findings, children to look up, Blob mismatches, Data mismatches)."""
+    from importers import hemera
+
+    blobs = [(pos, key, payload) for pos, key, codec, payload in items if codec == 1]
+    data = [(pos, key, payload) for pos, key, codec, payload in items if codec == 0]
+    findings: list[_Finding] = []
+    needs: list[_Need] = []
+    blob_bad = data_bad = 0
+    # One C call per kind per batch: the GIL is released for all of it.
+    blob_ids = hemera.hash_many([p for _, _, p in blobs]) if blobs else []
+    for (pos, key, _), blob_id in zip(blobs, blob_ids, strict=True):
+        if blob_id != key:
+            blob_bad += 1
+            findings.append(
+                (pos, "content-id-mismatch", f"content {key.hex()}: Blob id is not hemera(payload)")
+            )
+    identified = nox.identify([p for _, _, p in data]) if data else []
+    for (pos, key, payload), (node, got) in zip(data, identified, strict=True):
+        if node is None or isinstance(got, nox.NoxError):
+            data_bad += 1
+            findings.append((pos, "content-id-mismatch", _data_detail(key, payload, str(got))))
+            continue
+        if got != key:
+            data_bad += 1
+            findings.append(
+                (pos, "content-id-mismatch", _data_detail(key, payload, f"key != {node.rule}"))
+            )
+        if node.children is not None:
+            needs.extend((pos, key, child) for child in node.children)
+    findings.sort(key=lambda f: f[0])
+    return findings, needs, blob_bad, data_bad
+
+
+class ContentIds:
+    """Verifies Blob and Data ids of the rows given to :meth:`add`, in batches off-thread.
+
+    ``record(code, detail, position)`` receives each violation; positions are row positions,
+    so the caller can put them back in row order.  Missing Data children are reported after
+    the content table (``content_done``), as the codec-checked transfer finds them.
+    """
+
+    BATCH_BYTES = 4 * 1024 * 1024
+    MAX_PENDING = 2
+
+    def __init__(
+        self,
+        record: Record,
+        stats: DataStats,
+        *,
+        lookup: Lookup | None,
+        content_rows: Callable[[], Iterable[tuple[bytes, bytes]]],
+    ) -> None:
+        self._record = record
+        self._stats = stats
+        self._lookup = lookup
+        self._content_rows = content_rows
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="content-ids")
+        self._pending: deque[Future[tuple[list[_Finding], list[_Need], int, int]]] = deque()
+        self._batch: list[_Item] = []
+        self._size = 0
+        self._missing: list[tuple[int, str]] = []
+        self._spill: _ChildSpill | None = None
+        self._content_end: float | None = None
+
+    def add(self, position: int, key: bytes, codec: int, payload: bytes) -> None:
+        """Queue one content row (codec 0 Data or 1 Blob) for verification."""
+        self._batch.append((position, key, codec, payload))
+        self._size += len(payload) + 64
+        if self._size >= self.BATCH_BYTES:
+            self._flush()
+
+    def content_done(self, last_position: int) -> None:
+        """The content table ended at ``last_position``: children errors go right after it."""
+        self._content_end = last_position + 0.5
+
+    def _flush(self) -> None:
+        if self._batch:
+            self._pending.append(self._pool.submit(_verify, self._batch))
+            self._batch, self._size = [], 0
+        while len(self._pending) > self.MAX_PENDING:
+            self._collect(self._pending.popleft())
+
+    def _collect(self, future: Future[tuple[list[_Finding], list[_Need], int, int]]) -> None:
+        findings, needs, blob_bad, data_bad = future.result()
+        self._stats.blob_id_mismatches += blob_bad
+        self._stats.id_mismatches += data_bad
+        for position, code, detail in findings:
+            self._record(code, detail, position)
+        for position, parent, child in needs:
+            if self._lookup is not None:
+                if self._lookup(CONTENT, child) is None:
+                    self._missing.append((position, _child_detail(parent, child)))
+            else:
+                if self._spill is None:
+                    self._spill = _ChildSpill()
+                self._spill.add(position, parent, child)
+
+    def finish(self) -> None:
+        """Wait for every batch, resolve the children, and record what was found."""
+        try:
+            self._flush()
+            while self._pending:
+                self._collect(self._pending.popleft())
+            if self._spill is not None:
+                self._missing.extend(self._spill.missing(self._content_rows()))
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            if self._spill is not None:
+                self._spill.close()
+        at = self._content_end if self._content_end is not None else float("inf")
+        for _, detail in sorted(self._missing):
+            self._record("missing-content", detail, at)
+
+
+def _child_detail(parent: bytes, child: bytes) -> str:
+    return f"content {parent.hex()}: Data pair child {child.hex()} not in application_content"
+
+
+class _ChildSpill:
+    """Children to look up, kept in a scratch SQLite file (for sources without ``get``)."""
+
+    def __init__(self) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="bbg-children-")
+        self._db = sqlite3.connect(f"{self._dir.name}/needs.sqlite3", isolation_level=None)
+        # A scratch file: losing it on a crash costs nothing, so no journal and no fsync.
+        self._db.execute("PRAGMA journal_mode = OFF")
+        self._db.execute("PRAGMA synchronous = OFF")
+        self._db.execute("CREATE TABLE needs (child BLOB, position INTEGER, parent BLOB)")
+        self._db.execute("BEGIN")
+
+    def add(self, position: int, parent: bytes, child: bytes) -> None:
+        self._db.execute("INSERT INTO needs VALUES (?, ?, ?)", (child, position, parent))
+
+    def missing(self, content: Iterable[tuple[bytes, Any]]) -> Iterator[tuple[int, str]]:
+        """One merge pass of the needed children against the content keys (both sorted)."""
+        self._db.execute("COMMIT")
+        keys = (bytes(k) for k, _ in content)
+        current = next(keys, None)
+        rows = self._db.execute("SELECT child, position, parent FROM needs ORDER BY child")
+        for child, position, parent in rows:
+            child = bytes(child)
+            while current is not None and current < child:
+                current = next(keys, None)
+            if current != child:
+                yield int(position), _child_detail(bytes(parent), child)
+
+    def close(self) -> None:
+        self._db.close()
+        self._dir.cleanup()

@@ -1,0 +1,86 @@
+"""What one fleet job runs: the ordinary ``run`` for a legacy source, or the sealed BBG → BBG
+transfer when the source is a BBG store (judged by content, as ``run``/``plan`` on the
+command line do).
+
+A BBG store source takes ``store``, ``nonce`` (64 hex) and ``bounds.page_rows``; ``kind``,
+``accept_torn_tail`` and a mapping apply to legacy sources only and are refused for it, and
+the other bounds (``max_rows``, ``max_bytes``, ``max_namespaces``) do not apply to it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import schemas
+from bbg_core.errors import UsageError
+from migrate import pipeline, transfer
+from migrate.detect import detect
+from migrate.fleet.manifest import FleetJob
+from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS
+
+Progress = Callable[[int, int], None]
+STORE_KIND = "bbg"
+_ROW_OVERHEAD = 48  # as the pipeline's plan counts a row's overhead in SQLite
+
+
+def is_store(job: FleetJob) -> bool:
+    """True when the job's source is a BBG store directory."""
+    return os.path.isdir(job.source) and detect(job.source)["kind"] == STORE_KIND
+
+
+def _transfer_job(job: FleetJob) -> transfer.TransferJob:
+    legacy = [
+        name
+        for name, given in (
+            ("kind", job.kind is not None),
+            ("accept_torn_tail", job.accept_torn_tail),
+            ("mapping", job.mapping is not None),
+        )
+        if given
+    ]
+    if legacy:
+        raise UsageError(
+            f"{job.source} is a BBG store (a transfer source): {', '.join(legacy)} apply to "
+            "legacy sources only",
+            path=str(job.source),
+        )
+    return transfer.TransferJob(
+        source=job.source,
+        store=job.store,
+        nonce=job.nonce,
+        page_rows=job.bounds.get("page_rows", MAX_PAGE_ROWS),
+    )
+
+
+def run(job: FleetJob, progress: Progress) -> tuple[str, str, dict[str, Any]]:
+    """Run the job; (status, kind, receipt) - the receipt checked against its schema."""
+    kind: str | None = None
+    if is_store(job):
+        moved = transfer.run(_transfer_job(job), progress=progress)
+        schema, status, receipt, kind = "transfer-receipt", moved.status, moved.receipt, STORE_KIND
+    else:
+        done = pipeline.run(job.job(), progress=progress)
+        schema, status, receipt = "receipt", done.status, done.receipt
+    if receipt is None:  # pragma: no cover - a run without max_pages always completes
+        raise RuntimeError(f"{job.source}: ended at status {status} without a receipt")
+    schemas.validate(receipt, schema)
+    return status, kind or str(receipt["source"]["kind"]), receipt
+
+
+def plan(job: FleetJob, progress: Progress) -> tuple[str | None, dict[str, Any]]:
+    """The job's dry run; (kind, plan document with rows, bytes, namespaces and disk)."""
+    if is_store(job):
+        doc = transfer.plan(_transfer_job(job), progress)
+        if "disk_bytes_needed" not in doc:
+            # The transfer plan does not say: estimate as the pipeline's plan does (staged copy
+            # + published copy + per-row overhead, and the WAL of one page).
+            busy = doc["action"].startswith("none")
+            nbytes, rows = int(doc["key_value_bytes"]), int(doc["rows"])
+            doc["disk_bytes_needed"] = (
+                0 if busy else 2 * (nbytes + _ROW_OVERHEAD * rows) + (MAX_PAGE_BYTES)
+            )
+        return STORE_KIND, doc
+    doc = pipeline.plan(job.job(), progress)
+    return doc.get("source", {}).get("kind", job.kind), doc

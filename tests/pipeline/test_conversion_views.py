@@ -1,0 +1,92 @@
+"""Conversion versus semantic import, and the two content-check modes, on the legacy fixtures.
+
+The fixture verdicts come from the reference generator (fixtures/legacy/README.md): ``valid``
+follows bbg's conversion rules (cyberia-to/bbg ``rs/src/storage/application/validation.rs``)
+plus cybergraph's codec-checked content rules; ``semantic_errors`` lists what neuron's
+semantic import (cyberia-to/neuron ``engine/src/legacy.rs``, commit fd24e76) refuses in a
+mapped origin.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import schemas
+from tests.pipeline.helpers import LEGACY, cli, expected, unpack
+
+BIRTH = LEGACY / "cell-birth-mismatch.redb.gz"
+CHILD = LEGACY / "cell-invalid-data-child.redb.gz"
+DATA_ID = LEGACY / "cell-invalid-data-id.redb.gz"
+TAGGED = LEGACY / "cell-data-tagged-ids.redb.gz"
+
+
+def _inspect(path: Path, *extra: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    res = cli("inspect", str(path), "--json", *extra)
+    doc = json.loads(res.stdout)
+    schemas.validate(doc, "redb-inspect")
+    return res.returncode, doc
+
+
+def test_birth_mismatch_converts_and_is_reported_as_semantic(tmp_path: Path) -> None:
+    src = unpack(BIRTH, tmp_path / "src")
+    want = expected(BIRTH)
+    code, doc = _inspect(src)
+    assert code == 0 and doc["valid"] and doc["conversion_valid"] and doc["errors"] == []
+    assert doc["semantic_errors"] == want["semantic_errors"]
+    bad = want["semantic_errors"][0]["namespace"]
+    assert {ns: o["mappable"] for ns, o in doc["origins"].items()} == {
+        ns: ns != bad for ns in want["namespaces"]
+    }
+    # Plain conversion (bbg's rules): migrates.
+    res = cli("run", str(src), "--store", str(tmp_path / "plain"), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["counts"]["namespaces"] == 3
+    # Mapped: neuron's semantic import refuses that origin, before anything is written.
+    maps = [f"--map={ns}={i + 1:02x}" for i, ns in enumerate(sorted(want["namespaces"]))]
+    store = tmp_path / "mapped"
+    res = cli("run", str(src), "--store", str(store), "--subject", "ab" * 32, *maps)
+    assert res.returncode == 3
+    assert "birth-mismatch" in res.stderr and bad in res.stderr
+    assert not store.exists()
+
+
+def test_data_rules_in_codec_mode_and_not_in_none_mode(tmp_path: Path) -> None:
+    for gz in (CHILD, DATA_ID):
+        src = unpack(gz, tmp_path / gz.name)
+        want = expected(gz)
+        code, doc = _inspect(src)
+        assert code == 3 and not doc["valid"]
+        assert doc["errors"] == want["expected_errors"]
+        assert doc["data_ids_checked"] and doc["content_check"] == "codec"
+        assert doc["data_rows_with_id_mismatch"] == want["data_rows_with_id_mismatch"]
+        # bbg's raw converter never decodes content: the same store converts.
+        code, raw = _inspect(src, "--content-check", "none")
+        assert code == 0 and raw["valid"] and raw["errors"] == []
+        assert raw["content_check"] == "none" and not raw["data_ids_checked"]
+        assert raw["data_rows_with_id_mismatch"] is None
+        assert raw["archive_digest_sha256"] == doc["archive_digest_sha256"]
+        res = cli("run", str(src), "--store", str(tmp_path / f"{gz.name}-none"),
+                  "--content-check", "none", "--json")  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["content_check"] == "none"
+        res = cli("run", str(src), "--store", str(tmp_path / f"{gz.name}-codec"))
+        assert res.returncode == 3 and want["expected_errors"][0]["code"] in res.stderr
+
+
+def test_tagged_scheme_store_is_valid_and_named(tmp_path: Path) -> None:
+    src = unpack(TAGGED, tmp_path / "src")
+    code, doc = _inspect(src)
+    want = expected(TAGGED)
+    assert code == 0 and doc["data_id_scheme"] == "nox-tagged-v0" == want["data_id_scheme"]
+    assert doc["data_content_ids"] == want["data_content_ids"]
+    res = cli("run", str(src), "--store", str(tmp_path / "s"), "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)["content_check"] == "codec"
+
+
+def test_content_check_is_refused_for_legacy_logs(tmp_path: Path) -> None:
+    log = LEGACY / "signals-small.log"
+    res = cli("plan", str(log), "--store", str(tmp_path / "s"), "--content-check", "none")
+    assert res.returncode == 2 and "cell.redb" in res.stderr
+    res = cli("inspect", str(log), "--content-check", "sometimes")
+    assert res.returncode == 2
