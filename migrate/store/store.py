@@ -271,6 +271,7 @@ def open_store(
     try:
         layout.check_identity(conn)
         sanity.check_bookkeeping(conn)  # damaged records are named here, not as a TypeError
+        layout.check_hash_suite(conn)
         generation = generations.read_status(conn)[1]
         if not maintenance:
             generation = generations.require_readable(conn, reader_generation)
