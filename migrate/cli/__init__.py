@@ -10,12 +10,12 @@ import os
 import signal
 import sys
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError
-from migrate import __version__
+from migrate import api
 from migrate.cli._paths import path_arg
 from migrate.cli._render import err
 from migrate.cli._state import state
@@ -32,10 +32,9 @@ app = typer.Typer(
 
 def version_text() -> str:
     """``bbg-migrate --version``: the package version and which readers are active."""
-    from migrate import backends
-
-    lines = [f"bbg-migrate {__version__}"]
-    lines += [f"{name}: {impl}" for name, impl in backends.active().items()]
+    found = api.versions()
+    lines = [f"bbg-migrate {found.pop('bbg-migrate')}"]
+    lines += [f"{name}: {impl}" for name, impl in found.items()]
     return "\n".join(lines)
 
 
@@ -184,8 +183,7 @@ def run(argv: list[str] | None = None) -> int:
     return code
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point (kept for callers of ``migrate.cli.main``): :func:`migrate.entry.main`."""
-    from migrate.entry import main as entry_main
-
-    entry_main(argv)
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Run the CLI with ``argv`` and exit with its code (library callers, tests).  The console
+    entry point is :func:`migrate.entry.main`, which also covers a Ctrl-C during start-up."""
+    sys.exit(run(argv))

@@ -121,7 +121,12 @@ def plan_cmd(
         doc = api.fleet_plan(fleet, workers=workers, shard=part, watcher=view)
     if as_json:
         emit_json(doc, "fleet-plan")
-        raise typer.Exit(doc["exit_code"])
+    else:
+        _plan_human(doc, manifest)
+    raise typer.Exit(doc["exit_code"])
+
+
+def _plan_human(doc: dict[str, Any], manifest: Path) -> None:
     table = Table(title=f"fleet plan: {manifest}")
     for name in ("job", "store", "kind", "rows", "bytes", "namespaces", "predicted", "problems"):
         table.add_column(name, overflow="fold")
@@ -149,7 +154,6 @@ def plan_cmd(
     err.print(disks)
     for problem in doc["problems"]:
         err.print(f"PROBLEM: {problem}", markup=False, soft_wrap=True)
-    raise typer.Exit(doc["exit_code"])
 
 
 @fleet_app.command("run")

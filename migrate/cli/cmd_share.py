@@ -166,22 +166,26 @@ def doctor_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     if as_json:
         emit_json(report, "doctor")
     else:
-        verdict = "healthy" if report["healthy"] else "NOT healthy"
-        err.print(f"{report['path']}: {verdict}", markup=False)
-        gen = report["generation"]
-        err.print(
-            f"  integrity {report['sqlite']['integrity'][0]}, digest "
-            f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
-            f"({gen['generation']}), {len(report['fences'])} fences, "
-            f"{report['orphan_content']['count']} orphan content rows",
-            markup=False,
-        )
-        for kind in ("problems", "warnings"):
-            for f in report[kind][:20]:
-                err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)
+        _show_doctor(report)
     if not report["healthy"]:
         raise ValidationFailed(
             f"{report['path']}: not healthy ({report['problems'][0]['code']})",
             path=report["path"],
             errors=report["problems"],
         )
+
+
+def _show_doctor(report: dict[str, Any]) -> None:
+    verdict = "healthy" if report["healthy"] else "NOT healthy"
+    err.print(f"{report['path']}: {verdict}", markup=False)
+    gen = report["generation"]
+    err.print(
+        f"  integrity {report['sqlite']['integrity'][0]}, digest "
+        f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
+        f"({gen['generation']}), {len(report['fences'])} fences, "
+        f"{report['orphan_content']['count']} orphan content rows",
+        markup=False,
+    )
+    for kind in ("problems", "warnings"):
+        for f in report[kind][:20]:
+            err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)
