@@ -56,10 +56,11 @@ static const uint8_t GENESIS_SEED[5] = {0x63, 0x79, 0x62, 0x65, 0x72};
 static uint64_t RC[NUM_CONSTANTS];
 /* hemera_0: the same permutation with every round constant zero (bootstrap only). */
 static const uint64_t ZERO_RC[NUM_CONSTANTS] = {0};
-/* 2^-k mod p for k = 0..128, and (d[0] + 1) * 2^-k: the inversion returns x^-1 * 2^k. */
+/* 2^-k mod p for k = 0..128: the inversion returns x^-1 * 2^k. */
 #define MAX_SHIFT 128
 static uint64_t INV_POW2[MAX_SHIFT + 1];
-static uint64_t DIAG0_INV_POW2[MAX_SHIFT + 1];
+/* d[0] + 1 (mod p), for the partial rounds' state[0]. */
+static uint64_t DIAG0_PLUS1;
 static int READY = 0;
 
 /* ------------------------------------------------------------------ field arithmetic */
@@ -171,9 +172,10 @@ static inline void gcd_select(uint64_t u, uint64_t *w, uint64_t r, uint64_t *abs
 /*
  * Inversion by binary GCD: returns s with s = x^-1 * 2^k (mod p), and the shift k.
  *
- * Why not x^(p-2): that is a chain of 64 dependent squarings, and the 16 partial rounds
- * are themselves serial, so the inversion latency is the hash's speed limit.  One
- * subtract-and-shift step below is about four cycles of dependent work.
+ * Used once per permutation (the partial rounds run on fractions, see round_factors).
+ * Why not x^(p-2): that is a chain of 64 dependent squarings, several times slower than
+ * the loop below, one subtract-and-shift step of which is about four cycles of
+ * dependent work.
  *
  * Each value has a partner cofactor (u with s, w with r) and the exact integer invariant
  * p = u*s + w*r holds with u, w odd and r, s >= 0, so r, s <= p never overflow.  A step
@@ -268,6 +270,41 @@ static inline uint64_t sum_tail(const uint64_t *st) {
 #endif
 }
 
+/*
+ * The partial rounds without a field inversion per round.
+ *
+ * Each partial round needs y = x^-1 of x = state[0] + c, and the next round's x depends
+ * on y: sixteen inversions in a row were the speed limit of the hash.  Instead the state
+ * is carried as fractions with one shared denominator, state[i] = a[i] / z: then x =
+ * n / z with n = a[0] + c z, y = z / n, and one round of M_I = J + diag(d) gives, over the
+ * new denominator z' = z n,
+ *     a'[i] = n (d[i] a[i] + S) + z^2       (i >= 1, S = a[1] + ... + a[15])
+ *     a'[0] = (d[0] + 1) z^2 + n S
+ * (the specification's y + sum and d y, multiplied out).  x = 0 (n = 0: the S-box maps 0
+ * to 0, y = 0) is the same formula with n replaced by 1 and the z^2 terms by 0, selected
+ * without a branch.  z is a product of non-zero factors, so it is never 0; one inversion
+ * after the sixteenth round turns the fractions back into field elements.  Exact field
+ * arithmetic throughout: the results are the specification's, bit for bit.
+ *
+ * round_factors: from a[0], the round's constant c and the denominator z, the factor n
+ * (1 when x = 0) and the z^2 term q (0 when x = 0).
+ */
+static inline void round_factors(uint64_t a0, uint64_t c, uint64_t z, uint64_t zsq,
+                                 uint64_t *n_out, uint64_t *q_out) {
+    uint64_t n = canon(add(a0, mul(c, z)));
+    uint64_t nonzero = mask_of(n != 0);
+    *n_out = (n & nonzero) | (1 & ~nonzero);
+    *q_out = zsq & nonzero;
+}
+
+/* z^-1 for 0 < z (mod p): the binary GCD's shifted inverse, unshifted. */
+static inline uint64_t inverse(uint64_t z) {
+    unsigned k;
+    uint64_t s = inv_shifted(canon(z), &k);
+    if (k > MAX_SHIFT) k = MAX_SHIFT; /* unreachable: k < 128 for 0 < z < p */
+    return mul(s, INV_POW2[k]);
+}
+
 static void permute_scalar(uint64_t *st, const uint64_t *rc) {
     const uint64_t *full = rc, *part = rc + 2 * HALF_FULL * WIDTH;
     /* Initial M_E, with the first round's constants added during its reduction. */
@@ -276,28 +313,19 @@ static void permute_scalar(uint64_t *st, const uint64_t *rc) {
         for (int i = 0; i < WIDTH; i++) st[i] = pow7(st[i]);
         external(st, r + 1 < HALF_FULL ? full + (r + 1) * WIDTH : NULL);
     }
+    uint64_t z = 1, zsq = 1;
     for (int r = 0; r < PARTIAL; r++) {
-        uint64_t x = canon(add(st[0], part[r]));
-        uint64_t y = 0, s0;
-        uint64_t others = sum_tail(st);
-        if (x != 0) {
-            unsigned k;
-            uint64_t s = inv_shifted(x, &k);
-            if (k > MAX_SHIFT) k = MAX_SHIFT; /* unreachable: k < 128 for 0 < x < p */
-            y = mul(s, INV_POW2[k]);
-            /* The new state[0] is d0*y + sum = (d0 + 1)*y + others: one product on the
-             * serial path instead of two. */
-            s0 = add(mul(s, DIAG0_INV_POW2[k]), others);
-        } else {
-            s0 = others;
-        }
-        uint64_t total = add(y, others);
-        for (int i = 1; i < WIDTH; i++)
-            st[i] = add(mul(st[i], DIAG[i]), total);
-        st[0] = s0;
+        uint64_t n, q;
+        round_factors(st[0], part[r], z, zsq, &n, &q);
+        uint64_t sum = sum_tail(st);
+        for (int i = 1; i < WIDTH; i++) st[i] = add(mul(n, add(mul(st[i], DIAG[i]), sum)), q);
+        st[0] = add(mul(DIAG0_PLUS1, q), mul(n, sum));
+        z = mul(z, n);
+        zsq = mul(z, z);
     }
     const uint64_t *term = full + HALF_FULL * WIDTH;
-    for (int i = 0; i < WIDTH; i++) st[i] = add(st[i], term[i]);
+    uint64_t zinv = inverse(z);
+    for (int i = 0; i < WIDTH; i++) st[i] = add(mul(st[i], zinv), term[i]);
     for (int r = 0; r < HALF_FULL; r++) {
         for (int i = 0; i < WIDTH; i++) st[i] = pow7(st[i]);
         external(st, r + 1 < HALF_FULL ? term + (r + 1) * WIDTH : NULL);
@@ -333,7 +361,7 @@ int hemera_use_simd(int level) {
 #ifdef HEMERA_SIMD
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2")) best = 1;
-    if (__builtin_cpu_supports("avx512f")) best = 2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) best = 2;
 #endif
     SIMD_LEVEL = level < best ? (level > 0 ? level : 0) : best;
     return SIMD_LEVEL;
@@ -375,7 +403,7 @@ int hemera_setup(void) {
     uint64_t half = (HEMERA_P + 1) / 2;          /* 2^-1 mod p */
     INV_POW2[0] = 1;
     for (int k = 1; k <= MAX_SHIFT; k++) INV_POW2[k] = mul(INV_POW2[k - 1], half);
-    for (int k = 0; k <= MAX_SHIFT; k++) DIAG0_INV_POW2[k] = canon(mul(INV_POW2[k], DIAG[0] + 1));
+    DIAG0_PLUS1 = canon(add(DIAG[0], 1));
     permute_with(st, ZERO_RC);
     int filled = 0;
     for (;;) {
