@@ -178,6 +178,41 @@ AVX512 static void permute_avx512(uint64_t *st, const uint64_t *rc) {
     _mm512_storeu_si512((void *)(st + 8), b);
 }
 
+/* The eight-lane permutation (hemera_lanes.h) on one AVX-512 register per element. */
+AVX512 static inline __m512i canon8(__m512i v) {
+    const __m512i p = _mm512_set1_epi64((long long)HEMERA_P);
+    return _mm512_mask_sub_epi64(v, _mm512_cmpge_epu64_mask(v, p), v, p);
+}
+#define LV __m512i
+#define LV_ATTR AVX512
+#define LV_NAME(x) x##_avx512
+#define LV_PER 1
+#define LV_LOAD(p) _mm512_loadu_si512((const void *)(p))
+#define LV_STORE(p, v) _mm512_storeu_si512((void *)(p), (v))
+#define LV_SET1(x) _mm512_set1_epi64((long long)(x))
+#define LV_MUL mul8
+#define LV_ADD add8
+#define LV_PADD _mm512_add_epi64
+#define LV_LO32(v) _mm512_and_si512((v), _mm512_set1_epi64((long long)HEMERA_EPS))
+#define LV_HI32(v) _mm512_srli_epi64((v), 32)
+#define LV_JOIN join_limbs
+#define LV_CANON canon8
+#include "hemera_lanes.h"
+#undef LV
+#undef LV_ATTR
+#undef LV_NAME
+#undef LV_PER
+#undef LV_LOAD
+#undef LV_STORE
+#undef LV_SET1
+#undef LV_MUL
+#undef LV_ADD
+#undef LV_PADD
+#undef LV_LO32
+#undef LV_HI32
+#undef LV_JOIN
+#undef LV_CANON
+
 #define AVX2 __attribute__((target("avx2")))
 
 /*
@@ -323,5 +358,40 @@ AVX2 static void permute_avx2(uint64_t *st, const uint64_t *rc) {
     }
     for (int c = 0; c < 4; c++) _mm256_storeu_si256((__m256i *)(st + 4 * c), v[c]);
 }
+
+/* The eight-lane permutation (hemera_lanes.h) on two AVX2 registers per element. */
+AVX2 static inline __m256i canon4(__m256i v) {
+    const __m256i p = _mm256_set1_epi64x((long long)HEMERA_P);
+    return _mm256_sub_epi64(v, _mm256_andnot_si256(lt4(v, p), p));
+}
+#define LV __m256i
+#define LV_ATTR AVX2
+#define LV_NAME(x) x##_avx2
+#define LV_PER 2
+#define LV_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
+#define LV_STORE(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
+#define LV_SET1(x) _mm256_set1_epi64x((long long)(x))
+#define LV_MUL mul4
+#define LV_ADD add4
+#define LV_PADD _mm256_add_epi64
+#define LV_LO32(v) _mm256_and_si256((v), _mm256_set1_epi64x((long long)HEMERA_EPS))
+#define LV_HI32(v) _mm256_srli_epi64((v), 32)
+#define LV_JOIN join_limbs4
+#define LV_CANON canon4
+#include "hemera_lanes.h"
+#undef LV
+#undef LV_ATTR
+#undef LV_NAME
+#undef LV_PER
+#undef LV_LOAD
+#undef LV_STORE
+#undef LV_SET1
+#undef LV_MUL
+#undef LV_ADD
+#undef LV_PADD
+#undef LV_LO32
+#undef LV_HI32
+#undef LV_JOIN
+#undef LV_CANON
 #endif
 
