@@ -270,6 +270,7 @@ def open_store(
         raise
     try:
         layout.check_identity(conn)
+        layout.check_hash_suite(conn)
         generation = generations.read_status(conn)[1]
         if not maintenance:
             generation = generations.require_readable(conn, reader_generation)
