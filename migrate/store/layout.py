@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 import schemas
-from bbg_core.errors import StoreRefused
+from bbg_core.errors import StoreError, StoreRefused
 from importers import hemera
 from migrate.store.connection import Connection
 
@@ -54,15 +54,40 @@ def resolve_store_dir(named: str | Path | None, *, create: bool, cwd: Path | Non
     return target
 
 
+def require_writable(directory: Path) -> None:
+    """StoreError unless this process may create or change the store in ``directory``.
+
+    Checked before a writer opens the store (and by ``plan``, which predicts that writer), so
+    a read-only directory or medium is refused up front with one clear message instead of
+    an SQLite error half-way.  Asks the kernel (``access(2)``: read-only media and missing
+    permissions; the superuser passes where the kernel lets it write).
+    """
+    target = directory
+    while not target.exists() and target.parent != target:
+        target = target.parent
+    candidates = [target]
+    if target == directory:
+        db = directory / DB_NAME
+        candidates += [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists()]
+    for path in candidates:
+        if not os.access(path, os.W_OK):
+            try:
+                readonly_fs = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+            except OSError:
+                readonly_fs = False
+            why = "read-only file system" if readonly_fs else "permission denied"
+            raise StoreError(
+                f"{directory}: the store cannot be written ({path}: {why}); nothing was "
+                "changed. Name a writable store with --store, or make this one writable",
+                path=str(directory),
+            )
+
+
 def create_schema(conn: Connection, hash_suite: str) -> bool:
     """Create the schema in an empty database file; False if another process just did."""
     # Look before writing anything: a foreign file must be left exactly as it was.
-    app_id, version = _identity(conn)
-    if (app_id, version) == (APPLICATION_ID, SCHEMA_VERSION):
+    if schema_state(conn) == "bbg":
         return False
-    objects = conn.one("SELECT count(*) FROM sqlite_master")
-    if app_id or version or (objects is not None and objects[0]):
-        raise _foreign(conn.path, app_id, version)
     # journal_mode cannot change inside a transaction; WAL is persistent once set.
     conn.execute("PRAGMA journal_mode = WAL").fetchall()
     with conn.write(action="create") as mark_clean:
@@ -86,11 +111,29 @@ def create_schema(conn: Connection, hash_suite: str) -> bool:
     return True
 
 
-def check_identity(conn: Connection) -> None:
-    """StoreRefused unless the file is a BBG store of the schema version this build reads."""
+def schema_state(conn: Connection) -> str:
+    """``"bbg"`` (a store of this schema), ``"empty"`` (an empty SQLite file a writer would
+    turn into one), or StoreRefused naming what the file is (reads only)."""
+    app_id, version = _identity(conn)
+    if (app_id, version) == (APPLICATION_ID, SCHEMA_VERSION):
+        return "bbg"
+    objects = conn.one("SELECT count(*) FROM sqlite_master")
+    if app_id or version or (objects is not None and objects[0]):
+        raise _foreign(conn.path, app_id, version)
+    return "empty"
+
+
+def require_bbg(conn: Connection) -> None:
+    """StoreRefused unless the file is a BBG store of the schema version this build reads
+    (reads only: safe on a read-only handle)."""
     app_id, version = _identity(conn)
     if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
         raise _foreign(conn.path, app_id, version)
+
+
+def check_identity(conn: Connection) -> None:
+    """:func:`require_bbg`, then make sure the file is in WAL mode (a writer's open)."""
+    require_bbg(conn)
     mode = conn.one("PRAGMA journal_mode")
     if mode is None or str(mode[0]).lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL").fetchall()
