@@ -28,7 +28,7 @@ from typing import Any
 
 from bbg_core.errors import ValidationFailed
 from fences import generations
-from migrate.share.common import open_readonly, stable_uuid
+from migrate.share.common import damaged_reads, open_readonly, require_sound, stable_uuid
 from migrate.store.codec import (
     CLAIMS,
     CONTENT,
@@ -251,6 +251,11 @@ def iter_events(conn: Connection, since: int = 0) -> Iterator[Event]:
 
 
 def tail(store_dir: Path, since: int = 0) -> Iterator[Event]:
-    """The events of the store in ``store_dir`` from one consistent read snapshot."""
-    with open_readonly(store_dir) as conn, conn.read():
+    """The events of the store in ``store_dir`` from one consistent read snapshot.
+
+    A store that breaks the cheap invariants (:func:`migrate.share.common.require_sound`)
+    is refused before the first event; a value damaged beyond them is a named StoreError.
+    """
+    with open_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
+        require_sound(conn, "exported")
         yield from iter_events(conn, since)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from migrate.share.common import open_readonly
+from migrate.share.common import damaged_reads, open_readonly, require_sound
 from migrate.share.events import Event, iter_events, namespace_events, namespaces, rows_events
 from migrate.store.connection import Connection
 
@@ -31,8 +31,9 @@ def follow(
     The connection is read-only and holds no read transaction between polls, so the writer
     can checkpoint (even ``TRUNCATE``) the WAL at any time.
     """
-    with open_readonly(store_dir, live=True) as conn:
+    with open_readonly(store_dir, live=True) as conn, damaged_reads(conn.path):
         with conn.read():
+            require_sound(conn, "exported")
             heads = dict(namespaces(conn))
             yield from iter_events(conn, since)
             groups = _group_ids(conn)

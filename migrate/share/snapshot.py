@@ -31,7 +31,13 @@ from typing import Any, BinaryIO
 
 from bbg_core.errors import StoreRefused
 from fences import generations
-from migrate.share.common import canonical, open_readonly, table_names
+from migrate.share.common import (
+    canonical,
+    damaged_reads,
+    open_readonly,
+    require_sound,
+    table_names,
+)
 from migrate.share.events import commit_event_id, rows_events
 from migrate.store.codec import ARCHIVE_ORDER, CLAIMS, CONTENT
 from migrate.store.connection import Connection
@@ -151,7 +157,8 @@ def write_snapshot(
     """Write the snapshot of the store in ``store_dir`` to ``out``; returns a summary."""
     when = time.time_ns() // 1000 if created_at is None else created_at
     lines = size = 0
-    with open_readonly(store_dir) as conn, conn.read():
+    with open_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
+        require_sound(conn, "exported")
         for line in snapshot_lines(conn, when):
             out.write(line)
             lines += 1
