@@ -7,6 +7,7 @@
 | :func:`plan` | the dry run of ``run``: same checks, writes nothing |
 | :func:`run` | seal, stage, validate, activate (and optionally retire the source) |
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
+| :func:`discard` | give up an import in progress (e.g. its source changed since the seal) |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
@@ -54,7 +55,17 @@ from migrate.hashing import file_digest as hemera_file
 from migrate.hashing import tree_leaf as hemera_leaf
 from migrate.hashing import tree_node as hemera_node
 from migrate.inspect import inspect_path as inspect
-from migrate.pipeline import Bounds, Job, Outcome, activate, plan, run, stage, validate
+from migrate.pipeline import (
+    Bounds,
+    Job,
+    Outcome,
+    activate,
+    discard,
+    plan,
+    run,
+    stage,
+    validate,
+)
 from migrate.pipeline import mapping as mapping_mod
 from migrate.pipeline import seal_only as seal
 from migrate.share import (
@@ -133,6 +144,7 @@ __all__ = [
     "TransferJob",
     "TransferOutcome",
     "activate",
+    "discard",
     "apply",
     "apply_stream",
     "backup",
