@@ -92,11 +92,17 @@ def test_ctrl_c_during_start_up(cell: Path, tmp_path: Path) -> None:
 
 def test_ctrl_c_during_a_migration_then_a_rerun_resumes(cell: Path, tmp_path: Path) -> None:
     args = ("run", str(cell), "--page-rows", "1", "--json")
-    reference = _spawn(*args, "--store", str(tmp_path / "ref"), cwd=tmp_path).communicate()[0]
+    ref = _spawn(*args, "--store", str(tmp_path / "ref"), cwd=tmp_path)
+    assert _wait(lambda: (tmp_path / "ref" / "bbg.sqlite3").exists())
+    began = time.monotonic()
+    reference = ref.communicate()[0]
     assert reference
     want = json.loads(reference)
+    # The signals land at fractions of the time the migration itself took here (after its
+    # store appeared), so they fall inside it however fast or loaded the machine is.
+    span = time.monotonic() - began
     interrupted = 0
-    for i, delay in enumerate((0.0, 0.3, 0.8, 1.5)):
+    for i, delay in enumerate((0.0, 0.15 * span, 0.35 * span, 0.6 * span)):
         store = tmp_path / f"s{i}"
         proc = _spawn(*args, "--store", str(store), cwd=tmp_path)
         assert _wait(lambda s=store: (s / "bbg.sqlite3").exists())
