@@ -8,6 +8,7 @@
 | :func:`run` | seal, stage, validate, activate (and optionally retire the source) |
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`discard` | give up an import in progress (e.g. its source changed since the seal) |
+| :func:`list_imports`, :func:`imports_summary` | every import of a store: state, stage, rows |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
@@ -68,6 +69,8 @@ from migrate.pipeline import (
 )
 from migrate.pipeline import mapping as mapping_mod
 from migrate.pipeline import seal_only as seal
+from migrate.pipeline.listing import list_imports
+from migrate.pipeline.listing import summary as imports_summary
 from migrate.share import (
     apply,
     apply_stream,
@@ -145,6 +148,8 @@ __all__ = [
     "TransferOutcome",
     "activate",
     "discard",
+    "imports_summary",
+    "list_imports",
     "apply",
     "apply_stream",
     "backup",

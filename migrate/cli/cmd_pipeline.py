@@ -274,3 +274,16 @@ def discard_cmd(
     its source changed since the seal; a published import cannot be discarded."""
     named = store if store is not None else (Path(state.store) if state.store else None)
     _report(api.discard(named, import_id), as_json)
+
+
+@app.command("imports")
+def imports_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
+    """Every import of the store: state (staging, active, retired, discarded), kind, stage
+    reached, rows staged, source fingerprint and receipt; an import in progress names the
+    exact `discard` command that gives it up.  Reads only."""
+    named = store if store is not None else (Path(state.store) if state.store else None)
+    doc = api.list_imports(named)
+    if as_json:
+        emit_json(doc, "imports")
+    else:
+        err.print(api.imports_summary(doc), markup=False, soft_wrap=True)

@@ -35,6 +35,7 @@ from fences import generations
 from migrate.inspect import cell_report
 from migrate.share.common import DAMAGE as READ_DAMAGE
 from migrate.share.common import db_file, open_readonly
+from migrate.store import imports
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
 from migrate.store.sanity import column_problems
@@ -188,7 +189,7 @@ def doctor(store_dir: Path) -> dict[str, Any]:
             "staging_imports": [], "staged_rows": 0, "staged_namespaces": 0,
             "stray_staged_rows": 0, "stray_staged_namespaces": 0,
         }  # fmt: skip
-        leftovers = f.read("leftovers", lambda: _leftovers(conn, problems, warnings),
+        leftovers = f.read("leftovers", lambda: _leftovers(conn, store_dir, problems, warnings),
                            null_leftovers)  # fmt: skip
         orphans: list[str] = []
         orphan_count = 0
@@ -289,13 +290,16 @@ def _sqlite_checks(conn: Connection, problems: list[dict[str, str]]) -> dict[str
 
 
 def _leftovers(
-    conn: Connection, problems: list[dict[str, str]], warnings: list[dict[str, str]]
-) -> dict[str, Any]:
+    conn: Connection, store_dir: Path, problems: list[dict[str, str]],
+    warnings: list[dict[str, str]],
+) -> dict[str, Any]:  # fmt: skip
     staging = [str(r[0]) for r in conn.rows(
         "SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging' ORDER BY import_id"
     )]  # fmt: skip
     for iid in staging:
-        warnings.append({"code": "import-in-progress", "detail": f"import {iid} is staging"})
+        warnings.append({"code": "import-in-progress", "detail": f"import {iid} is staging: "
+                         "rerun its command to finish it, or give it up with "
+                         f"{imports.discard_command(store_dir, iid)}"})
     stray_sql = (
         " WHERE import_id NOT IN (SELECT import_id FROM bbg_import_v1_imports "
         "WHERE state = 'staging')"

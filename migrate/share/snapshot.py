@@ -39,6 +39,7 @@ from migrate.share.common import (
     table_names,
 )
 from migrate.share.events import commit_event_id, rows_events
+from migrate.store import imports
 from migrate.store.codec import ARCHIVE_ORDER, CLAIMS, CONTENT
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
@@ -107,8 +108,9 @@ def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
     staging = conn.one("SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging'")
     if staging is not None:
         raise StoreRefused(
-            f"{conn.path}: import {staging[0]} is still staging; finish or discard it before "
-            "taking a snapshot (staged rows are not retained state)",
+            f"{conn.path}: import {staging[0]} is still staging; finish it, or give it up "
+            f"with {imports.discard_command(conn.path.parent, staging[0])}, before taking a "
+            "snapshot (staged rows are not retained state)",
             path=str(conn.path),
             import_id=staging[0],
         )
