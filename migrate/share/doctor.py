@@ -12,15 +12,18 @@ check reads one consistent snapshot.  Checks:
 * ``leftovers``: imports still in state ``staging``, staged rows and staged namespaces;
 * ``transfer``: this store as a sealed transfer source (seal, whether it recomputes, progress
   read from the target) and transfers into it (:mod:`migrate.transfer.report`);
-* ``orphan_content``: content rows whose id is not the commit of any history entry.
+* ``content_classes``: content rows that are no history commit, by why they are there
+  (:mod:`migrate.share.content_classes`: items a commit record lists, Data pair children,
+  legacy record payloads, a birth transaction's content) and true ``orphans``;
+* ``orphan_content``: the true orphans (count and the first ids).
 
 Problems (the report is unhealthy, exit 3): SQLite corruption, a shape or link error, a status
 marker that is not a reader generation (except ``export-v1`` with a seal that recomputes: a
 sealed transfer source, reported as a warning), a broken export seal, staged rows or staged
 namespaces whose import is not in state ``staging`` (true leftovers).  Warnings (still
-healthy): a sealed transfer source, imports in progress, orphan content (legacy stores carry
-payloads that no history entry names; an aborted commit may leave cache content, see the
-design notes), and a writer that appeared while an immutable check ran.
+healthy): a sealed transfer source, imports in progress, true orphan content (content a legacy
+import legitimately carries is classified, not warned about; an aborted commit may leave cache
+content, see the design notes), and a writer that appeared while an immutable check ran.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from fences import generations
 from migrate.inspect import cell_report
 from migrate.share.common import DAMAGE as READ_DAMAGE
 from migrate.share.common import db_file, open_readonly
+from migrate.share.content_classes import classify
 from migrate.store import imports
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
@@ -191,25 +195,22 @@ def doctor(store_dir: Path) -> dict[str, Any]:
         }  # fmt: skip
         leftovers = f.read("leftovers", lambda: _leftovers(conn, store_dir, problems, warnings),
                            null_leftovers)  # fmt: skip
-        orphans: list[str] = []
-        orphan_count = 0
+        no_classes: dict[str, Any] = {"classes": {}, "orphans": [], "unchecked": 0}
+        content = no_classes
         if sound:
-
-            def count_orphans() -> int:
-                n = 0
-                for key in orphan_content(conn):
-                    n += 1
-                    if len(orphans) < SAMPLE:
-                        orphans.append(key.hex())
-                return n
-
-            orphan_count = f.read("orphan content", count_orphans, 0)
+            content = f.read("orphan content",
+                             lambda: classify(conn, orphan_content(conn), SAMPLE), no_classes)
+        orphan_count = content["classes"].get("orphans", 0)
         if orphan_count:
+            unchecked = content["unchecked"]
             warnings.append(
                 {
                     "code": "orphan-content",
                     "detail": f"{orphan_count} content rows are not the commit of any history "
-                    "entry (kept: content is immutable; see orphan_content)",
+                    "entry and no record, Data pair or birth transaction names them (kept: "
+                    "content is immutable; see orphan_content)"
+                    + (f"; {unchecked} were too many to try against the birth transactions"
+                       if unchecked else ""),
                 }
             )
     no_files: list[tuple[str, str]] = []
@@ -235,7 +236,8 @@ def doctor(store_dir: Path) -> dict[str, Any]:
         "fences": fences,
         "leftovers": leftovers,
         "transfer": transfer,
-        "orphan_content": {"count": orphan_count, "sample": orphans},
+        "orphan_content": {"count": orphan_count, "sample": content["orphans"]},
+        "content_classes": content["classes"],
         "problems": problems,
         "warnings": warnings,
     }
