@@ -8,6 +8,7 @@
 | :func:`run` | seal, stage, validate, activate (and optionally retire the source) |
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`discard` | give up an import in progress (e.g. its source changed since the seal) |
+| :func:`retirement_preview`, :func:`retirement_lines` | what ``--retire-source`` will move |
 | :func:`list_imports`, :func:`imports_summary` | every import of a store: state, stage, rows |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
@@ -71,6 +72,8 @@ from migrate.pipeline import mapping as mapping_mod
 from migrate.pipeline import seal_only as seal
 from migrate.pipeline.listing import list_imports
 from migrate.pipeline.listing import summary as imports_summary
+from migrate.pipeline.retire import preview as retirement_preview
+from migrate.pipeline.retire import preview_lines as retirement_lines
 from migrate.share import (
     apply,
     apply_stream,
@@ -176,6 +179,8 @@ __all__ = [
     "redb_tables",
     "versions",
     "restore",
+    "retirement_lines",
+    "retirement_preview",
     "run",
     "seal",
     "stage",

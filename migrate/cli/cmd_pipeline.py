@@ -10,6 +10,7 @@ from rich.table import Table
 
 from migrate import api
 from migrate.cli import app
+from migrate.cli._confirm import confirm_retirement
 from migrate.cli._paths import path_arg, store_option
 from migrate.cli._render import emit_json, err, progress_bar
 from migrate.cli._state import state
@@ -39,7 +40,15 @@ MAX_BYTES = typer.Option(
 )
 MAX_NS = typer.Option(1_000_000, "--max-namespaces", min=0, help="Refuse more namespaces.")
 PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per staged page.")
-RETIRE = typer.Option(False, "--retire-source", help="After activation, retire the source (§4.9).")
+RETIRE = typer.Option(
+    False,
+    "--retire-source",
+    help="After activation, retire the source (§4.9): shows which file moves where and asks on "
+    "a terminal; needs --yes in a script.",
+)
+YES = typer.Option(
+    False, "--yes", "-y", help="Confirm --retire-source without asking (scripts)."
+)
 TORN = typer.Option(
     False,
     "--accept-torn-tail",
@@ -182,8 +191,8 @@ def run_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
-    retire_source: bool = RETIRE, accept_torn_tail: bool = TORN, kind: str = KIND,
-    content_check: str = CONTENT_CHECK, as_json: bool = JSON,
+    retire_source: bool = RETIRE, yes: bool = YES, accept_torn_tail: bool = TORN,
+    kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
     legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
@@ -191,6 +200,7 @@ def run_cmd(
     if transfer_step("run", source, store, nonce, as_json, legacy, pages=pages,
                      page_rows=page_rows):  # fmt: skip
         return
+    confirm_retirement(source, retire_source, yes)
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check)  # fmt: skip
