@@ -16,6 +16,7 @@ import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError
 from migrate import api
+from migrate.cli._help import decorate
 from migrate.cli._paths import path_arg
 from migrate.cli._render import err
 from migrate.cli._state import state
@@ -24,9 +25,10 @@ app = typer.Typer(
     name="bbg-migrate",
     help="Move legacy cyber stores into a BBG store, and share/audit BBG stores as text.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -53,6 +55,7 @@ def _root(
     store: str = typer.Option(
         None,
         "--store",
+        metavar="STORE",
         help="The BBG store directory (for commands that use one).",
         parser=path_arg,
     ),
@@ -72,6 +75,7 @@ def _register() -> None:
 
 
 _register()
+decorate(app)
 
 
 # What a Ctrl-C leaves behind, by command: the pipeline keeps every completed step (a rerun
@@ -146,7 +150,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
         with ctrl_c:
-            result = app(args=args, standalone_mode=False)
+            result = app(args=args, standalone_mode=False, prog_name="bbg-migrate")
         code = result if isinstance(result, int) else 0
         if code == Interrupted.exit_code and ctrl_c.seen:
             err.print(interrupted_line(args), markup=False, soft_wrap=True)
