@@ -16,6 +16,7 @@ import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError
 from migrate import api
+from migrate.cli._config import options_map
 from migrate.cli._help import decorate
 from migrate.cli._paths import path_arg
 from migrate.cli._render import err
@@ -52,6 +53,13 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Show version and readers."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    config: str = typer.Option(
+        None,
+        "--config",
+        metavar="FILE",
+        help="Options file (TOML; default ./bbg-migrate.toml when present): defaults for "
+        "store, nonce, mapping, bounds...; the command line wins.",
+    ),
     store: str = typer.Option(
         None,
         "--store",
@@ -93,7 +101,7 @@ def command_words(argv: list[str]) -> list[str]:
         if skip:
             skip = False
             continue
-        if token == "--store":
+        if token in ("--store", "--config"):
             skip = True
             continue
         if token.startswith("-"):
@@ -150,7 +158,9 @@ def run(argv: list[str] | None = None) -> int:
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
         with ctrl_c:
-            result = app(args=args, standalone_mode=False, prog_name="bbg-migrate")
+            defaults = options_map(app, args)
+            result = app(args=args, standalone_mode=False, prog_name="bbg-migrate",
+                         default_map=defaults)  # fmt: skip
         code = result if isinstance(result, int) else 0
         if code == Interrupted.exit_code and ctrl_c.seen:
             err.print(interrupted_line(args), markup=False, soft_wrap=True)
