@@ -71,6 +71,7 @@ ENVIRONMENT = {
     "BBG_MIGRATE_DEBUG": "1: tracebacks on errors, like --debug",
     "BBG_MIGRATE_PURE": "1: use the pure-Python readers and hemera, not the C extensions",
     "BBG_MIGRATE_HEMERA_THREADS": "threads hemera may use for big inputs (default: the cores)",
+    "BBG_MIGRATE_NO_EXT": "1 at install time: do not build the C extensions",
     "BBG_REDB_CFLAGS": "extra C compiler flags when the redb extension is built",
     "BBG_REDB_LDFLAGS": "extra linker flags when the redb extension is built",
     "NO_COLOR": "set: no colours in human output",
