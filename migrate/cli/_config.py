@@ -17,14 +17,11 @@ are relative to the file's directory.  The file is checked against
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import typer
 
-import schemas
 from bbg_core.errors import UsageError
 from bbg_core.files import cannot_read
 
@@ -52,6 +49,12 @@ def load(args: list[str]) -> tuple[Path, dict[str, Any]] | None:
         if not DEFAULT.is_file():
             return None
         path = DEFAULT
+    # Imported only when there is a file to read: start-up stays fast without one.
+    import tomllib
+
+    import jsonschema
+
+    import schemas
     try:
         with path.open("rb") as fh:
             doc = tomllib.load(fh)
