@@ -9,7 +9,8 @@
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_scan` | read and verify every page and entry of a redb file |
-| :func:`tail`, :func:`follow` | event/1 history out |
+| :func:`tail`, :func:`follow`, :func:`follow_into` | event/1 history out, in ledger order |
+| :func:`upgrade` | schema version 1 → 2 (the transaction ledger), in place, once |
 | :func:`apply` (into a store path), :func:`apply_stream` (into an open store) | event/1 in |
 | :func:`write_snapshot`, :func:`restore` | exact retained state out and in |
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
@@ -56,7 +57,9 @@ from migrate.share import (
 )
 from migrate.share.common import MAX_LINE
 from migrate.share.common import canonical as event_line
+from migrate.share.follow import follow_into
 from migrate.store.layout import resolve_store_dir
+from migrate.store.store import upgrade_store as upgrade
 from migrate.transfer import TransferJob, TransferOutcome
 from migrate.transfer import activate as transfer_activate
 from migrate.transfer import plan as transfer_plan
@@ -98,6 +101,8 @@ __all__ = [
     "fleet_select",
     "fleet_shard",
     "follow",
+    "follow_into",
+    "upgrade",
     "inspect",
     "is_store",
     "plan",

@@ -26,6 +26,11 @@ from migrate.cli._state import state
 STORE = store_option("The BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 STREAM = typer.Argument(..., help="A file, or - for standard input.", show_default=False)
+OUTPUT = typer.Option(
+    None, "--output", "-o",
+    help="Append to this file and resume from what it holds (with --follow: a restarted "
+    "follower neither skips nor repeats an event).",
+)  # fmt: skip
 DEST = typer.Argument(..., help="A new directory for the copy.", show_default=False)
 
 
@@ -83,13 +88,22 @@ def _summary(doc: dict[str, Any], as_json: bool) -> None:
 
 @app.command("tail")
 def tail_cmd(
-    since: int = typer.Option(0, "--since", min=0, help="Skip the first N events."),
+    since: int = typer.Option(
+        0, "--since", min=0, help="Only the transactions after ledger transaction TX."
+    ),
     follow: bool = typer.Option(False, "--follow", help="Keep streaming new commits (Ctrl-C)."),
+    output: Path = OUTPUT,
     poll: float = typer.Option(0.5, "--poll", min=0.01, help="Seconds between polls (--follow)."),
     store: Path = STORE,
 ) -> None:
-    """Committed history as canonical event/1 NDJSON on stdout (same store, same bytes)."""
+    """History as canonical event/1 NDJSON in ledger (transaction) order, each event with its
+    `tx` and `at`; --since TX is stable forever (appending never renumbers)."""
     directory = _store(store)
+    if output is not None:
+        if not follow:
+            raise UsageError("--output resumes a follower: use it with --follow")
+        api.follow_into(directory, output, since, poll=poll)
+        return
     out = sys.stdout.buffer
     with _stdout_reader_may_leave():
         if follow:
@@ -100,6 +114,14 @@ def tail_cmd(
         for event in api.tail(directory, since):
             _write_whole(out, api.event_line(event))
         out.flush()
+
+
+@app.command("upgrade")
+def upgrade_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
+    """Upgrade a store of schema version 1 to version 2 (adds the transaction ledger), in
+    place, once: its current history becomes one ledger transaction. Older builds then
+    refuse the store; running it again changes nothing."""
+    _summary(api.upgrade(_store(store)), as_json)
 
 
 @app.command("apply")

@@ -16,7 +16,15 @@ import schemas
 from bbg_core.errors import StoreRefused
 from migrate.store.connection import Connection
 from migrate.store.imports import canonical_json
-from migrate.store.layout import APPLICATION_ID, DB_NAME, SCHEMA_VERSION, check_header
+from migrate.store.layout import (
+    APPLICATION_ID,
+    DB_NAME,
+    PRE_LEDGER_VERSION,
+    READABLE_VERSIONS,
+    SCHEMA_VERSION,
+    check_header,
+    needs_upgrade,
+)
 
 # apply refuses longer lines.  A content payload may be 16 MiB (BRIEF §2.1), i.e. 32 MiB as
 # hex, so the default must exceed that or a valid store could not travel as events.
@@ -97,14 +105,8 @@ def open_readonly(store_dir: Path, *, live: bool = False) -> Iterator[Connection
     try:
         app = conn.one("PRAGMA application_id")
         ver = conn.one("PRAGMA user_version")
-        if (
-            app is None
-            or ver is None
-            or (int(app[0]), int(ver[0]))
-            != (
-                APPLICATION_ID,
-                SCHEMA_VERSION,
-            )
+        if app is None or ver is None or int(app[0]) != APPLICATION_ID or (
+            int(ver[0]) not in READABLE_VERSIONS
         ):
             raise StoreRefused(
                 f"{conn.path}: not a BBG store of schema version {SCHEMA_VERSION}",
@@ -124,3 +126,15 @@ def table_names(conn: Connection) -> list[str]:
             "ORDER BY name"
         )
     ]
+
+
+def schema_version(conn: Connection) -> int:
+    """The store's schema version (``PRAGMA user_version``)."""
+    row = conn.one("PRAGMA user_version")
+    return 0 if row is None else int(row[0])
+
+
+def require_ledger(conn: Connection) -> None:
+    """StoreRefused (naming ``upgrade``) for a store from before the transaction ledger."""
+    if schema_version(conn) == PRE_LEDGER_VERSION:
+        raise needs_upgrade(conn.path)

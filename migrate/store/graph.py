@@ -172,8 +172,10 @@ def publish(
             current=current.encode().hex() if current else None,
             **ctx,
         )
+    # New content and claim rows are recorded in the ledger entry by the puts themselves,
+    # except the commit's own content, which its commit event carries.
     for cid in sorted(contents):
-        tx.put(CONTENT, cid, contents[cid])
+        tx.put(CONTENT, cid, contents[cid], note=cid != new_head.commit)
     for claim in sorted(claims):
         tx.put(CLAIMS, claim, claims[claim])
     if new_head.commit not in contents and tx.get(CONTENT, new_head.commit) is None:
@@ -196,6 +198,9 @@ def publish(
         (namespace, new_head.encode()),
     )
     tx.put(REQUESTS, rkey, request_value(fingerprint, new_head))
+    # The ledger entry: the head move, and the rows that are not this commit's own content.
+    tx.mark("commit")
+    tx.note_head(namespace, current, new_head, request)
     return new_head
 
 
