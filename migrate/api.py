@@ -11,6 +11,8 @@
 | :func:`redb_scan` | read and verify every page and entry of a redb file |
 | :func:`tail`, :func:`follow`, :func:`follow_into` | event/1 history out, in ledger order |
 | :func:`upgrade` | schema version 1 → 2 (the transaction ledger), in place, once |
+| :func:`nohistory`, :func:`excise` | retention with redaction (sealed; plan with dry_run) |
+| :func:`mcp_serve` | the read-only MCP server on stdio (``write``: also its mutating tool) |
 | :func:`apply` (into a store path), :func:`apply_stream` (into an open store) | event/1 in |
 | :func:`write_snapshot`, :func:`restore` | exact retained state out and in |
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
@@ -58,6 +60,8 @@ from migrate.share import (
 from migrate.share.common import MAX_LINE
 from migrate.share.common import canonical as event_line
 from migrate.share.follow import follow_into
+from migrate.share.mcp_server import serve as mcp_serve
+from migrate.share.retention import excise, nohistory
 from migrate.store.layout import resolve_store_dir
 from migrate.store.store import upgrade_store as upgrade
 from migrate.transfer import TransferJob, TransferOutcome
@@ -102,6 +106,9 @@ __all__ = [
     "fleet_shard",
     "follow",
     "follow_into",
+    "excise",
+    "nohistory",
+    "mcp_serve",
     "upgrade",
     "inspect",
     "is_store",

@@ -235,6 +235,8 @@ def _apply_meta(tx: Tx, doc: dict[str, Any], deltas: dict[str, int]) -> None:
         current = head_of(tx, ns)
         known = ledger.boundary_of(tx, ns)
         if known is not None and known[0] >= int(fact["index"]):
+            if retention.mark_boundary(tx, _meta_doc(doc)):
+                deltas["boundaries"] += 1
             return
         if current is None or current.index < int(fact["index"]):
             raise HeadMismatch(

@@ -355,9 +355,10 @@ def _commit_events(conn: Connection, tx: int) -> Iterator[Event]:
             continue
         prev = before
         boundary = ledger.boundary_of(conn, ns)
-        if boundary is not None and start < boundary[0]:
+        if boundary is not None and start <= boundary[0]:
             if after.index < boundary[0]:
                 continue  # every entry of this transaction was dropped by nohistory
+            # The first retained entry: a receiver starts the namespace from here.
             start, prev = boundary
             yield boundary_event(ns, start, prev)
         if request is not None and start == after.index:

@@ -85,7 +85,8 @@ def history(
     """Up to ``limit`` (≤ 4096) history entries with index > ``after``, in index order.
 
     A gap inside the page is corruption and raises StoreError: a gap is never reported as
-    a short history.
+    a short history.  History below a ``nohistory`` boundary was dropped on purpose: the
+    first page then starts at the boundary (:mod:`migrate.store.retention`).
     """
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be 1..{MAX_PAGE}, not {limit}")
@@ -100,6 +101,8 @@ def history(
         (low, history_key(namespace, U64_MAX), limit),
     ):
         _, index = split_history_key(bytes(key))
+        if index != expect and not page and _retained_from(db, namespace) == index > expect:
+            expect = index  # history below the namespace's nohistory boundary was dropped
         if index != expect:
             raise StoreError(
                 f"{db.path}: namespace {namespace.hex()} history index {expect} is missing "
@@ -111,6 +114,17 @@ def history(
         page.append(Head(index, bytes(value)))
         expect += 1
     return page
+
+
+def _retained_from(db: PageReader, namespace: bytes) -> int | None:
+    """The first retained history index of a ``nohistory`` namespace, or None."""
+    has = db.one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                 ("bbg_retention_v1_boundaries",))  # fmt: skip
+    if has is None:
+        return None
+    row = db.one("SELECT first_index FROM bbg_retention_v1_boundaries WHERE namespace = ?",
+                 (namespace,))  # fmt: skip
+    return None if row is None else int(row[0])
 
 
 def publish(

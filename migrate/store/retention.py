@@ -84,11 +84,28 @@ def apply_boundary(tx: Tx, namespace: bytes, first: int, prev: Head) -> bool:
         raise StoreError(f"boundary {first} does not follow head {prev.describe()}")
     tx.execute("INSERT INTO application_heads (key, value) VALUES (?, ?)",
                (namespace, prev.encode()))  # fmt: skip
+    # tx 0: received from a stream, not yet marked by its nohistory event (mark_boundary).
     tx.execute(
-        f"INSERT INTO {ledger.BOUNDARIES} (namespace, first_index, prev, tx) VALUES (?, ?, ?, ?)",
-        (namespace, first, prev.encode(), tx.number),
+        f"INSERT INTO {ledger.BOUNDARIES} (namespace, first_index, prev, tx) VALUES (?, ?, ?, 0)",
+        (namespace, first, prev.encode()),
     )
     tx.note_head(namespace, None, prev)
+    return True
+
+
+def mark_boundary(tx: Tx, doc: dict[str, Any]) -> bool:
+    """A ``nohistory`` event whose boundary a ``boundary`` event already set up here: record
+    the event (as the sender's ledger has it); True if it was not recorded yet."""
+    namespace = bytes.fromhex(doc["namespace"])
+    cur = tx.execute(
+        f"UPDATE {ledger.BOUNDARIES} SET tx = ? WHERE namespace = ? AND first_index = ? "
+        "AND tx = 0",
+        (tx.number, namespace, int(doc["index"])),
+    )
+    if not cur.rowcount:
+        return False
+    tx.mark("nohistory", namespace.hex())
+    tx.note_event({"kind": "nohistory", **doc})
     return True
 
 

@@ -215,6 +215,10 @@ class Store:
             if check_status:
                 generations.require_readable(tx, self.reader_generation)
             yield tx
+            if tx.discarded:
+                tx.last_written = None
+                mark_clean()  # a dry run: ROLLBACK, no ledger row
+                return
             if tx.wrote:
                 tx.close_entry()
             if tx.last_written is not None:

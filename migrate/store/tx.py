@@ -60,6 +60,7 @@ class Tx:
         self.entry_wrote = False
         self.last_written: int | None = None
         self.at: int | None = None
+        self.discarded = False
 
     # -- the ledger entry ---------------------------------------------------------------
     def mark(self, kind: str, ref: str | None = None) -> None:
@@ -96,6 +97,11 @@ class Tx:
         """Record a fence, generation, import or retention event of this entry."""
         self.wrote = self.entry_wrote = True
         self.events.append(doc)
+
+    def discard(self) -> None:
+        """Roll the whole transaction back at the end of its block (a dry run: the same code
+        ran, nothing is kept)."""
+        self.discarded = True
 
     def close_entry(self) -> None:
         """Append the ledger row of the current entry if it changed anything."""
@@ -155,6 +161,8 @@ class Tx:
             self.wrote = self.entry_wrote = True
             if note and table in _NOTED:
                 self.note_rows(table, [key])
+            elif table == "application_heads":
+                self.note_head(key, None, Head.decode(value))
             return True
         existing = self.get(table, key)
         if existing != value:
@@ -177,7 +185,8 @@ class Tx:
             return 0
         noted = table in _NOTED and self.ledgered
         present: set[bytes] = set()
-        if noted:  # which keys exist already: only the others are this entry's new rows
+        # Which keys exist already: only the others are this entry's new rows.
+        if noted or (table == "application_heads" and self.ledgered):
             for i in range(0, len(batch), 500):
                 keys = [k for k, _ in batch[i : i + 500]]
                 marks = ", ".join("?" for _ in keys)
@@ -192,6 +201,10 @@ class Tx:
             self.wrote = self.entry_wrote = True
             if noted:
                 self.note_rows(table, [k for k, _ in batch if k not in present])
+            elif table == "application_heads" and self.ledgered:
+                for k, v in batch:
+                    if k not in present:
+                        self.note_head(k, None, Head.decode(v))
         if inserted != len(batch):
             # Some keys were present already: each must hold exactly these bytes.
             for key, value in batch:
