@@ -9,6 +9,8 @@
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_scan` | read and verify every page and entry of a redb file |
+| :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
+| :func:`nox_data_id` | the content id of a nox Data payload (Model B or tagged-v0) |
 | :func:`tail`, :func:`follow`, :func:`follow_into` | event/1 history out, in ledger order |
 | :func:`upgrade` | schema version 1 → 2 (the transaction ledger), in place, once |
 | :func:`nohistory`, :func:`excise` | retention with redaction (sealed; plan with dry_run) |
@@ -44,6 +46,10 @@ from migrate.fleet import parse_shard as fleet_shard
 from migrate.fleet import plan_fleet as fleet_plan
 from migrate.fleet import run_fleet as fleet_run
 from migrate.fleet import write_html as fleet_html
+from migrate.hashing import data_id as nox_data_id
+from migrate.hashing import file_digest as hemera_file
+from migrate.hashing import tree_leaf as hemera_leaf
+from migrate.hashing import tree_node as hemera_node
 from migrate.inspect import inspect_path as inspect
 from migrate.pipeline import Bounds, Job, Outcome, activate, plan, run, stage, validate
 from migrate.pipeline import seal_only as seal
@@ -79,6 +85,10 @@ def is_store(path: str | os.PathLike[str]) -> bool:
 
 
 __all__ = [
+    "hemera_file",
+    "hemera_leaf",
+    "hemera_node",
+    "nox_data_id",
     "MAX_LINE",
     "event_line",
     "resolve_store_dir",

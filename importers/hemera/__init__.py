@@ -8,7 +8,8 @@ digest, hemera(domain || bytes), is ``Hasher(domain)`` then ``update``, or
 The C core (cffi) is used when it was built, unless ``BBG_MIGRATE_PURE=1``; the pure-Python
 twin gives identical results.  ``BACKEND`` says which one is active, ``python_impl`` and
 ``c_impl`` (``None`` when not built) give direct access for tests and benchmarks.
-``SUITE`` names the exact variant, for a store's ``hash_suite`` field.
+``SUITE`` names the exact variant, for a store's ``hash_suite`` field; ``SUITES`` lists every
+name a store may carry for it (earlier builds wrote ``cyber-hemera-0.2.0+e63b85a``).
 
 Tree mode (the specification's ``tree.md``): ``hash_leaf(chunk, counter, is_root)`` and
 ``hash_node(left, right, is_root)`` give chaining values; nox "Model B" Data ids use them.
@@ -23,13 +24,15 @@ from typing import BinaryIO
 from bbg_core.errors import SourceError
 from importers.hemera import _python
 from importers.hemera._api import Backend, HasherLike
-from importers.hemera._params import DIGEST_SIZE, SUITE, BytesLike
+from importers.hemera._params import DIGEST_SIZE, LEGACY_SUITES, SUITE, SUITES, BytesLike
 
 __all__ = [
     "BACKEND",
     "BytesLike",
     "DIGEST_SIZE",
+    "LEGACY_SUITES",
     "SUITE",
+    "SUITES",
     "Backend",
     "Hasher",
     "HasherLike",

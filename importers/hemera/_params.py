@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from typing import Final
 
-#: The name recorded in a store's ``hash_suite`` field: crate, crate version, mirror commit.
-#: The variant matters because the cyber lock files pin a later release (0.3.1) that may
-#: have changed parameters; a store must say which one produced its ids.
-SUITE: Final = "cyber-hemera-0.2.0+e63b85a"
+#: The name recorded in a store's ``hash_suite`` field: the crate and version the real cyber
+#: stack pins (``cyber-hemera`` 0.3.1 in the Cargo.lock of cyberia-to/cybergraph; bbg's
+#: ``rs/Cargo.toml`` asks for ``cyber-hemera`` 0.3).  Its outputs equal the e63b85a mirror
+#: this implementation was read from: same specification vectors, same tree vectors.
+SUITE: Final = "cyber-hemera-0.3.1"
+#: Names earlier builds recorded for the same function (read, never written).
+LEGACY_SUITES: Final = ("cyber-hemera-0.2.0+e63b85a",)
+#: Every name a store may carry for this hash suite, the current one first.
+SUITES: Final = (SUITE, *LEGACY_SUITES)
 
 #: The Goldilocks prime 2^64 - 2^32 + 1.
 P: Final = 0xFFFF_FFFF_0000_0001

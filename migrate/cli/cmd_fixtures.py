@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from bbg_core.errors import ValidationFailed
-from migrate import fixtures_check
+from migrate import api
 from migrate.cli import app
 from migrate.cli._render import emit_json, err
 
@@ -19,12 +19,19 @@ app.add_typer(fixtures_app, name="fixtures")
 DIR_ARG = typer.Argument(..., help="Directory of fixtures (*.expected.json).")
 BLESS_OPT = typer.Option(False, "--bless", help="Write golden receipts that are missing.")
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
+KIND_OPT = typer.Option(
+    None,
+    "--kind",
+    help="GLOB=KIND, repeatable: how to read inputs whose content cannot tell (0-byte files), "
+    "e.g. 'empty-*.log=bbg-frame-log'. Default: .log = signal-log, .jsonl = text-archive.",
+)
 
 
 @fixtures_app.command("check")
 def check_cmd(
     directory: Path = DIR_ARG,
     bless: bool = BLESS_OPT,
+    kind: list[str] = KIND_OPT,
     as_json: bool = JSON_OPT,
 ) -> None:
     """Replay every fixture in DIRECTORY; exit 3 on any difference from its golden result."""
@@ -35,8 +42,10 @@ def check_cmd(
             err.print(f"{mark} {result['fixture']}", markup=False)
             for diff in result["differences"]:
                 err.print(f"     {diff}", markup=False)
+            if result.get("unpinned"):
+                err.print(f"     not pinned: {', '.join(result['unpinned'])}", markup=False)
 
-    report = fixtures_check.check(directory, bless=bless, on_result=show)
+    report = api.fixtures_check(directory, bless=bless, kinds=kind, on_result=show)
     if as_json:
         emit_json(report, "fixtures-check")
     if report["failed"]:

@@ -1,4 +1,10 @@
-"""``bbg-migrate hemera [FILE...|-]``: hemera digests printed like ``sha256sum``."""
+"""``bbg-migrate hemera``: hemera digests printed like ``sha256sum``, and the tree mode.
+
+    bbg-migrate hemera [FILE...|-]                                  plain hash of each input
+    bbg-migrate hemera --tree leaf [--counter N] [--root] [FILE...|-]   hash_leaf of each input
+    bbg-migrate hemera --tree node [--root] LEFT RIGHT              hash_node of two values
+    bbg-migrate hemera --tree data PAYLOAD...                       nox Data id of each payload
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,12 @@ from typing import Annotated
 
 import typer
 
-from bbg_core.errors import SourceError
-from importers import hemera
+from bbg_core.errors import SourceError, UsageError
+from migrate import api
 from migrate.cli import app
 from migrate.cli._render import err
+
+TREE_MODES = ("leaf", "node", "data")
 
 
 def _line(digest: bytes, name: str) -> bytes:
@@ -27,18 +35,58 @@ def _line(digest: bytes, name: str) -> bytes:
 def hemera_cmd(
     files: Annotated[
         list[str] | None,
-        typer.Argument(metavar="FILE", help="Files to hash; '-' or no file reads standard input."),
+        typer.Argument(
+            metavar="INPUT",
+            help="Files to hash ('-' or none: standard input); with --tree node: LEFT RIGHT "
+            "(64 hex each); with --tree data: Data payloads in hex.",
+        ),
     ] = None,
+    tree: Annotated[
+        str | None,
+        typer.Option(
+            "--tree",
+            metavar="MODE",
+            help="Tree mode: leaf = hash_leaf(input, --counter, --root) of each file; node = "
+            "hash_node(LEFT, RIGHT, --root); data = the nox Data id of each payload (an 8-byte "
+            "atom: hash_leaf(v LE, 0, false); a 64-byte pair: hash_node(left, right, false); "
+            "or the tagged-v0 scheme).",
+        ),
+    ] = None,
+    counter: Annotated[
+        int, typer.Option("--counter", min=0, help="--tree leaf: the chunk counter.")
+    ] = 0,
+    root: Annotated[bool, typer.Option("--root", help="--tree leaf/node: the ROOT flag.")] = False,
 ) -> None:
-    """Print the hemera hash of each input as `<hex>  <name>`, like sha256sum (streaming)."""
+    """Print the hemera hash of each input as `<hex>  <name>`, like sha256sum (streaming);
+    --tree for hemera's tree mode and nox Data ids."""
+    if tree is not None and tree not in TREE_MODES:
+        raise typer.BadParameter(f"must be one of {', '.join(TREE_MODES)}", param_hint="--tree")
+    if tree != "leaf" and (counter or (root and tree is None)):
+        raise UsageError("--counter applies to --tree leaf; --root to --tree leaf or node")
+    if tree == "node":
+        if not files or len(files) != 2:
+            raise UsageError("--tree node takes two chaining values: LEFT RIGHT (64 hex each)")
+        digest = api.hemera_node(files[0], files[1], root)
+        sys.stdout.buffer.write(digest.hex().encode() + b"\n")
+        return
+    if tree == "data":
+        if root:
+            raise UsageError("--root does not apply to --tree data (ids are never roots)")
+        if not files:
+            raise UsageError("--tree data takes one or more Data payloads in hex")
+        for payload in files:
+            got, node = api.nox_data_id(payload)
+            line = f"{got.hex()}  {node.scheme} {node.kind}\n"
+            sys.stdout.buffer.write(line.encode())
+        return
     names = files or ["-"]
     unreadable = 0
     for name in names:
         try:
-            if name == "-":
-                digest = hemera.hash_stream(sys.stdin.buffer)
+            if tree == "leaf":
+                digest = api.hemera_leaf(name, counter, root)
             else:
-                digest = hemera.hash_file(name)
+                digest = api.hemera_file(name)
         except SourceError as exc:  # report it and go on with the other files, as sha256sum
             err.print(f"error: {exc.message}", markup=False, soft_wrap=True)
             unreadable += 1

@@ -136,6 +136,29 @@ def needs_upgrade(path: Path) -> StoreRefused:
     )
 
 
+def check_hash_suite(conn: Connection) -> str:
+    """The store's hash suite; StoreRefused unless it is one this build computes.
+
+    Both names of the suite are read (``hemera.SUITES``: ``cyber-hemera-0.3.1`` and the label
+    earlier builds wrote, ``cyber-hemera-0.2.0+e63b85a``); only the first is written.
+    """
+    row = conn.one("SELECT hash_suite FROM bbg_storage_v1 WHERE id = 1")
+    if row is None:
+        raise StoreRefused(
+            f"{conn.path}: the store has no storage record (bbg_storage_v1); it is damaged",
+            path=str(conn.path),
+        )
+    suite = str(row[0])
+    if suite not in hemera.SUITES:
+        raise StoreRefused(
+            f"{conn.path}: the store's content ids were made with hash suite {suite!r}; this "
+            f"build computes {' / '.join(hemera.SUITES)} and cannot verify them",
+            path=str(conn.path),
+            hash_suite=suite,
+        )
+    return suite
+
+
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_BYTES = 100
 

@@ -299,6 +299,7 @@ def open_store(
         raise
     try:
         version = layout.check_identity(conn, allow_pre_ledger=maintenance)
+        layout.check_hash_suite(conn)
         generation = generations.read_status(conn)[1]
         if not maintenance:
             generation = generations.require_readable(conn, reader_generation)

@@ -75,3 +75,48 @@ def test_version_names_hemera_backend() -> None:
     res = subprocess.run([sys.executable, "-m", "migrate", "--version"], capture_output=True,
                          text=True, check=True)
     assert f"hemera: {hemera.BACKEND}" in res.stdout.splitlines()
+
+
+# --tree: expected values transcribed from cyberia-to/hemera e63b85a vectors/hemera.json
+# ("tree": root_hash of one chunk = hash_leaf(chunk, 0, true)) and from
+# `cell-fixtures nox-id` (see tests/hemera/test_tree.py).
+TREE_HELLO = "626fa46e4e7bd5c87d630eef8333931a0b9198587400a0191eae7821692880d7"
+ATOM1 = "8f8df9b8a6c64fe5cfd103c4d8564d92d22e5d62a6edc44301e1aa260d387abe"
+ATOM2 = "882c100b88f5fc989615b32317463f725f578a069a07782f019deed6486090e9"
+PAIR12 = "c2e17f0c787ac64d4a96c84ad57996e5cf56b02e2247575100ce81c09d12a9a0"
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["default", "pure"])
+def test_tree_leaf_node_and_data(tmp_path: Path, pure: bool) -> None:
+    a = tmp_path / "a"
+    a.write_bytes(b"hello")
+    res = run("--tree", "leaf", "--root", str(a), "-", stdin=b"hello", pure=pure)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.decode() == f"{TREE_HELLO}  {a}\n{TREE_HELLO}  -\n"
+    atom1 = (1).to_bytes(8, "little")
+    res = run("--tree", "leaf", stdin=atom1, pure=pure)
+    assert res.stdout.decode() == f"{ATOM1}  -\n"
+    res = run("--tree", "leaf", "--counter", "3", stdin=atom1, pure=pure)
+    assert res.stdout.decode() == f"{hemera.hash_leaf(atom1, 3).hex()}  -\n"
+    res = run("--tree", "node", ATOM1, ATOM2, pure=pure)
+    assert (res.returncode, res.stdout.decode()) == (0, f"{PAIR12}\n")
+    res = run("--tree", "node", "--root", ATOM1, ATOM2, pure=pure)
+    root = hemera.hash_node(bytes.fromhex(ATOM1), bytes.fromhex(ATOM2), True).hex()
+    assert res.stdout.decode() == f"{root}\n" and root != PAIR12
+    res = run("--tree", "data", "0100000000000000", ATOM1 + ATOM2, "00" + "07" * 8, pure=pure)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.decode() == (
+        f"{ATOM1}  nox-model-b atom\n{PAIR12}  nox-model-b pair\n"
+        f"{hemera.hash(bytes.fromhex('00' + '07' * 8)).hex()}  nox-tagged-v0 field atom\n"
+    )
+
+
+def test_tree_refusals() -> None:
+    p_le = (0xFFFF_FFFF_0000_0001).to_bytes(8, "little").hex()
+    res = run("--tree", "data", p_le)
+    assert res.returncode == 3 and b"FieldOutOfRange" in res.stderr
+    assert run("--tree", "node", ATOM1).returncode == 2
+    assert run("--tree", "node", ATOM1, "00").returncode == 2
+    assert run("--tree", "nope").returncode == 2
+    assert run("--counter", "2", stdin=b"x").returncode == 2  # counter without --tree leaf
+    assert run("--tree", "data", "--root", ATOM1).returncode == 2

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from importers.hemera import SUITE, Backend
+from importers.hemera import SUITES, Backend
 from importers.hemera.vectors import case_input
 from tests.conftest import FIXTURES
 
@@ -33,7 +33,8 @@ def test_specification_vectors(impl: Backend, data: bytes) -> None:
 
 def test_vector_file_is_for_this_suite() -> None:
     doc = load_vectors()
-    assert doc["suite"] == SUITE
+    # Written by the e63b85a crate under the label of the time; both names are this suite.
+    assert doc["suite"] in SUITES
     assert doc["columns"] == ["length", "pattern", "hemera"]
     lengths = {n for n, _, _ in doc["cases"]}
     # The file must keep covering every rate/padding boundary and large inputs.

@@ -90,3 +90,44 @@ def test_content_check_is_refused_for_legacy_logs(tmp_path: Path) -> None:
     assert res.returncode == 2 and "cell.redb" in res.stderr
     res = cli("inspect", str(log), "--content-check", "sometimes")
     assert res.returncode == 2
+
+
+def _report(namespaces: list[str], semantic: list[str] = ()) -> dict:  # type: ignore[type-arg]
+    return {
+        "namespaces": {ns: {"head_index": 0, "head_commit": ns, "history_rows": 1}
+                       for ns in namespaces},
+        "semantic_errors": [{"code": "birth-mismatch", "namespace": ns, "detail": f"namespace {ns}"}
+                            for ns in semantic],
+    }  # fmt: skip
+
+
+def test_semantic_rules_of_a_mapping() -> None:
+    """neuron engine/src/migration.rs prepare_import (fd24e76): an origin that is the subject
+    is a Conflict, more than MAX_PROGS (256) origins a Budget error (bbg apply_migration: at
+    most 256 sources); engine/src/legacy.rs: an origin's index-0 commit must be the origin."""
+    import pytest
+
+    from bbg_core.errors import ValidationFailed
+    from migrate.pipeline import identity
+    from migrate.pipeline.mapping import build
+    from migrate.pipeline.preflight import MAX_ORIGINS, _check_mapping
+
+    subject = "ab" * 32
+    own = identity.subject_birth(bytes.fromhex(subject))[0].hex()
+    other = "cd" * 32
+    with pytest.raises(ValidationFailed) as info:
+        both = build(subject, [(own, "01"), (other, "02")])
+        _check_mapping(both, _report([own, other]), Path("s"))
+    assert [e["code"] for e in info.value.context["errors"]] == ["mapping-origin-is-subject"]
+
+    with pytest.raises(ValidationFailed) as info:
+        _check_mapping(build(subject, [(other, "02")]), _report([other], [other]), Path("s"))
+    assert [e["code"] for e in info.value.context["errors"]] == ["birth-mismatch"]
+
+    many = [f"{i:064x}" for i in range(1, MAX_ORIGINS + 2)]
+    mapping = build(subject, [(ns, f"{i:04x}") for i, ns in enumerate(many)])
+    with pytest.raises(ValidationFailed) as info:
+        _check_mapping(mapping, _report(many), Path("s"))
+    assert [e["code"] for e in info.value.context["errors"]] == ["limit-exceeded"]
+    _check_mapping(build(subject, [(ns, f"{i:04x}") for i, ns in enumerate(many[:MAX_ORIGINS])]),
+                   _report(many[:MAX_ORIGINS]), Path("s"))  # fmt: skip

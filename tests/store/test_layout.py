@@ -170,3 +170,32 @@ def test_snapshot_is_consistent_while_others_commit(store_dir: Path) -> None:
             assert len(list(snap.rows("application_history"))) == 1
         with st.snapshot() as snap:
             assert len(list(snap.rows("application_history"))) == 2
+
+
+def _set_suite(store_dir: Path, suite: str) -> None:
+    db = sqlite3.connect(store_dir / DB_NAME)
+    try:
+        with db:
+            db.execute("UPDATE bbg_storage_v1 SET hash_suite = ? WHERE id = 1", (suite,))
+    finally:
+        db.close()
+
+
+def test_hash_suite_is_written_under_the_real_name_and_both_names_are_read(
+    store_dir: Path,
+) -> None:
+    # The real stack pins crate cyber-hemera 0.3.1 (cyberia-to/cybergraph Cargo.lock at
+    # 0213210; bbg rs/Cargo.toml asks for 0.3): that is the name a new store records.
+    assert hemera.SUITE == "cyber-hemera-0.3.1"
+    open_store(store_dir, create=True).close()
+    with open_store(store_dir) as st:
+        assert st.info()["hash_suite"] == "cyber-hemera-0.3.1"
+    # A store an earlier build wrote carries the old label: still read.
+    _set_suite(store_dir, "cyber-hemera-0.2.0+e63b85a")
+    with open_store(store_dir) as st:
+        assert st.info()["hash_suite"] == "cyber-hemera-0.2.0+e63b85a"
+    # Any other suite: refused by name, before anything else happens.
+    _set_suite(store_dir, "blake3")
+    with pytest.raises(StoreRefused, match="hash suite 'blake3'") as info:
+        open_store(store_dir)
+    assert info.value.context["hash_suite"] == "blake3"
