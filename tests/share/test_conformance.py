@@ -63,7 +63,8 @@ def test_rebuilding_gives_the_same_bytes(case: str, tmp_path: Path) -> None:
 
 # -- an independent reading of docs/event1.md and docs/snapshot1.md ----------------------------
 def canonical(doc: object) -> bytes:
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode() + b"\n"
 
 
 def uuid8(domain: str, *parts: bytes) -> str:
