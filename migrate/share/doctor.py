@@ -84,7 +84,9 @@ def _ledger_section(
                 "boundaries": 0, "excised": 0}  # fmt: skip
     last = ledger.last_tx(conn)
     count = _count(conn, f"SELECT count(*) FROM {ledger.LEDGER}")
-    if last != last_transaction or count != last:
+    # Contiguous from its first row: tx 1 (the creation) or the upgrade that started it.
+    first = _count(conn, f"SELECT min(tx) FROM {ledger.LEDGER}")
+    if last != last_transaction or count != last - first + 1:
         problems.append({
             "code": "ledger-mismatch",
             "detail": f"the ledger holds {count} transactions up to {last}; the store "
