@@ -141,17 +141,21 @@ def inspect_bbg(
     progress: Callable[[int, int], None] | None = None,
     content_check: str = CODEC,
 ) -> dict[str, Any]:
-    """Inspect a BBG store directory (read-only)."""
-    from migrate.store import open_store
-    from migrate.transfer.report import section_at as transfer_section
+    """Inspect a BBG store directory (read-only: nothing is created or changed, so it works on
+    a read-only directory or medium; see :mod:`migrate.store.readonly`)."""
+    from migrate.store.readonly import open_readonly, store_info
+    from migrate.store.tables import StoreTables
+    from migrate.transfer.report import section as transfer_section
 
-    with open_store(path, create=False, maintenance=True) as store, store.snapshot() as tables:
-        report: dict[str, Any] = {"kind": "bbg", "path": str(path), "store": store.info()}
+    with open_readonly(path) as conn, conn.read():
+        report: dict[str, Any] = {"kind": "bbg", "path": str(path), "store": store_info(conn, path)}
         report.update(
-            cell_report(_FiveTables(tables), progress=progress, content_check=content_check)
+            cell_report(
+                _FiveTables(StoreTables(conn)), progress=progress, content_check=content_check
+            )
         )
         # A sealed source (manifest, target, progress) and transfers into this store.
-        report["transfer"] = transfer_section(path)
+        report["transfer"] = transfer_section(conn)
     return report
 
 

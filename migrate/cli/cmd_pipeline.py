@@ -131,16 +131,22 @@ def _report(outcome: pipeline.Outcome, as_json: bool) -> None:
 @app.command("plan")
 def plan_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
+    map_: list[str] = MAP, mapping: Path = MAPPING, max_rows: int = MAX_ROWS,
+    max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
+    accept_torn_tail: bool = TORN, kind: str = KIND, content_check: str = CONTENT_CHECK,
+    as_json: bool = JSON,
 ) -> None:  # fmt: skip
-    """Dry run of `run`: what it would do (namespaces, counts, conflicts, disk); writes nothing."""
+    """Dry run of `run` (same options): what it would do, or the exit code and message it
+    would fail with (3, 4, 11, 1); writes nothing."""
     legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
               "accept_torn_tail": accept_torn_tail,
               "content_check": content_check != "codec"}  # fmt: skip
     if transfer_step("plan", source, store, nonce, as_json, legacy):
         return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
+    bounds = pipeline.Bounds(
+        max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
+    )
+    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check)
     with progress_bar("plan", enabled=not as_json) as progress:
         doc = pipeline.plan(job, progress)
@@ -149,7 +155,7 @@ def plan_cmd(
         return
     table = Table(title=f"plan: {source} -> {doc['destination']['path']}", show_header=False)
     for key in ("action", "import_id", "rows", "key_value_bytes", "pages", "disk_bytes_needed",
-                "generation_after", "source_locked"):  # fmt: skip
+                "generation_after"):  # fmt: skip
         table.add_row(key, str(doc[key]))
     table.add_row("namespaces", str(len(doc["namespaces"])))
     if "legacy" in doc:

@@ -3,30 +3,31 @@
 Sources: a cell.redb (its five tables copied byte for byte), an old cyb Signal log or an
 old TextArchive (each becomes one namespace of provenance records: :mod:`.legacy`).
 
-``run`` = detect → preflight (inspect) → seal → stage → validate → activate [→ retire].
-``plan`` walks the same preflight and destination checks and writes nothing.  The step
+``run`` = detect → seal → preflight (inspect) → admit → stage → validate → activate [→ retire].
+``plan`` walks the same path up to the first write (:mod:`.gate`: the source's lock, its
+preflight, the store's location and writability, the import's admission) through a
+read-only store handle, and reports what ``run`` would do -- or fails with the exit code and
+message ``run`` would fail with.  The step
 verbs (``seal``, ``stage``, ``validate``, ``activate``) let an operator go one stage at a time;
 each re-takes the source's lock and re-derives the same import id from the same inputs.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from fences.seal import Seal, fingerprint, seal
-from migrate.detect import lock_held
+from fences import generations
+from fences.seal import Seal
 from migrate.pipeline import stages
+from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
-from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight, source_kind
+from migrate.pipeline.preflight import Bounds, Job, Preflight
 from migrate.pipeline.retire import retire, retired_record
 from migrate.sources import RedbSource
 from migrate.store import open_store
-from migrate.store.layout import DB_NAME, resolve_store_dir
 from migrate.store.store import Store
 
 __all__ = ["Bounds", "Job", "Outcome", "activate", "plan", "run", "seal_only", "stage", "validate"]
@@ -54,9 +55,8 @@ class Outcome:
 
 @contextmanager
 def _sealed(job: Job, progress: Progress | None) -> Iterator[tuple[Seal, Preflight]]:
-    kind = source_kind(job)
-    with seal(job.source, kind) as held:
-        yield held, preflight(job, kind, held.fingerprint, progress)
+    with gated(job, progress, dry=False) as g:
+        yield g.seal, g.pre
 
 
 def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
@@ -147,66 +147,6 @@ def activate(job: Job, progress: Progress | None = None) -> Outcome:
     return Outcome("complete", pre.import_id, receipt)
 
 
-class _ReadOnlyDb:
-    """A read-only view of an existing store file, for ``plan`` (never writes a byte)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        # A read-only open of a WAL database creates -wal/-shm files when they are absent
-        # (a cleanly closed store).  Then nobody is writing, and ``immutable=1`` reads the
-        # file without creating anything; while a writer is active they exist already.
-        wal = path.with_name(path.name + "-wal")
-        flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
-        self._conn = sqlite3.connect(f"file:{path}?{flags}", uri=True)
-
-    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self._conn.execute(sql, params).fetchone()
-        return row
-
-    def close(self) -> None:
-        self._conn.close()
-
-
-def _plan_destination(job: Job, pre: Preflight) -> dict[str, Any]:
-    from fences import generations
-    from migrate.store import imports
-
-    directory = resolve_store_dir(job.store, create=True)
-    db_path = directory / DB_NAME
-    dest: dict[str, Any] = {"path": str(directory), "exists": db_path.exists()}
-    if not db_path.exists():
-        dest.update(state=None, conflicts=[], status=None, generation="original")
-        return dest
-    db = _ReadOnlyDb(db_path)
-    try:
-        # The refusal `run` would give at open (same error, same exit code).
-        generations.require_readable(db)
-        marker, reached = generations.read_status(db)
-        nonce_owner = imports.import_of_nonce(db, pre.nonce)
-        conflicts = stages.destination_conflicts(db, job, pre, pre.import_id)
-        if nonce_owner is not None and nonce_owner != pre.import_id:
-            conflicts.insert(
-                0,
-                {
-                    "code": "nonce-conflict",
-                    "detail": f"nonce {pre.nonce} is used by import {nonce_owner}",
-                },
-            )
-        dest.update(
-            state=imports.import_state(db, pre.import_id),
-            conflicts=conflicts,
-            status=marker,
-            generation=reached,
-        )
-    except sqlite3.Error as exc:
-        from migrate.store.connection import translate
-
-        raise translate(exc, db_path, "reading the destination") from exc
-    finally:
-        db.close()
-    return dest
-
-
 def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
     """The dry run of ``run``: what it would do, through the same checks; writes nothing."""
     done = _retired(job)
@@ -216,20 +156,29 @@ def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
             "action": "none (source already retired)",
             "receipt": done.receipt,
         }
-    kind = source_kind(job)
-    pre = preflight(job, kind, fingerprint(job.source, kind), progress)
-    dest = _plan_destination(job, pre)
+    with gated(job, progress, dry=True) as g:
+        pre = g.pre
+        admission = admit(g.db, g.directory, job, pre)
+        marker, reached = generations.read_status(g.db) if g.db is not None else (None, "original")
+    dest: dict[str, Any] = {
+        "path": str(g.directory),
+        "exists": g.db is not None,
+        "state": admission.state,
+        # Conflicts stop ``plan`` as they stop ``run`` (exit 4): a report lists none.
+        "conflicts": [],
+        "status": marker,
+        "generation": reached,
+    }
     mapping = job.mapping
-    already = dest["state"] == "active"
+    already = admission.state == "active"
     doc: dict[str, Any] = {
         "import_id": pre.import_id,
         "nonce": pre.nonce,
         "source": pre.fingerprint,
-        "source_locked": lock_held(job.source),
+        # ``plan`` takes the source's lock as ``run`` does: held elsewhere, it exits 11.
+        "source_locked": False,
         "destination": dest,
-        "action": "none (already activated; run returns the same receipt)"
-        if already
-        else "migrate",
+        "action": admission.action,
         "namespaces": pre.namespaces,
         "tables": pre.report["tables"],
         "rows": pre.rows,

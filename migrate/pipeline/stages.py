@@ -14,13 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bbg_core.errors import Conflict, HeadMismatch, StoreError, ValidationFailed
+from bbg_core.errors import Conflict, StoreError, ValidationFailed
 from fences import generations
-from fences.namespaces import fence, fence_of
+from fences.namespaces import fence
 from fences.seal import Seal
 from migrate.cell_rules import check_shape
+from migrate.content_ids import CODEC
 from migrate.links import iter_link_errors
-from migrate.pipeline import identity
+from migrate.pipeline import gate, identity
 from migrate.pipeline.mapping import Mapping
 from migrate.pipeline.preflight import Job, Preflight
 from migrate.sources import PageSource
@@ -56,33 +57,22 @@ def seal_doc(job: Job, pre: Preflight) -> dict[str, Any]:
             ns: {"head_index": v["head_index"], "head_commit": v["head_commit"]}
             for ns, v in sorted(pre.namespaces.items())
         },
+        # Part of the import's identity; named only when not the default (older seals match).
+        **({"content_check": job.content_check} if job.content_check != CODEC else {}),
     }
-
-
-def _pinned_namespaces(job: Job, pre: Preflight) -> list[bytes]:
-    """Namespaces this import pins (stages): the origins, and the subject's when mapped."""
-    out = [bytes.fromhex(ns) for ns in sorted(pre.namespaces)]
-    if job.mapping is not None:
-        out.append(identity.subject_birth(job.mapping.subject)[0])
-    return sorted(set(out))
 
 
 def seal_stage(store: Store, job: Job, pre: Preflight) -> str:
     """Record the seal, claim the nonce and pin the namespaces; returns the import's state."""
     with store.transaction(import_id=pre.import_id) as tx:
-        state = imports.import_state(tx, pre.import_id)
-        if state == "active":
-            return state
-        if state == "discarded":
-            raise Conflict(
-                f"{store.directory}: import {pre.import_id} was discarded; use a new --nonce",
-                import_id=pre.import_id,
-            )
+        # The same admission ``plan`` runs on a read-only handle, here under the write lock.
+        if gate.admit(tx, store.directory, job, pre).state == "active":
+            return "active"
         imports.claim_nonce(tx, pre.nonce, pre.import_id)
         imports.begin_import(tx, pre.import_id)
         imports.record_seal(tx, pre.import_id, seal_doc(job, pre))
         prior: dict[str, Any] = {}
-        for ns in _pinned_namespaces(job, pre):
+        for ns in gate.pinned_namespaces(job, pre):
             current = live_head(tx, ns)
             prior[ns.hex()] = None if current is None else [current.index, current.commit.hex()]
             imports.stage_namespace(tx, pre.import_id, ns)
@@ -146,39 +136,10 @@ class _Staged:
         return value
 
 
-def destination_conflicts(
-    db: Any, job: Job, pre: Preflight, import_id: str
-) -> list[dict[str, str]]:
-    """What in the destination stands in the way of this import (read-only)."""
-    out: list[dict[str, str]] = []
-    for ns_hex, facts in sorted(pre.namespaces.items()):
-        ns = bytes.fromhex(ns_hex)
-        current = live_head(db, ns)
-        if current is not None and (current.index, current.commit.hex()) != (
-            facts["head_index"],
-            facts["head_commit"],
-        ):
-            out.append(
-                {
-                    "code": "head-conflict",
-                    "detail": f"namespace {ns_hex}: destination head {current.describe()} differs "
-                    f"from the source head ({facts['head_index']}, {facts['head_commit']})",
-                }
-            )
-        record = fence_of(db, ns)
-        if record is not None and record["import_id"] != import_id:
-            out.append(
-                {
-                    "code": "fenced",
-                    "detail": f"namespace {ns_hex} is fenced by import {record['import_id']}",
-                }
-            )
-    return out
-
-
 def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) -> dict[str, Any]:
     """Check the staged rows against the source: links, counts, digest; and the destination."""
     iid = pre.import_id
+    gate.require_known(store, store.directory, job, pre)
     done = imports.journal_of(store, iid, "validated")
     if done is not None:
         return done
@@ -205,7 +166,7 @@ def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
                 f"{pre.report['archive_digest_sha256']}",
             }
         )
-    errors += destination_conflicts(store, job, pre, iid)
+    errors += gate.destination_conflicts(store, pre, iid)
     if errors:
         code = errors[0]["code"]
         cls = Conflict if code in ("head-conflict", "fenced") else ValidationFailed
@@ -220,21 +181,6 @@ def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
     with store.transaction(import_id=iid) as tx:
         imports.journal(tx, iid, "validated", detail)
     return detail
-
-
-def _check_pins(tx: Any, iid: str) -> None:
-    sealed = imports.journal_of(tx, iid, "sealed")
-    assert sealed is not None
-    for ns_hex, pinned in sealed["prior_heads"].items():
-        current = live_head(tx, bytes.fromhex(ns_hex))
-        now = None if current is None else [current.index, current.commit.hex()]
-        if now != pinned:
-            raise HeadMismatch(
-                f"{tx.path}: namespace {ns_hex} moved since the import was sealed "
-                f"(pinned {pinned}, now {now}); nothing was activated",
-                namespace=ns_hex,
-                import_id=iid,
-            )
 
 
 def _publish_manifest(tx: Any, mapping: Mapping, pre: Preflight) -> dict[str, Any]:
@@ -315,6 +261,7 @@ def activate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
     """Publish the staged import in one transaction and return its receipt."""
     iid = pre.import_id
     with store.transaction(import_id=iid) as tx:
+        gate.require_known(tx, store.directory, job, pre)
         if imports.import_state(tx, iid) == "active":
             receipt = imports.receipt_of(tx, iid)
             assert receipt is not None
@@ -326,7 +273,7 @@ def activate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
             )
         if seal is not None:
             seal.check_unchanged()
-        _check_pins(tx, iid)
+        gate.check_pins(tx, iid)
         inserted = imports.activate(tx, iid)
         published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
         fenced: list[str] = []

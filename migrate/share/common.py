@@ -1,30 +1,20 @@
-"""What every share module needs: canonical lines, stable UUIDs, and read-only store opens."""
+"""What every share module needs: canonical lines, stable UUIDs, and read-only store opens
+(:func:`open_readonly` and :func:`db_file` live in :mod:`migrate.store.readonly`)."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
 import schemas
-from bbg_core.errors import StoreRefused
 from migrate.store.connection import Connection
 from migrate.store.imports import canonical_json
-from migrate.store.layout import (
-    APPLICATION_ID,
-    DB_NAME,
-    PRE_LEDGER_VERSION,
-    READABLE_VERSIONS,
-    SCHEMA_VERSION,
-    check_header,
-    needs_upgrade,
-)
+from migrate.store.layout import PRE_LEDGER_VERSION, needs_upgrade
+from migrate.store.readonly import db_file, open_readonly
 
 # apply refuses longer lines.  A content payload may be 16 MiB (BRIEF §2.1), i.e. 32 MiB as
 # hex, so the default must exceed that or a valid store could not travel as events.
@@ -81,42 +71,6 @@ def stable_uuid(domain: bytes, *parts: bytes) -> str:
     return str(uuid.UUID(bytes=bytes(raw)))
 
 
-def db_file(store_dir: Path) -> Path:
-    """The store's database file, or StoreRefused naming the directory."""
-    db = Path(store_dir) / DB_NAME
-    if not db.is_file():
-        raise StoreRefused(
-            f"{store_dir}: no BBG store here ({DB_NAME} missing); name an existing store",
-            path=str(store_dir),
-        )
-    return db
-
-
-@contextmanager
-def open_readonly(store_dir: Path, *, live: bool = False) -> Iterator[Connection]:
-    """A read-only connection to the store in ``store_dir`` (identity checked).
-
-    ``live``: for a long-lived reader that must see later commits (see
-    :class:`migrate.store.connection.Connection`).
-    """
-    db = db_file(store_dir)
-    check_header(db)  # by its bytes, before SQLite opens (and might change) a foreign file
-    conn = Connection(db, readonly=True, live=live)
-    try:
-        app = conn.one("PRAGMA application_id")
-        ver = conn.one("PRAGMA user_version")
-        if app is None or ver is None or int(app[0]) != APPLICATION_ID or (
-            int(ver[0]) not in READABLE_VERSIONS
-        ):
-            raise StoreRefused(
-                f"{conn.path}: not a BBG store of schema version {SCHEMA_VERSION}",
-                path=str(conn.path),
-            )
-        yield conn
-    finally:
-        conn.close()
-
-
 def table_names(conn: Connection) -> list[str]:
     """The names of the ordinary tables in the database, sorted."""
     return [
@@ -138,3 +92,16 @@ def require_ledger(conn: Connection) -> None:
     """StoreRefused (naming ``upgrade``) for a store from before the transaction ledger."""
     if schema_version(conn) == PRE_LEDGER_VERSION:
         raise needs_upgrade(conn.path)
+
+
+__all__ = [
+    "MAX_LINE",
+    "canonical",
+    "db_file",
+    "open_readonly",
+    "require_ledger",
+    "schema_problem",
+    "schema_version",
+    "stable_uuid",
+    "table_names",
+]

@@ -2,7 +2,7 @@
 
 Built on the official ``mcp`` Python SDK (the optional extra ``bbg-migrate[mcp]``; imported only
 when the server starts, so the base CLI does not need it).  Every tool opens the store through
-the read-only handle (:func:`migrate.share.common.open_readonly`: SQLite ``mode=ro`` /
+the project's one read-only handle (:func:`migrate.store.readonly.open_readonly`: ``mode=ro`` /
 ``immutable``, ``query_only`` and a write-denying authorizer), answers from one read snapshot,
 and closes it again: the server holds nothing open between calls and never writes.
 
@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import MigrateError, UsageError
-from migrate.share.common import canonical, open_readonly
+from migrate.share.common import canonical
+from migrate.store.readonly import open_readonly
 from migrate.store import graph, ledger
 from migrate.store.codec import ID_LEN, Head
 

@@ -12,17 +12,35 @@ just before ``COMMIT`` and ``"after"`` just after it succeeded.  A hook that rai
 the transaction is rolled back; ``"after"``: it is durable but the caller never heard).
 Tests use it to exercise the real CommitUnknown path without patching the store's logic.
 
-Read-only handles (``Connection(path, readonly=True)``, used by ``doctor``, ``tail`` and
-``snapshot``) open the file through a ``mode=ro`` URI.  SQLite creates the ``-wal``/``-shm``
-files even for a read-only open when they are missing, so when neither exists (the store was
-closed cleanly and nobody has it open) the file is opened ``immutable=1`` instead: nothing is
-created, nothing is locked (``live=True`` never does this: a follower must see later
-commits).  :meth:`Connection.backup_into` wraps SQLite's online backup API.
+Read-only handles (``Connection(path, readonly=True)``: ``inspect``, ``plan``, ``doctor``,
+``tail``, ``snapshot``) never create, change or remove a file, whatever the store's state; they
+work on a read-only directory and on read-only media.  :func:`readonly_uri` picks the open:
+
+* nobody has the store open and there is no ``-wal``: ``immutable=1`` (the main file is the
+  whole committed state; no lock, no ``-wal``/``-shm`` is created);
+* a ``-wal`` is left behind (a crashed writer) but nobody has the store open: the WAL is read
+  into private memory (``vfs=unix-none`` + ``locking_mode=EXCLUSIVE``: no ``-shm`` is touched);
+* another connection has the store open (this process, or another one holding the ``-shm``
+  lock): ``mode=ro`` through its ``-shm``, so the reader sees a consistent committed state
+  while the writer goes on (``live=True`` does this too: a follower must see later commits;
+  it may create SQLite's ``-wal``/``-shm`` like any WAL reader, unless the directory cannot be
+  written at all, where there will be no later commits).
+
+Every read-only handle also runs with ``PRAGMA query_only`` and an authorizer that denies any
+statement that would write (:func:`_deny_writes`), so a write is refused by construction at
+three levels (the file descriptor, the pragma, the authorizer).  The URI is built with
+:func:`urllib.parse.quote`, so ``?``, ``#`` and ``%`` in a path cannot change its meaning.
+:meth:`Connection.backup_into` wraps SQLite's online backup API.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
+import struct
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -78,22 +96,35 @@ class Connection:
         self.path = path
         self.readonly = readonly
         self.poisoned: CommitUnknown | None = None
+        self._registered: Path | None = None
         try:
             if readonly:
+                uri, private_wal = readonly_uri(path, live=live)
                 self._db = sqlite3.connect(
-                    _readonly_uri(path, live=live),
+                    uri,
                     uri=True,
                     timeout=busy_timeout,
                     isolation_level=None,
                     check_same_thread=True,
                 )
             else:
+                self._registered = _register_writer(path)
                 self._db = sqlite3.connect(
                     path, timeout=busy_timeout, isolation_level=None, check_same_thread=True
                 )
         except (sqlite3.Error, OSError) as exc:
+            self._unregister()
             raise translate(exc, path, "open") from exc
         if readonly:
+            try:
+                if private_wal:
+                    # Before the first read: the WAL index then lives in private memory.
+                    self._db.execute("PRAGMA locking_mode = EXCLUSIVE").fetchall()
+                self._db.execute("PRAGMA query_only = 1")
+            except sqlite3.Error as exc:
+                self._db.close()
+                raise translate(exc, path, "open read-only") from exc
+            self._db.set_authorizer(_deny_writes)
             return
         try:
             # FULL: a COMMIT that returned is on disk (WAL fsync per commit).
@@ -101,7 +132,13 @@ class Connection:
             self._db.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             self._db.close()
+            self._unregister()
             raise translate(exc, path, "configure") from exc
+
+    def _unregister(self) -> None:
+        if self._registered is not None:
+            _unregister_writer(self._registered)
+            self._registered = None
 
     # -- plumbing -----------------------------------------------------------------------
     def _check(self) -> None:
@@ -250,15 +287,116 @@ class Connection:
         """Close the connection (rolls back an open transaction)."""
         self._rollback()
         self._db.close()
+        self._unregister()
 
 
-def _readonly_uri(path: Path, *, live: bool = False) -> str:
-    """A ``file:`` URI that opens ``path`` without creating or changing any file."""
+# Read-write connections this process has open, by resolved path: a read-only open in the
+# same process must coordinate with them through the -shm (fcntl locks do not show our own).
+_WRITERS: dict[Path, int] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _register_writer(path: Path) -> Path:
+    key = Path(os.path.abspath(path))
+    with _WRITERS_LOCK:
+        _WRITERS[key] = _WRITERS.get(key, 0) + 1
+    return key
+
+
+def _unregister_writer(key: Path) -> None:
+    with _WRITERS_LOCK:
+        left = _WRITERS.get(key, 0) - 1
+        if left > 0:
+            _WRITERS[key] = left
+        else:
+            _WRITERS.pop(key, None)
+
+
+# The unix VFS's "dead man switch": every connection holds a read lock on this byte of the
+# -shm file while it has the database open (os_unix.c: UNIX_SHM_DMS = (22 + 8) * 4 + 8).
+_SHM_DMS_BYTE = 128
+
+
+def store_in_use(path: Path) -> bool:
+    """True when some connection has the database ``path`` open (this process or another).
+
+    Another process is seen through its lock on the ``-shm`` file (probed with ``F_GETLK``,
+    which takes no lock and needs no write access).  Where the probe is not available
+    (not Linux), assume the store is in use: the reader then joins the -shm protocol.
+    """
+    with _WRITERS_LOCK:
+        if Path(os.path.abspath(path)) in _WRITERS:
+            return True
+    shm = f"{path}-shm"
+    try:
+        fd = os.open(shm, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        if not sys.platform.startswith("linux"):
+            return True
+        # struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len,
+        # pid_t l_pid (native alignment pads it like the C struct).
+        probe = struct.pack("hhqqi", fcntl.F_WRLCK, os.SEEK_SET, _SHM_DMS_BYTE, 1, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, probe)
+        held: int = struct.unpack("hhqqi", answer)[0]
+        return held != fcntl.F_UNLCK
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def readonly_uri(path: Path, *, live: bool = False) -> tuple[str, bool]:
+    """The ``file:`` URI that opens ``path`` without creating or changing any file, and
+    whether the WAL must be read into private memory (see the module docstring)."""
     from urllib.parse import quote
 
-    base = f"file:{quote(str(path.resolve()))}?mode=ro"
-    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
-    if not live and not wal.exists() and not shm.exists():
-        # No WAL: the main file is the whole committed state and no connection is open.
-        return base + "&immutable=1"
-    return base
+    base = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    # A follower joins the -shm protocol to see later commits -- unless no one can write
+    # here at all (read-only media), where there will be none.
+    live = live and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+    if live or store_in_use(path):
+        return base, False
+    if os.path.exists(f"{path}-wal"):
+        return base + "&vfs=unix-none", True
+    return base + "&immutable=1", False
+
+
+# Authorizer action codes that only read (sqlite3.h); everything else is denied.
+_READ_ACTIONS = frozenset(
+    {
+        sqlite3.SQLITE_READ,
+        sqlite3.SQLITE_SELECT,
+        sqlite3.SQLITE_FUNCTION,
+        sqlite3.SQLITE_TRANSACTION,
+        sqlite3.SQLITE_SAVEPOINT,
+        sqlite3.SQLITE_RECURSIVE,
+    }
+)
+# Pragmas that take an argument yet only report (``PRAGMA table_info(t)``).
+_REPORTING_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "integrity_check",
+        "quick_check",
+        "foreign_key_check",
+    }
+)
+
+
+def _deny_writes(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
+    """SQLite authorizer of read-only handles: reads pass, anything that could write is denied
+    (including ATTACH, which could create a file, and pragmas that set a value)."""
+    if action in _READ_ACTIONS:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA and (arg2 is None or arg1 in _REPORTING_PRAGMAS):
+        return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY

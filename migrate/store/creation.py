@@ -77,7 +77,7 @@ class DirLock:
             self.fd = -1
 
 
-def _has_store_file(db: Path) -> bool:
+def has_store_file(db: Path) -> bool:
     """True when ``db`` holds something (an empty file, left by an older build killed while
     creating it, with no WAL beside it, holds nothing and is replaced)."""
     for path in (db, Path(f"{db}-wal")):
@@ -232,7 +232,7 @@ def _lock_once(
     lock: DirLock, db: Path, *, create: bool, hash_suite: str, keep_exclusive: bool
 ) -> bool:
     """One attempt: True with the lock held, False to wait and start again."""
-    usable = _has_store_file(db)
+    usable = has_store_file(db)
     if usable or not create:
         if not _try_flock(lock.fd, fcntl.LOCK_SH):
             return False
@@ -248,7 +248,7 @@ def _lock_once(
         lock.exclusive = False
         return False
     # Under the exclusive lock: nobody else is creating, nobody has the store open.
-    if not _has_store_file(db):
+    if not has_store_file(db):
         check_destination(lock.directory)
         lock.created_store = _create_file(lock.directory, hash_suite)
     else:

@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 import schemas
-from bbg_core.errors import StoreRefused
+from bbg_core.errors import StoreError, StoreRefused
 from importers import hemera
 from migrate.store import ledger
 from migrate.store.connection import Connection
@@ -61,15 +61,40 @@ def resolve_store_dir(named: str | Path | None, *, create: bool, cwd: Path | Non
     return target
 
 
+def require_writable(directory: Path) -> None:
+    """StoreError unless this process may create or change the store in ``directory``.
+
+    Checked before a writer opens the store (and by ``plan``, which predicts that writer), so
+    a read-only directory or medium is refused up front with one clear message instead of
+    an SQLite error half-way.  Asks the kernel (``access(2)``: read-only media and missing
+    permissions; the superuser passes where the kernel lets it write).
+    """
+    target = directory
+    while not target.exists() and target.parent != target:
+        target = target.parent
+    candidates = [target]
+    if target == directory:
+        db = directory / DB_NAME
+        candidates += [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists()]
+    for path in candidates:
+        if not os.access(path, os.W_OK):
+            try:
+                readonly_fs = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+            except OSError:
+                readonly_fs = False
+            why = "read-only file system" if readonly_fs else "permission denied"
+            raise StoreError(
+                f"{directory}: the store cannot be written ({path}: {why}); nothing was "
+                "changed. Name a writable store with --store, or make this one writable",
+                path=str(directory),
+            )
+
+
 def create_schema(conn: Connection, hash_suite: str) -> bool:
     """Create the schema in an empty database file; False if another process just did."""
     # Look before writing anything: a foreign file must be left exactly as it was.
-    app_id, version = _identity(conn)
-    if (app_id, version) == (APPLICATION_ID, SCHEMA_VERSION):
+    if schema_state(conn) == "bbg":
         return False
-    objects = conn.one("SELECT count(*) FROM sqlite_master")
-    if app_id or version or (objects is not None and objects[0]):
-        raise _foreign(conn.path, app_id, version)
     # journal_mode cannot change inside a transaction; WAL is persistent once set.
     conn.execute("PRAGMA journal_mode = WAL").fetchall()
     with conn.write(action="create") as mark_clean:
@@ -109,14 +134,34 @@ def new_store_id() -> str:
     return uuid.uuid4().hex
 
 
-def check_identity(conn: Connection, *, allow_pre_ledger: bool = False) -> int:
-    """The schema version; StoreRefused unless the file is a BBG store this build writes
-    (``allow_pre_ledger``: version 1 too, for ``upgrade``)."""
+def schema_state(conn: Connection) -> str:
+    """``"bbg"`` (a BBG store of a version this build reads), ``"empty"`` (an empty SQLite file
+    a writer would turn into one), or StoreRefused naming what the file is (reads only)."""
     app_id, version = _identity(conn)
-    if app_id == APPLICATION_ID and version == PRE_LEDGER_VERSION and not allow_pre_ledger:
-        raise needs_upgrade(conn.path)
+    if app_id == APPLICATION_ID and version in READABLE_VERSIONS:
+        return "bbg"
+    objects = conn.one("SELECT count(*) FROM sqlite_master")
+    if app_id or version or (objects is not None and objects[0]):
+        raise _foreign(conn.path, app_id, version)
+    return "empty"
+
+
+def require_bbg(conn: Connection) -> int:
+    """The schema version; StoreRefused unless the file is a BBG store of a version this build
+    reads (version 1, before the ledger, included; reads only: safe on a read-only handle)."""
+    app_id, version = _identity(conn)
     if app_id != APPLICATION_ID or version not in READABLE_VERSIONS:
         raise _foreign(conn.path, app_id, version)
+    return version
+
+
+def check_identity(conn: Connection, *, allow_pre_ledger: bool = False) -> int:
+    """:func:`require_bbg`, refusing a version-1 store (it needs ``upgrade``) unless
+    ``allow_pre_ledger``, then make sure the file is in WAL mode (a writer's open); returns
+    the schema version."""
+    version = require_bbg(conn)
+    if version == PRE_LEDGER_VERSION and not allow_pre_ledger:
+        raise needs_upgrade(conn.path)
     mode = conn.one("PRAGMA journal_mode")
     if mode is None or str(mode[0]).lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL").fetchall()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 import schemas
 from migrate.inspect import inspect_bbg
 from migrate.pipeline import mapping as mapping_mod
+from tests.fs import fs_state
 from tests.pipeline.helpers import cell_fixtures, cli, expected, tree_state, unpack
 
 VALID = [p for p in cell_fixtures() if expected(p)["valid"]]
@@ -85,8 +85,8 @@ def test_plan_writes_nothing_anywhere(tmp_path: Path) -> None:
     for existing in (False, True):
         if existing:
             assert cli("run", str(src), "--store", str(store), "--nonce", "01").returncode == 0
-        before = tree_state(src, store, tmp_path)
-        tmp_before = sorted(os.listdir(tmp))
+        # Every entry (names, types, sizes, mtimes, bytes) of source, store, cwd and TMPDIR.
+        before = fs_state(tmp_path)
         res = cli(
             "plan",
             str(src),
@@ -101,8 +101,7 @@ def test_plan_writes_nothing_anywhere(tmp_path: Path) -> None:
         schemas.validate(doc, "plan")
         assert doc["rows"] == 220 and len(doc["namespaces"]) == 3  # cell-small.expected.json
         assert doc["destination"]["exists"] is existing
-        assert tree_state(src, store, tmp_path) == before
-        assert sorted(os.listdir(tmp)) == tmp_before
+        assert fs_state(tmp_path) == before
 
 
 def test_step_by_step_equals_run(tmp_path: Path) -> None:

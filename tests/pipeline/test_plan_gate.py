@@ -1,0 +1,206 @@
+"""``plan`` is a gate (issue 12, items 2-4): it predicts ``run`` -- the same exit code and the
+same message where ``run`` fails, and in ``action`` what ``run`` would do -- and writes nothing,
+whatever the store's path; a step on other inputs than the sealed import names the input
+that differs."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.fs import fs_state, readonly_mount
+from tests.pipeline.helpers import LEGACY, cell_fixtures, cli, expected, unpack
+
+SMALL = LEGACY / "cell-small.redb.gz"
+NAMESPACES = sorted(expected(SMALL)["namespaces"])
+MAPS = [arg for i, ns in enumerate(NAMESPACES) for arg in ("--map", f"{ns}={i + 1:02x}")]
+SUBJECT = ["--subject", "ab" * 32]
+
+
+def _nonce_conflict(tmp: Path) -> tuple[list[str], None]:
+    a = unpack(SMALL, tmp / "a")
+    b = unpack(next(p for p in cell_fixtures() if p.name == "cell-empty.redb.gz"), tmp / "b")
+    assert cli("run", str(a), "--store", str(tmp / "bbg"), "--nonce", "abcd").returncode == 0
+    return [str(b), "--store", str(tmp / "bbg"), "--nonce", "abcd"], None
+
+
+def _fenced(tmp: Path) -> tuple[list[str], None]:
+    src = unpack(SMALL, tmp / "src")
+    store = str(tmp / "bbg")
+    assert cli("run", str(src), "--store", store, *SUBJECT, *MAPS).returncode == 0
+    return [str(src), "--store", store, "--nonce", "0f"], None
+
+
+def _invalid(tmp: Path) -> tuple[list[str], None]:
+    bad = LEGACY / "cell-invalid-history-gap.redb.gz"
+    return [str(unpack(bad, tmp / "src")), "--store", str(tmp / "bbg")], None
+
+
+def _bounds(tmp: Path) -> tuple[list[str], None]:
+    return [str(unpack(SMALL, tmp / "src")), "--store", str(tmp / "bbg"), "--max-rows", "9"], None
+
+
+def _sealed_with_mapping(tmp: Path) -> tuple[list[str], None]:
+    src = unpack(SMALL, tmp / "src")
+    store = str(tmp / "bbg")
+    assert cli("seal", str(src), "--store", store, *SUBJECT, *MAPS).returncode == 0
+    return [str(src), "--store", store], None
+
+
+def _locked(tmp: Path) -> tuple[list[str], int]:
+    src = unpack(SMALL, tmp / "src")
+    fd = os.open(src, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # what the old binary holds while it runs
+    return [str(src), "--store", str(tmp / "bbg")], fd
+
+
+SCENARIOS: dict[str, tuple[Callable[[Path], tuple[list[str], int | None]], int]] = {
+    "nonce-conflict": (_nonce_conflict, 4),
+    "fenced": (_fenced, 4),
+    "seal-mapping-differs": (_sealed_with_mapping, 4),
+    "source-locked": (_locked, 11),
+    "invalid-source": (_invalid, 3),
+    "over-a-bound": (_bounds, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_plan_fails_exactly_as_run_would(name: str, tmp_path: Path) -> None:
+    prepare, code = SCENARIOS[name]
+    args, held = prepare(tmp_path)
+    try:
+        before = fs_state(tmp_path)
+        planned = cli("plan", *args, "--json")
+        assert fs_state(tmp_path) == before
+        ran = cli("run", *args, "--json")
+    finally:
+        if held is not None:
+            os.close(held)
+    assert (planned.returncode, ran.returncode) == (code, code), (planned.stderr, ran.stderr)
+    assert planned.stdout == ""
+    assert planned.stderr == ran.stderr
+    assert planned.stderr.startswith("error: ")
+
+
+def test_plan_on_a_readonly_store_fails_as_run_would(tmp_path: Path) -> None:
+    src = unpack(SMALL, tmp_path / "src")
+    store = tmp_path / "bbg"
+    assert cli("seal", str(src), "--store", str(store)).returncode == 0
+    mnt = tmp_path / "media"
+    mnt.mkdir()
+    before = fs_state(tmp_path)
+    results = {
+        verb: readonly_mount(
+            store,
+            mnt,
+            [sys.executable, "-m", "migrate", verb, str(src), "--store", str(mnt)],
+            env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+        for verb in ("plan", "run")
+    }
+    assert {v: r.returncode for v, r in results.items()} == {"plan": 1, "run": 1}
+    assert results["plan"].stderr == results["run"].stderr
+    assert b"the store cannot be written" in results["plan"].stderr
+    assert b"read-only file system" in results["plan"].stderr
+    assert fs_state(tmp_path) == before
+
+
+def _action(src: Path, store: Path) -> str:
+    res = cli("plan", str(src), "--store", str(store), "--json")
+    assert res.returncode == 0, res.stderr
+    action: str = json.loads(res.stdout)["action"]
+    return action
+
+
+def test_plan_action_says_what_run_would_do(tmp_path: Path) -> None:
+    src = unpack(SMALL, tmp_path / "src")
+    store = tmp_path / "bbg"
+    assert _action(src, store).startswith("migrate: seal, stage")
+    staged = cli("stage", str(src), "--store", str(store), "--pages", "1", "--page-rows", "64")
+    assert staged.returncode == 0, staged.stderr
+    assert _action(src, store).startswith("resume: stage the rows after the first 64,")
+    assert cli("stage", str(src), "--store", str(store)).returncode == 0
+    assert _action(src, store).startswith("validate and activate")
+    assert cli("validate", str(src), "--store", str(store)).returncode == 0
+    assert _action(src, store).startswith("activate")
+    assert cli("activate", str(src), "--store", str(store)).returncode == 0
+    assert _action(src, store).startswith("none (already activated")
+
+
+@pytest.mark.parametrize("name", ["x?y", "a#b", "p%41q", "q?mode=rwc"])
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing"])
+def test_plan_writes_nothing_whatever_the_store_path(
+    tmp_path: Path, name: str, existing: bool
+) -> None:
+    src = unpack(SMALL, tmp_path / "src")
+    work = tmp_path / "cwd"
+    work.mkdir()
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    store = work / name
+    if existing:
+        assert cli("run", str(src), "--store", str(store), "--nonce", "01").returncode == 0
+    before = fs_state(src.parent, work, tmp)
+    res = cli("plan", str(src), "--store", str(store), "--json", cwd=work, env={"TMPDIR": str(tmp)})
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["destination"]["exists"] is existing
+    assert fs_state(src.parent, work, tmp) == before
+
+
+def test_stage_on_other_options_names_the_input_that_differs(tmp_path: Path) -> None:
+    src = unpack(SMALL, tmp_path / "src")
+    store = str(tmp_path / "bbg")
+    mapping = tmp_path / "m.json"
+    mapping.write_text(
+        json.dumps(
+            {
+                "subject": "ab" * 32,
+                "origins": [
+                    {"origin": ns, "install_nonce": f"{i + 1:02x}"}
+                    for i, ns in enumerate(NAMESPACES)
+                ],
+            }
+        )
+    )
+    assert cli("seal", str(src), "--store", store, "--mapping", str(mapping)).returncode == 0
+    for verb in ("stage", "validate", "activate", "run"):
+        res = cli(verb, str(src), "--store", store)
+        assert res.returncode == 4, (verb, res.stderr)
+        err = " ".join(res.stderr.split())
+        assert "derived from the source's SHA-256: no --nonce was given" in err
+        assert f"mapping: sealed with --subject {'ab' * 32} --map {NAMESPACES[0]}=01" in err
+        assert "this call has no mapping" in err
+        assert f"give --subject {'ab' * 32} --map {NAMESPACES[0]}=01" in err
+        assert "use a new nonce" not in err
+    res = cli("stage", str(src), "--store", store, *SUBJECT, *MAPS)
+    assert res.returncode == 0, res.stderr
+
+
+def test_stage_on_another_kind_names_the_kind(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    store = str(tmp_path / "bbg")
+    assert cli("seal", str(empty), "--store", store, "--kind", "signal-log").returncode == 0
+    res = cli("stage", str(empty), "--store", store, "--kind", "text-archive")
+    assert res.returncode == 4, res.stderr
+    err = " ".join(res.stderr.split())
+    assert "kind: sealed as signal-log, this call reads a text-archive" in err
+    assert "give --kind signal-log" in err
+
+
+def test_stage_on_another_content_check_names_it(tmp_path: Path) -> None:
+    src = unpack(SMALL, tmp_path / "src")
+    store = str(tmp_path / "bbg")
+    assert cli("seal", str(src), "--store", store, "--content-check", "none").returncode == 0
+    res = cli("stage", str(src), "--store", store)
+    assert res.returncode == 4, res.stderr
+    err = " ".join(res.stderr.split())
+    assert "content check: sealed with --content-check none, this call uses codec" in err
+    assert "give --content-check none" in err
+    assert cli("stage", str(src), "--store", store, "--content-check", "none").returncode == 0
