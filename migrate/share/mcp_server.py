@@ -33,9 +33,9 @@ from typing import Any
 
 from bbg_core.errors import MigrateError, UsageError
 from migrate.share.common import canonical
-from migrate.store.readonly import open_readonly
 from migrate.store import graph, ledger
 from migrate.store.codec import ID_LEN, Head
+from migrate.store.readonly import open_readonly
 
 MAX_RESPONSE = 256 * 1024  # bytes of JSON per answer
 MAX_PAGE = 256  # entries per page
