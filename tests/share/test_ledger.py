@@ -96,7 +96,15 @@ def test_upgrade_a_version_1_store(tmp_path: Path, name: str) -> None:
     with pytest.raises(StoreRefused, match="upgrade"):
         list(tail(store))
     done = run_cli("--store", str(store), "apply", "-", stdin=b"")
-    assert done.returncode == 4 or done.returncode == 1 or b"upgrade" in done.stderr
+    assert done.returncode == 1 and b"upgrade" in done.stderr
+    # plan is the gate of run: the same refusal, the same exit code
+    from migrate.demo import unpack_demo
+
+    source = unpack_demo(tmp_path)
+    planned = run_cli("plan", str(source), "--store", str(store))
+    ran = run_cli("run", str(source), "--store", str(store))
+    assert planned.returncode == ran.returncode == 1
+    assert b"upgrade" in planned.stderr and b"upgrade" in ran.stderr
     done = run_cli("--store", str(store), "upgrade", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
