@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
-from collections.abc import Callable
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bbg_core.errors import SourceError
@@ -25,3 +30,91 @@ def file_sha256(path: Path, progress: Callable[[int], None] | None = None) -> st
     except OSError as exc:
         raise SourceError(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
     return h.hexdigest()
+
+
+# -- temporary directories that say whether their owner is still alive ---------------------
+#
+# A process building something aside (a backup, a restored store) works in a directory that
+# it keeps locked (``flock`` on the directory itself) for as long as it lives.  The kernel
+# drops the lock when the process dies, however it dies, so an unlocked directory of that
+# name is provably abandoned: the next run removes it, and ``doctor`` reports it.
+
+
+def _lock_dir(path: Path, how: int) -> int | None:
+    """An fd of ``path`` holding lock ``how`` (non-blocking), or None if someone holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _names(path: Path, fd: int) -> bool:
+    """True while ``path`` still names the directory ``fd`` is open on."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+@contextmanager
+def owned_tempdir(parent: Path, prefix: str) -> Iterator[Path]:
+    """A new directory ``parent/prefix*`` kept locked while the block runs (see above).
+
+    The caller removes it, or renames it into place, before leaving the block.
+    """
+    while True:
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+        fd = _lock_dir(path, fcntl.LOCK_EX)
+        if fd is not None and _names(path, fd):
+            break
+        if fd is not None:  # swept away between mkdtemp and the lock: make another
+            os.close(fd)
+    try:
+        yield path
+    finally:
+        os.close(fd)
+
+
+def abandoned(parent: Path, prefix: str) -> list[tuple[str, bool]]:
+    """``(name, abandoned)`` for every directory ``parent/prefix*`` (read-only probe)."""
+    out: list[tuple[str, bool]] = []
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return out
+    for name in names:
+        path = parent / name
+        if not name.startswith(prefix) or path.is_symlink() or not path.is_dir():
+            continue
+        fd = _lock_dir(path, fcntl.LOCK_SH)
+        out.append((name, fd is not None))
+        if fd is not None:
+            os.close(fd)
+    return out
+
+
+def sweep(parent: Path, prefix: str) -> list[str]:
+    """Remove every abandoned ``parent/prefix*`` directory; returns the names removed."""
+    removed: list[str] = []
+    for name, free in abandoned(parent, prefix):
+        if not free:
+            continue
+        path = parent / name
+        fd = _lock_dir(path, fcntl.LOCK_EX)
+        if fd is None:
+            continue
+        try:
+            if _names(path, fd):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(name)
+        finally:
+            os.close(fd)
+    return removed

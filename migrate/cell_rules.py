@@ -87,9 +87,12 @@ class ShapeReport:
     content_check: str = CODEC
     data: DataStats = field(default_factory=DataStats)
     archive_digest_sha256: str = ""
-    # Row position of each error (parallel to ``errors``), so errors found on the
-    # verifier thread are put back in row order.
+    # Row position of each error (parallel to ``errors``), so errors found on the verifier
+    # thread are put back in row order; and its phase (parallel too): errors are listed by
+    # phase -- 0 the table set and record shapes, 1 content decoding and ids, 2 missing Data
+    # children -- then by position.
     positions: list[float] = field(default_factory=list)
+    phases: list[int] = field(default_factory=list)
     row: int = -1
     archive_digest_hemera: str | None = None
 
@@ -98,9 +101,20 @@ class ShapeReport:
         return self.data.blob_id_mismatches
 
 
-def _error(report: ShapeReport, code: str, detail: str, position: float | None = None) -> None:
+#: Phases of the error order (the reference checker's: shapes, then content, then children).
+SHAPE, CONTENT_PHASE, CHILDREN = 0, 1, 2
+
+
+def _error(
+    report: ShapeReport,
+    code: str,
+    detail: str,
+    position: float | None = None,
+    phase: int = SHAPE,
+) -> None:
     report.errors.append({"code": code, "detail": detail})
     report.positions.append(report.row if position is None else position)
+    report.phases.append(phase)
 
 
 def _check_table_set(kinds: dict[str, str], report: ShapeReport) -> None:
@@ -116,7 +130,7 @@ def _check_table_set(kinds: dict[str, str], report: ShapeReport) -> None:
             )
     for name in DIGEST_ORDER:
         if name not in kinds:
-            _error(report, "missing-table", f'table "{name}" is missing')
+            _error(report, "missing-table", f'table "{name}" absent')
         elif kinds[name] == "multimap":
             _error(report, "multimap-table", f'multimap table "{name}"')
 
@@ -135,7 +149,7 @@ def _check_row(
             _error(
                 report,
                 "bad-value-length",
-                f"{table}: key {key.hex()} has a {len(value)}-byte value (expected {want})",
+                f"{table}: key {key.hex()} value of {len(value)} bytes, expected {want}",
             )
         return
     # application_content: codec byte + payload.  bbg's raw converter bounds the value only
@@ -150,7 +164,8 @@ def _check_row(
         return
     if not value:
         if codec_mode:
-            _error(report, "bad-value-length", f"content {key.hex()}: empty value")
+            _error(report, "bad-value-length", f"content {key.hex()}: empty value",
+                   phase=CONTENT_PHASE)  # fmt: skip
         return
     # Codecs are counted even for a row whose key is malformed (it is still a content row);
     # its id cannot be checked.
@@ -164,7 +179,8 @@ def _check_row(
     else:
         report.codecs["other"] += 1
         if codec_mode:
-            _error(report, "unknown-codec", f"content {key.hex()}: codec byte {codec}")
+            _error(report, "unknown-codec", f"content {key.hex()}: codec byte {codec}",
+                   phase=CONTENT_PHASE)  # fmt: skip
         return
     if key_ok and ids is not None:
         ids.add(report.row, key, codec, value[1:])
@@ -182,7 +198,7 @@ def _check_key(table: str, key: bytes, report: ShapeReport) -> bool:
         _error(
             report,
             "bad-key-length",
-            f"{table}: key {key.hex()} has {len(key)} bytes (expected {KEY_LEN[table]})",
+            f"{table}: key of {len(key)} bytes, expected {KEY_LEN[table]}",
         )
         return False
     return True
@@ -223,7 +239,10 @@ def check_shape(
     if content_check == CODEC and verify_blob_ids and hemera_factory is not None:
         lookup = getattr(source, "lookup", None) or getattr(source, "get", None)
         ids = ContentIds(
-            lambda code, detail, position: _error(report, code, detail, position),
+            lambda code, detail, position: _error(
+                report, code, detail, position,
+                CHILDREN if code == "missing-content" else CONTENT_PHASE,
+            ),
             report.data,
             lookup=lookup,
             content_rows=lambda: source.rows("application_content"),
@@ -234,9 +253,10 @@ def check_shape(
     finally:
         if ids is not None:
             ids.finish()
-    order = sorted(range(len(report.errors)), key=report.positions.__getitem__)
+    order = sorted(range(len(report.errors)), key=lambda i: (report.phases[i], report.positions[i]))
     report.errors = [report.errors[i] for i in order]
     report.positions = [report.positions[i] for i in order]
+    report.phases = [report.phases[i] for i in order]
     return report
 
 
@@ -276,8 +296,6 @@ def _pass(
             total_bytes += len(key) + len(value)
             if progress is not None and total_rows % 4096 == 0:
                 progress(total_rows, total_bytes)
-        if table == "application_content" and ids is not None:
-            ids.content_done(report.row)
     # Tables outside the five still get their statistics (they are reported, not digested).
     for table, kind in kinds.items():
         if table in TABLES:

@@ -110,9 +110,9 @@ def _verify(items: list[_Item]) -> tuple[list[_Finding], list[_Need], int, int]:
 class ContentIds:
     """Verifies Blob and Data ids of the rows given to :meth:`add`, in batches off-thread.
 
-    ``record(code, detail, position)`` receives each violation; positions are row positions,
-    so the caller can put them back in row order.  Missing Data children are reported after
-    the content table (``content_done``), as the codec-checked transfer finds them.
+    ``record(code, detail, position)`` receives each violation at its row's position (a
+    missing Data child at its parent's), so the caller can put them back in row order.
+    Missing children are recorded last, once every batch is in.
     """
 
     BATCH_BYTES = 4 * 1024 * 1024
@@ -136,7 +136,6 @@ class ContentIds:
         self._size = 0
         self._missing: list[tuple[int, str]] = []
         self._spill: _ChildSpill | None = None
-        self._content_end: float | None = None
 
     def add(self, position: int, key: bytes, codec: int, payload: bytes) -> None:
         """Queue one content row (codec 0 Data or 1 Blob) for verification."""
@@ -144,10 +143,6 @@ class ContentIds:
         self._size += len(payload) + 64
         if self._size >= self.BATCH_BYTES:
             self._flush()
-
-    def content_done(self, last_position: int) -> None:
-        """The content table ended at ``last_position``: children errors go right after it."""
-        self._content_end = last_position + 0.5
 
     def _flush(self) -> None:
         if self._batch:
@@ -183,9 +178,8 @@ class ContentIds:
             self._pool.shutdown(wait=True, cancel_futures=True)
             if self._spill is not None:
                 self._spill.close()
-        at = self._content_end if self._content_end is not None else float("inf")
-        for _, detail in sorted(self._missing):
-            self._record("missing-content", detail, at)
+        for position, detail in sorted(self._missing):
+            self._record("missing-content", detail, position)
 
 
 def _child_detail(parent: bytes, child: bytes) -> str:

@@ -121,15 +121,15 @@ class _Stream:
                 self.errors.append(
                     _err(
                         "bad-key-length",
-                        f"{self.table}: key of {len(key)} bytes (want {self.klen}) {key.hex()}",
+                        f"{self.table}: key of {len(key)} bytes, expected {self.klen}",
                     )
                 )
             elif len(value) != self.vlen:
                 self.errors.append(
                     _err(
                         "bad-value-length",
-                        f"{self.table}: value of {len(value)} bytes (want {self.vlen}) "
-                        f"under key {key.hex()}",
+                        f"{self.table}: key {key.hex()} value of {len(value)} bytes, "
+                        f"expected {self.vlen}",
                     )
                 )
             else:
@@ -214,17 +214,15 @@ def _namespace(
 
     head = None if head_value is None else Head.decode(head_value)
     if head is None and last is not None:
-        yield _err("head-mismatch", f"namespace {nsx}: {len(present)} history entries but no head")
-    elif head is not None and last is None:
-        yield _err("head-mismatch", f"namespace {nsx}: head {head.describe()} but no history")
+        yield _err("head-mismatch", f"namespace {nsx}: history without head")
     elif head is None and bound is not None:
         yield _err("head-mismatch", f"namespace {nsx}: a retained boundary but no head")
     elif head is not None and head != last:
-        assert last is not None
+        # bbg: the head must equal history[ns‖head.index] and no entry may lie past it.
+        top = "None" if last is None else f"Some({last.index})"
         yield _err(
             "head-mismatch",
-            f"namespace {nsx}: head {head.describe()} is not the last history entry "
-            f"{last.describe()}",
+            f"namespace {nsx}: head {head.describe()} disagrees with history (max index {top})",
         )
 
     counts = bytearray(len(present))  # receipts per history entry, saturating at 255
@@ -236,7 +234,9 @@ def _namespace(
         pos = bisect.bisect_left(present, rhead.index)
         found = pos < len(present) and present[pos] == rhead.index
         actual = get(HISTORY, history_key(ns, rhead.index)) if found else None
-        if actual != rhead.commit:
+        # bbg also requires the namespace to have a head (the request's head is compared
+        # with it); without one, the receipt cannot agree with the namespace's history.
+        if actual != rhead.commit or head is None:
             shown = "absent" if actual is None else actual.hex()
             yield _err(
                 "request-head-mismatch",
@@ -260,7 +260,7 @@ def _namespace(
             more = "+" if n == 255 else ""
             yield _err(
                 "duplicate-receipt",
-                f"namespace {nsx} index {present[pos]}: {n}{more} request receipts",
+                f"namespace {nsx} index {present[pos]}: {n}{more} receipts",
             )
 
 

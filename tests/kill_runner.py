@@ -1,8 +1,15 @@
-"""Run the bbg-migrate CLI with a SIGKILL at the N-th commit phase (crash tests only).
+"""Run the bbg-migrate CLI with a SIGKILL at the N-th commit phase or file operation
+(crash tests only).
 
 ``python -m tests.kill_runner N ARGS...``: every store connection in this process calls the
 hook just before and just after each COMMIT; the N-th call kills the process with SIGKILL, as
-a power cut or ``kill -9`` would.  The hook lives here, in the tests, not in the product.
+a power cut or ``kill -9`` would.
+
+``python -m tests.kill_runner file-op:N ARGS...``: the N-th file operation of the source's
+retirement (:mod:`migrate.pipeline.retire`: mkdir, link, open for writing, write, fsync,
+replace, rename, unlink) is never made: the process is SIGKILLed just before it.
+
+The hooks live here, in the tests, not in the product.
 """
 
 from __future__ import annotations
@@ -10,21 +17,63 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import Any
+
+# The calls of ``os`` that change the file system (or make a change durable).
+FILE_OPS = frozenset({"mkdir", "link", "unlink", "rename", "replace", "fsync", "write"})
+
+
+class _KillingOs:
+    """``os`` for one module, SIGKILLing the process before its N-th file operation."""
+
+    def __init__(self, target: int) -> None:
+        self._target = target
+        self._seen = 0
+
+    def _count(self) -> None:
+        self._seen += 1
+        if self._seen == self._target:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(os, name)
+        if name == "open":
+
+            def opener(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+                if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+                    self._count()
+                return os.open(path, flags, *args, **kw)
+
+            return opener
+        if name in FILE_OPS:
+
+            def op(*args: Any, **kw: Any) -> Any:
+                self._count()
+                return real(*args, **kw)
+
+            return op
+        return real
 
 
 def main() -> None:
-    target = int(sys.argv[1])
-    seen = 0
+    spec = sys.argv[1]
+    if spec.startswith("file-op:"):
+        from migrate.pipeline import retire
 
-    def hook(phase: str) -> None:
-        nonlocal seen
-        seen += 1
-        if seen == target:
-            os.kill(os.getpid(), signal.SIGKILL)
+        retire.os = _KillingOs(int(spec.removeprefix("file-op:")))  # type: ignore[assignment]
+    else:
+        target = int(spec)
+        seen = 0
 
-    from migrate.store.connection import Connection
+        def hook(phase: str) -> None:
+            nonlocal seen
+            seen += 1
+            if seen == target:
+                os.kill(os.getpid(), signal.SIGKILL)
 
-    Connection.commit_hook = staticmethod(hook)  # type: ignore[assignment]
+        from migrate.store.connection import Connection
+
+        Connection.commit_hook = staticmethod(hook)  # type: ignore[assignment]
     sys.argv = ["bbg-migrate", *sys.argv[2:]]
     from migrate.cli import main as cli_main
 

@@ -22,6 +22,7 @@ requires both to be content rows; that is a store-level rule, checked by the cal
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -70,6 +71,10 @@ class Node:
         return RULES[self.kind]
 
 
+_ATOM = Node(MODEL_B, "atom")
+_EIGHT_LIMBS = struct.Struct("<8Q")
+
+
 def _limbs(data: bytes) -> list[int]:
     return [int.from_bytes(data[i : i + 8], "little") for i in range(0, len(data), 8)]
 
@@ -87,11 +92,11 @@ def decode(payload: bytes) -> Node:
     """Decode one Data payload (``NoxError`` with the reason if it is no valid encoding)."""
     n = len(payload)
     if n == ATOM_LEN:
-        if _limbs(payload)[0] >= P:
+        if int.from_bytes(payload, "little") >= P:
             raise NoxError("atom value >= p (nox FieldOutOfRange)")
-        return Node(MODEL_B, "atom")
+        return _ATOM
     if n == PAIR_LEN:
-        if any(limb >= P for limb in _limbs(payload)):
+        if max(_EIGHT_LIMBS.unpack(payload)) >= P:
             raise NoxError("pair limb >= p (cybergraph NoncanonicalParticle)")
         return Node(MODEL_B, "pair", (payload[:32], payload[32:]))
     if n and _TAGGED_LEN.get(payload[0]) == n:

@@ -153,6 +153,9 @@ def plan_cmd(
     if as_json:
         emit_json(doc, "plan")
         return
+    if "destination" not in doc:  # a retired source: nothing to plan
+        err.print(f"{source}: {doc['action']}; import {doc['import_id']}", markup=False)
+        return
     table = Table(title=f"plan: {source} -> {doc['destination']['path']}", show_header=False)
     for key in ("action", "import_id", "rows", "key_value_bytes", "pages", "disk_bytes_needed",
                 "generation_after"):  # fmt: skip

@@ -21,13 +21,13 @@ from typing import Any
 
 from fences import generations
 from fences.seal import Seal
-from migrate.pipeline import stages
+from migrate.pipeline import retire, stages
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
 from migrate.pipeline.preflight import Bounds, Job, Preflight
-from migrate.pipeline.retire import retire, retired_record
 from migrate.sources import RedbSource
 from migrate.store import open_store
+from migrate.store.layout import resolve_store_dir
 from migrate.store.store import Store
 
 __all__ = ["Bounds", "Job", "Outcome", "activate", "plan", "run", "seal_only", "stage", "validate"]
@@ -73,9 +73,15 @@ def _store(job: Job) -> Store:
 
 
 def _retired(job: Job) -> Outcome | None:
-    record = retired_record(job.source)
+    """A retired source (its interrupted retirement finished first) answers only for the
+    import that retired it: the same store, nonce and mapping; else Conflict (exit 4)."""
+    record = retire.resume(job.source)
     if record is None:
         return None
+    mapping = job.mapping.to_json() if job.mapping is not None else None
+    retire.require_same_import(
+        job.source, record, resolve_store_dir(job.store, create=True), job.nonce, mapping
+    )
     receipt: dict[str, Any] = record["receipt"]
     return Outcome("retired", receipt["import_id"], receipt)
 
@@ -105,9 +111,9 @@ def run(
                 )
             stages.validate_stage(store, job, pre, held)
         receipt = stages.activate_stage(store, job, pre, held)
-    if retire_source:
-        retire(job.source, receipt)
-        return Outcome("retired", pre.import_id, receipt)
+        mapping = job.mapping.to_json() if job.mapping is not None else None
+        if retire.retire_import(store, job.source, receipt, mapping, asked=retire_source):
+            return Outcome("retired", pre.import_id, receipt)
     return Outcome("complete", pre.import_id, receipt)
 
 

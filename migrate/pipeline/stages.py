@@ -152,7 +152,12 @@ def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
     with store.snapshot(iid) as tables:
         staged = _Staged(tables)
         # Blob ids were verified on the source; equal digests prove the staged bytes equal.
-        shape = check_shape(staged, verify_blob_ids=False, hemera_digest=False)
+        shape = check_shape(
+            staged,
+            content_check=pre.report.get("content_check", "codec"),
+            verify_blob_ids=False,
+            hemera_digest=False,
+        )
         errors = list(shape.errors) + list(iter_link_errors(staged, report_malformed=False))
     rows = {name: s.rows for name, s in shape.tables.items()}
     want = {name: t["rows"] for name, t in pre.report["tables"].items() if name in rows}

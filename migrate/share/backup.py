@@ -5,7 +5,10 @@ database into it with SQLite's online backup API from a read-only connection (on
 transaction: a consistent committed state even while another process writes); verify the copy
 (``PRAGMA integrity_check`` plus the full :func:`migrate.share.doctor.doctor` report must be
 healthy); fsync the file and the temporary directory; rename it to ``DEST``; fsync the parent.
-On any failure the temporary directory is removed and ``DEST`` never appears.  ``DEST`` is a
+On any failure the temporary directory is removed and ``DEST`` never appears.  The
+temporary directory stays locked while the backup runs (:func:`bbg_core.files.owned_tempdir`),
+so what a killed backup left is provably abandoned: the next backup to ``DEST`` removes it,
+and ``doctor`` reports it.  ``DEST`` is a
 store directory, so ``bbg-migrate --store DEST doctor`` checks the backup.
 """
 
@@ -13,12 +16,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
+from bbg_core.files import owned_tempdir, sweep
 from migrate.share.common import db_file, open_readonly
 from migrate.share.doctor import doctor
 from migrate.store.layout import DB_NAME
@@ -45,8 +48,11 @@ def backup(store_dir: Path, dest: Path) -> dict[str, Any]:
     if not parent.is_dir():
         raise UsageError(f"{parent}: no such directory for the backup", path=str(dest))
     start = time.monotonic()
+    prefix = f".{dest.name}.backup-"
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.backup-", dir=parent))
+        sweep(parent, prefix)  # what killed backups to this DEST left (their owners are gone)
+        aside = owned_tempdir(parent, prefix)
+        tmp = aside.__enter__()
     except OSError as exc:
         raise StoreError(f"{parent}: cannot create a temporary directory: {exc}") from exc
     try:
@@ -75,6 +81,8 @@ def backup(store_dir: Path, dest: Path) -> dict[str, Any]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        aside.__exit__(None, None, None)
     return {
         "kind": "bbg-backup",
         "source": str(store_dir),

@@ -6,11 +6,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
 import schemas
+from bbg_core.errors import StoreError, ValidationFailed
 from migrate.store.connection import Connection
 from migrate.store.imports import canonical_json
 from migrate.store.layout import PRE_LEDGER_VERSION, needs_upgrade
@@ -69,6 +73,73 @@ def stable_uuid(domain: bytes, *parts: bytes) -> str:
     raw[6] = (raw[6] & 0x0F) | 0x80  # version 8: custom (RFC 9562)
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC variant
     return str(uuid.UUID(bytes=bytes(raw)))
+
+
+# What reading a damaged file can raise besides translated SQLite errors: a value of the
+# wrong type or shape (bad UTF-8 and bad JSON are ValueErrors too).
+DAMAGE = (ValueError, TypeError, KeyError, IndexError, OverflowError)
+
+
+@contextmanager
+def damaged_reads(path: Path) -> Iterator[None]:
+    """Name the damage when reading a store hits a value of the wrong type or shape."""
+    try:
+        yield
+    except DAMAGE as exc:
+        raise StoreError(
+            f"{path}: the store holds a value this tool cannot read ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); the file is damaged: run `bbg-migrate doctor`",
+            path=str(path),
+        ) from exc
+
+
+def require_sound(conn: Connection, what: str) -> None:
+    """The cheap invariants, checked before anything is exported (``tail``, ``snapshot``).
+
+    SQLite's ``quick_check``; one history entry and one receipt per head index; no staged
+    rows left by an import that is not in progress.  A store that breaks one is refused
+    (exit 3) naming the damage: exporting it would spread it.  ``doctor`` says the rest.
+    """
+    problems: list[str] = []
+    quick = [str(r[0]) for r in conn.rows("PRAGMA quick_check")]
+    if quick != ["ok"]:
+        problems.append(f"SQLite quick_check: {quick[0]}")
+    else:
+        expected = 0
+        for (value,) in conn.rows("SELECT value FROM application_heads"):
+            if type(value) is not bytes or len(value) != 40:
+                problems.append("application_heads holds a value that is not a 40-byte head")
+                break
+            expected += int.from_bytes(value[:8], "little") + 1
+        history = conn.one("SELECT count(*) FROM application_history")
+        requests = conn.one("SELECT count(*) FROM application_requests")
+        counts = (int(history[0]) if history else 0, int(requests[0]) if requests else 0)
+        # nohistory dropped the entries below each retained boundary; their receipts stay
+        # (or, in a copy that started at the boundary, never came).
+        dropped = 0
+        if schema_version(conn) != PRE_LEDGER_VERSION:
+            row = conn.one("SELECT coalesce(sum(first_index), 0) FROM bbg_retention_v1_boundaries")
+            dropped = int(row[0]) if row else 0
+        if not problems and (
+            counts[0] != expected - dropped or not expected - dropped <= counts[1] <= expected
+        ):
+            problems.append(
+                f"the heads account for {expected} history entries, the store holds "
+                f"{counts[0]} history entries and {counts[1]} receipts"
+            )
+        stray = conn.one(
+            "SELECT count(*) FROM bbg_import_v1_staged WHERE import_id NOT IN "
+            "(SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging')"
+        )
+        if stray is not None and stray[0]:
+            problems.append(f"{stray[0]} staged rows belong to no import in progress")
+    if problems:
+        raise ValidationFailed(
+            f"{conn.path}: the store is damaged ({problems[0]}); nothing was {what}. Run "
+            "`bbg-migrate doctor` for the full report",
+            path=str(conn.path),
+            errors=[{"code": "damaged-store", "detail": p} for p in problems],
+        )
 
 
 def table_names(conn: Connection) -> list[str]:

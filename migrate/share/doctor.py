@@ -30,21 +30,25 @@ design notes), and a writer that appeared while an immutable check ran.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bbg_core.errors import StoreError
 from fences import generations
 from migrate.inspect import cell_report
+from migrate.share.common import DAMAGE as READ_DAMAGE
 from migrate.share.common import db_file, open_readonly, schema_version
 from migrate.store import ledger
 from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION
+from migrate.store.sanity import column_problems
 from migrate.store.tables import StoreTables
 
 SAMPLE = 20  # ids listed per finding (counts are exact)
+T = TypeVar("T")
 
 
 class _Source:
@@ -124,31 +128,112 @@ def _count(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> int:
     return int(row[0]) if row else 0
 
 
+def stray_files(store_dir: Path) -> list[tuple[str, str]]:
+    """What a killed process left in or beside the store: ``(name, why)``."""
+    from bbg_core.files import abandoned
+    from migrate.store.creation import TEMP_PREFIX
+
+    out = [
+        (name, "left by an interrupted store creation; the next read-write open removes it")
+        for name in sorted(os.listdir(store_dir)) if name.startswith(TEMP_PREFIX)
+    ]  # fmt: skip
+    parent = store_dir.resolve().parent
+    for verb in ("restore", "backup"):
+        for name, gone in abandoned(parent, f".{store_dir.resolve().name}.{verb}-"):
+            out.append((
+                str(parent / name),
+                f"left by a killed {verb}; the next {verb} into this path removes it"
+                if gone else f"a {verb} into this path is running",
+            ))  # fmt: skip
+    return out
+
+
+# Doctor reports what reading a damaged file raises as findings; it never stops on them.
+DAMAGE = (StoreError, *READ_DAMAGE)
+
+
+class _Findings:
+    """Problems and warnings, and sections read so that damage is a finding, not a crash."""
+
+    def __init__(self) -> None:
+        self.problems: list[dict[str, str]] = []
+        self.warnings: list[dict[str, str]] = []
+
+    def read(self, section: str, read: Callable[[], T], fallback: T) -> T:
+        """``read()``, or ``fallback`` plus an ``unreadable`` problem if the file is damaged."""
+        try:
+            return read()
+        except DAMAGE as exc:
+            why = exc.message if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+            self.problems.append({"code": "unreadable", "detail": f"{section}: {why}"[:500]})
+            return fallback
+
+
+def _storage(conn: Connection) -> dict[str, Any]:
+    row = conn.one("SELECT store_id, hash_suite, last_transaction FROM bbg_storage_v1")
+    if row is None:
+        raise StoreError("bbg_storage_v1 has no row")
+    store_id, suite, last = row
+    if not (isinstance(store_id, str) and isinstance(suite, str) and type(last) is int):
+        raise StoreError("bbg_storage_v1 holds values of the wrong type")
+    return {"store_id": store_id, "hash_suite": suite, "last_transaction": last}
+
+
+def _fences(conn: Connection) -> list[dict[str, Any]]:
+    out = []
+    for ns, iid, reason in conn.rows(
+        "SELECT namespace, import_id, reason FROM bbg_import_v1_fences ORDER BY namespace"
+    ):
+        if type(ns) is not bytes or len(ns) != 32 or not isinstance(iid, str):
+            raise StoreError("bbg_import_v1_fences holds a row of the wrong shape")
+        out.append({"namespace": ns.hex(), "import_id": iid, "reason": str(reason)})
+    return out
+
+
 def doctor(store_dir: Path) -> dict[str, Any]:
-    """The doctor report of the store in ``store_dir`` (see the module docstring)."""
+    """The doctor report of the store in ``store_dir`` (see the module docstring).
+
+    Wherever SQLite can still read the file, the report is complete: a section that damage
+    makes unreadable is an ``unreadable`` problem (exit 3), never an aborted check.
+    """
     db = db_file(store_dir)
     had_wal = Path(f"{db}-wal").exists()
-    problems: list[dict[str, str]] = []
-    warnings: list[dict[str, str]] = []
-    with open_readonly(store_dir) as conn, conn.read():
+    f = _Findings()
+    problems, warnings = f.problems, f.warnings
+    empty_tables: dict[str, Any] = {
+        "tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}
+    }  # fmt: skip
+    with open_readonly(store_dir, check=False) as conn, conn.read():
         sqlite_doc = _sqlite_checks(conn, problems)
-        if sqlite_doc["integrity"] == ["ok"]:
-            tables = cell_report(_Source(conn))
-            problems.extend(tables["errors"])
+        problems.extend(f.read("column values", lambda: column_problems(conn), []))
+        sound = sqlite_doc["integrity"] == ["ok"]
+        if sound:
+            tables = f.read("tables", lambda: cell_report(_Source(conn)), empty_tables)
+            problems.extend(tables.get("errors", []))
         else:
             # Reading a damaged b-tree can fail half-way: report the damage, read no further.
-            tables = {"tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}}
-        storage = conn.one("SELECT store_id, hash_suite, last_transaction FROM bbg_storage_v1")
-        ledger_doc = _ledger_section(conn, int(storage[2]) if storage else 0, problems, warnings)
-        marker, reached = generations.read_status(conn)
-        generation = generations.generation_of(marker)
+            tables = empty_tables
+        null_store: dict[str, Any] = {"store_id": None, "hash_suite": None,
+                                      "last_transaction": None}  # fmt: skip
+        storage = f.read("bbg_storage_v1", lambda: _storage(conn), null_store)
+        unknown: tuple[str | None, str | None] = (None, None)
+        marker, reached = f.read("status marker", lambda: generations.read_status(conn),
+                                 unknown)  # fmt: skip
+        generation = generations.generation_of(marker) if reached is not None else None
+        last = storage["last_transaction"]
+        empty_ledger: dict[str, Any] = {"schema_version": schema_version(conn),
+                                        "transactions": 0, "last_tx": None, "boundaries": 0,
+                                        "excised": 0}  # fmt: skip
+        ledger_doc = f.read("transaction ledger", lambda: _ledger_section(
+            conn, int(last or 0), problems, warnings), empty_ledger)  # fmt: skip
         from migrate.transfer.report import section as transfer_section
 
-        transfer = transfer_section(conn)
+        no_transfer: dict[str, Any] = {"sealed_source": None, "transfers": []}
+        transfer = f.read("transfer", lambda: transfer_section(conn), no_transfer)
         sealed = transfer["sealed_source"]
         if sealed is not None:
             _sealed_source(sealed, problems, warnings)
-        elif generation is None:
+        elif generation is None and reached is not None:
             problems.append(
                 {
                     "code": "unreadable-status",
@@ -156,19 +241,27 @@ def doctor(store_dir: Path) -> dict[str, Any]:
                     "opens are refused (an import was interrupted, or a newer tool wrote it)",
                 }
             )
-        fences = [
-            {"namespace": bytes(r[0]).hex(), "import_id": r[1], "reason": r[2]}
-            for r in conn.rows(
-                "SELECT namespace, import_id, reason FROM bbg_import_v1_fences ORDER BY namespace"
-            )
-        ]
-        leftovers = _leftovers(conn, problems, warnings)
+        no_fences: list[dict[str, Any]] = []
+        fences = f.read("fences", lambda: _fences(conn), no_fences)
+        null_leftovers: dict[str, Any] = {
+            "staging_imports": [], "staged_rows": 0, "staged_namespaces": 0,
+            "stray_staged_rows": 0, "stray_staged_namespaces": 0,
+        }  # fmt: skip
+        leftovers = f.read("leftovers", lambda: _leftovers(conn, problems, warnings),
+                           null_leftovers)  # fmt: skip
         orphans: list[str] = []
         orphan_count = 0
-        for key in orphan_content(conn) if sqlite_doc["integrity"] == ["ok"] else ():
-            orphan_count += 1
-            if len(orphans) < SAMPLE:
-                orphans.append(key.hex())
+        if sound:
+
+            def count_orphans() -> int:
+                n = 0
+                for key in orphan_content(conn):
+                    n += 1
+                    if len(orphans) < SAMPLE:
+                        orphans.append(key.hex())
+                return n
+
+            orphan_count = f.read("orphan content", count_orphans, 0)
         if orphan_count:
             warnings.append(
                 {
@@ -177,6 +270,10 @@ def doctor(store_dir: Path) -> dict[str, Any]:
                     "entry (kept: content is immutable; see orphan_content)",
                 }
             )
+    no_files: list[tuple[str, str]] = []
+    files = f.read("files beside the store", lambda: stray_files(Path(store_dir)), no_files)
+    for name, why in files:
+        warnings.append({"code": "leftover-file", "detail": f"{name}: {why}"})
     if not had_wal and Path(f"{db}-wal").exists():
         warnings.append(
             {
@@ -184,12 +281,11 @@ def doctor(store_dir: Path) -> dict[str, Any]:
                 "detail": "a writer opened the store while it was checked; run doctor again",
             }
         )
-    assert storage is not None
     return {
         "kind": "bbg-doctor",
         "path": str(store_dir),
         "healthy": not problems,
-        "store": {"store_id": storage[0], "hash_suite": storage[1], "last_transaction": storage[2]},
+        "store": storage,
         "sqlite": sqlite_doc,
         "tables": {k: tables[k] for k in ("tables", "archive_digest_sha256", "valid")},
         "namespaces": len(tables["namespaces"]),

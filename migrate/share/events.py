@@ -40,7 +40,13 @@ from typing import Any
 
 from bbg_core.errors import ValidationFailed
 from fences import generations
-from migrate.share.common import open_readonly, require_ledger, stable_uuid
+from migrate.share.common import (
+    damaged_reads,
+    open_readonly,
+    require_ledger,
+    require_sound,
+    stable_uuid,
+)
 from migrate.store import ledger
 from migrate.store.codec import (
     CLAIMS,
@@ -401,6 +407,12 @@ def namespaces(conn: Connection) -> Iterator[tuple[bytes, Head]]:
 
 
 def tail(store_dir: Path, since: int = 0, skip: int = 0) -> Iterator[Event]:
-    """The events of the store in ``store_dir`` from one consistent read snapshot."""
-    with open_readonly(store_dir) as conn, conn.read():
+    """The events of the store in ``store_dir`` from one consistent read snapshot.
+
+    A store that breaks the cheap invariants (:func:`migrate.share.common.require_sound`)
+    is refused before the first event; a value damaged beyond them is a named StoreError.
+    """
+    with open_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
+        require_ledger(conn)
+        require_sound(conn, "exported")
         yield from iter_events(conn, since, skip)

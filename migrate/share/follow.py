@@ -22,7 +22,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bbg_core.errors import UsageError
-from migrate.share.common import canonical, open_readonly, require_ledger
+from migrate.share.common import (
+    canonical,
+    damaged_reads,
+    open_readonly,
+    require_ledger,
+    require_sound,
+)
 from migrate.share.events import Event, entry_events, iter_events
 from migrate.store import ledger
 
@@ -37,10 +43,11 @@ def follow(
 ) -> Iterator[Event]:
     """Events of the transactions after ``since`` (skipping the first ``skip`` events of the
     first one), then of every transaction committed later, until ``stop()`` or Ctrl-C."""
-    with open_readonly(store_dir, live=True) as conn:
+    with open_readonly(store_dir, live=True) as conn, damaged_reads(conn.path):
         last = since
         with conn.read():
             require_ledger(conn)
+            require_sound(conn, "exported")
             for event in iter_events(conn, since, skip):
                 last = max(last, int(event["tx"]))
                 yield event

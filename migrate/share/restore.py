@@ -8,9 +8,11 @@ over every prior line, the counts, the record total, the archive digest of the r
 tables and their links (:func:`migrate.links.validate_links`) must all agree; nothing may
 follow the footer.  Only then is the transaction committed, the file and directory fsynced,
 and the directory renamed onto the destination.  Every content row is checked exactly as a
-migration checks content (:mod:`migrate.share.verify`).  Any failure removes the temporary directory
-and names the line (``line=``).  The restored store gets a new store id; everything else the
-snapshot carries (including ``last_transaction``) is restored exactly.
+migration checks content (:mod:`migrate.share.verify`).  Any failure removes the temporary
+directory and names the line (``line=``); the directory stays locked while the restore runs,
+so what a killed restore left is removed by the next restore into ``dest`` (and reported by
+``doctor``).  The restored store gets a new store id; everything else the snapshot carries
+(including ``last_transaction``) is restored exactly.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
+from bbg_core.files import owned_tempdir, sweep
 from migrate.links import validate_links
 from migrate.share.apply import read_line
 from migrate.share.backup import _fsync
@@ -160,25 +162,34 @@ def restore(stream: BinaryIO, dest: Path, *, max_line: int = MAX_LINE) -> dict[s
     parent = dest.parent
     if not parent.is_dir():
         raise UsageError(f"{parent}: no such directory for the restore", path=str(dest))
+    prefix = f".{dest.name}.restore-"
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.restore-", dir=parent))
+        sweep(parent, prefix)  # what killed restores into DEST left (their owners are gone)
+        aside = owned_tempdir(parent, prefix)
+        tmp = aside.__enter__()
     except OSError as exc:
         raise StoreError(f"{parent}: cannot create a temporary directory: {exc}") from exc
+    # The store is built in a directory inside the locked one: the store's own directory
+    # lock (migrate.store.creation) is a different lock from the one that says "alive".
+    built = tmp / "store"
     try:
-        summary = _load(stream, tmp, max_line)
-        _fsync(tmp / DB_NAME)
-        _fsync(tmp)
+        summary = _load(stream, built, max_line)
+        _fsync(built / DB_NAME)
+        _fsync(built)
         _pristine(dest)  # still pristine: never replace what appeared meanwhile
         if dest.exists():
             dest.rmdir()  # empty, checked just above; rename cannot replace it portably
-        os.rename(tmp, dest)
+        os.rename(built, dest)
         _fsync(parent)
+        shutil.rmtree(tmp, ignore_errors=True)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise StoreError(f"{dest}: restore failed: {exc}", path=str(dest)) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        aside.__exit__(None, None, None)
     return {**summary, "dest": str(dest)}
 
 

@@ -35,7 +35,14 @@ from typing import Any, BinaryIO
 
 from bbg_core.errors import StoreRefused
 from fences import generations
-from migrate.share.common import canonical, open_readonly, require_ledger, table_names
+from migrate.share.common import (
+    canonical,
+    damaged_reads,
+    open_readonly,
+    require_ledger,
+    require_sound,
+    table_names,
+)
 from migrate.store import clock, ledger
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
@@ -140,7 +147,8 @@ def write_snapshot(
     """Write the snapshot of the store in ``store_dir`` to ``out``; returns a summary."""
     when = clock.now_us() if created_at is None else created_at
     lines = size = 0
-    with open_readonly(store_dir) as conn, conn.read():
+    with open_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
+        require_sound(conn, "exported")
         for line in snapshot_lines(conn, when):
             out.write(line)
             lines += 1

@@ -183,7 +183,10 @@ class Connection:
                     return
                 yield from chunk
         finally:
-            cur.close()
+            try:
+                cur.close()
+            except sqlite3.ProgrammingError:
+                pass  # the connection was closed first: the cursor went with it
 
     @property
     def in_transaction(self) -> bool:
@@ -227,7 +230,8 @@ class Connection:
         try:
             self._db.execute("BEGIN DEFERRED")
             # The snapshot starts at the first read; take it now, not lazily.
-            self._db.execute("SELECT 1 FROM bbg_storage_v1 LIMIT 1").fetchall()
+            # (from the schema table: a damaged store table must not stop a read, e.g. doctor)
+            self._db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         except sqlite3.Error as exc:
             self._rollback()
             raise translate(exc, self.path, "begin read") from exc

@@ -18,6 +18,7 @@ from bbg_core.errors import StoreRefused
 from fences import generations
 from migrate.store.connection import Connection
 from migrate.store.layout import DB_NAME, check_header, require_bbg
+from migrate.store.sanity import check_bookkeeping
 
 
 def db_file(store_dir: Path) -> Path:
@@ -32,16 +33,23 @@ def db_file(store_dir: Path) -> Path:
 
 
 @contextmanager
-def open_readonly(store_dir: Path, *, live: bool = False) -> Iterator[Connection]:
+def open_readonly(
+    store_dir: Path, *, live: bool = False, check: bool = True
+) -> Iterator[Connection]:
     """A read-only connection to the store in ``store_dir`` (identity checked).
 
     ``live``: for a long-lived reader that must see later commits (``tail --follow``).
+    ``check``: refuse a store whose bookkeeping tables are damaged
+    (:func:`migrate.store.sanity.check_bookkeeping`); ``doctor`` opens without it and
+    reports the damage instead.
     """
     db = db_file(store_dir)
     check_header(db)  # by its bytes, before SQLite opens (and might change) a foreign file
     conn = Connection(db, readonly=True, live=live)
     try:
         require_bbg(conn)
+        if check:
+            check_bookkeeping(conn)
         yield conn
     finally:
         conn.close()

@@ -23,7 +23,7 @@ from typing import Any
 
 from bbg_core.errors import StoreError
 from fences import generations
-from migrate.store import creation, graph, layout
+from migrate.store import creation, graph, layout, sanity
 from migrate.store.codec import Head
 from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, CommitHook, Connection
 from migrate.store.tables import StagedTables, StoreTables
@@ -299,6 +299,7 @@ def open_store(
         raise
     try:
         version = layout.check_identity(conn, allow_pre_ledger=maintenance)
+        sanity.check_bookkeeping(conn)  # damaged records are named here, not as a TypeError
         layout.check_hash_suite(conn)
         generation = generations.read_status(conn)[1]
         if not maintenance:

@@ -48,12 +48,17 @@ def cli(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     kill_at_commit: int | None = None,
+    kill_at_file_op: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``bbg-migrate ARGS``; ``kill_at_commit=N`` SIGKILLs it at its N-th commit phase."""
+    """Run ``bbg-migrate ARGS``; ``kill_at_commit=N`` SIGKILLs it at its N-th commit phase,
+    ``kill_at_file_op=N`` before the N-th file operation of a source retirement."""
     full = {**os.environ, **(env or {})}
     entry = ["-m", "migrate"]
-    if kill_at_commit is not None:
+    if kill_at_file_op is not None:
+        entry = ["-m", "tests.kill_runner", f"file-op:{kill_at_file_op}"]
+    elif kill_at_commit is not None:
         entry = ["-m", "tests.kill_runner", str(kill_at_commit)]
+    if kill_at_commit is not None or kill_at_file_op is not None:
         full["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(Path(__file__).resolve().parents[2]), full.get("PYTHONPATH")) if p
         )

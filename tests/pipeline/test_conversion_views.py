@@ -74,6 +74,19 @@ def test_data_rules_in_codec_mode_and_not_in_none_mode(tmp_path: Path) -> None:
         assert res.returncode == 3 and want["expected_errors"][0]["code"] in res.stderr
 
 
+def test_raw_mode_copies_content_it_does_not_decode(tmp_path: Path) -> None:
+    """bbg's migrate_redb checks content keys and sizes only: a codec byte it never reads is
+    copied (validate re-checks the staged rows under the same mode)."""
+    gz = LEGACY / "cell-invalid-unknown-codec.redb.gz"
+    src = unpack(gz, tmp_path / "src")
+    res = cli("run", str(src), "--store", str(tmp_path / "s"), "--content-check", "none",
+              "--json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    receipt = json.loads(res.stdout)
+    assert receipt["content_check"] == "none"
+    assert receipt["digests"]["staged_archive_sha256"] == expected(gz)["archive_digest_sha256"]
+
+
 def test_tagged_scheme_store_is_valid_and_named(tmp_path: Path) -> None:
     src = unpack(TAGGED, tmp_path / "src")
     code, doc = _inspect(src)
