@@ -6,6 +6,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,19 +17,28 @@ from bbg_core.errors import SourceError
 CHUNK = 1 << 20
 
 
-def file_sha256(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    """SHA-256 of a file, streamed in 1 MiB chunks."""
+def file_sha256(
+    path: Path, progress: Callable[[int], None] | None = None, *, size: int | None = None
+) -> str:
+    """SHA-256 of a regular file's first ``size`` bytes (default: its size when opened),
+    streamed in 1 MiB chunks; never reads past that size, whatever is appended meanwhile."""
     h = hashlib.sha256()
     done = 0
+    fd = open_regular(path)
     try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(CHUNK):
-                h.update(chunk)
-                done += len(chunk)
-                if progress is not None:
-                    progress(done)
+        limit = os.fstat(fd).st_size if size is None else size
+        while done < limit:
+            chunk = os.read(fd, min(CHUNK, limit - done))
+            if not chunk:
+                break
+            h.update(chunk)
+            done += len(chunk)
+            if progress is not None:
+                progress(done)
     except OSError as exc:
         raise SourceError(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
+    finally:
+        os.close(fd)
     return h.hexdigest()
 
 
@@ -118,3 +128,53 @@ def sweep(parent: Path, prefix: str) -> list[str]:
         finally:
             os.close(fd)
     return removed
+
+
+# -- sources are regular files, read no further than their sealed size ---------------------
+
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def open_regular(path: Path) -> int:
+    """A read-only descriptor of ``path``, which must be a regular file (SourceError else).
+
+    The open never blocks: ``O_NONBLOCK`` makes a FIFO with no writer open at once instead
+    of waiting for one; it is then refused like every other special file, which could
+    block a read or never end (``/dev/zero``).  The flag is cleared before returning.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise SourceError(f"{path}: no such file", path=str(path)) from exc
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot open: {exc.strerror}", path=str(path)) from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise SourceError(
+                f"{path}: is {what}, not a regular file; bbg-migrate reads a source only from "
+                "a regular file (whose size it can seal). Copy it into a file first",
+                path=str(path),
+            )
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def require_regular(path: Path) -> int:
+    """The size of the regular file ``path`` (SourceError for anything else)."""
+    fd = open_regular(path)
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)

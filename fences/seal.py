@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import Locked, SourceError, ValidationFailed
-from bbg_core.files import file_sha256
+from bbg_core.files import file_sha256, open_regular, require_regular
 
 
 def _redb_facts(path: Path) -> dict[str, Any]:
@@ -36,14 +36,13 @@ def fingerprint(
     path: Path, kind: str, progress: Callable[[int], None] | None = None
 ) -> dict[str, Any]:
     """The seal fingerprint of a source: size, SHA-256 and, for redb, header facts."""
-    try:
-        st = path.stat()
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot stat: {exc.strerror}", path=str(path)) from exc
+    size = require_regular(path)
     doc: dict[str, Any] = {
         "kind": kind,
-        "size_bytes": st.st_size,
-        "sha256": file_sha256(path, progress),
+        "size_bytes": size,
+        # Never past the size sealed here, whatever is appended meanwhile (a later check
+        # compares sizes first).
+        "sha256": file_sha256(path, progress, size=size),
     }
     if kind == "redb":
         doc["redb"] = _redb_facts(path)
@@ -73,7 +72,8 @@ class Seal:
             ) from exc
         changed = (st.st_ino, st.st_size, st.st_mtime_ns) != self._stat
         if not changed and full:
-            changed = file_sha256(self.path) != self.fingerprint["sha256"]
+            size = int(self.fingerprint["size_bytes"])
+            changed = file_sha256(self.path, size=size) != self.fingerprint["sha256"]
         if changed:
             raise ValidationFailed(
                 f"{self.path}: the source changed after it was sealed; nothing was activated. "
@@ -97,12 +97,7 @@ class Seal:
 
 def take_lock(path: Path) -> int:
     """Open ``path`` read-only and take its exclusive lock; Locked if another process has it."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError as exc:
-        raise SourceError(f"{path}: no such file", path=str(path)) from exc
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot open: {exc.strerror}", path=str(path)) from exc
+    fd = open_regular(path)  # a FIFO or a device is refused, never waited on
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:

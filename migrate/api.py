@@ -7,6 +7,7 @@
 | :func:`plan` | the dry run of ``run``: same checks, writes nothing |
 | :func:`run` | seal, stage, validate, activate (and optionally retire the source) |
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
+| :func:`discard` | give up an import in progress (e.g. its source changed since the seal) |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_scan` | read and verify every page and entry of a redb file |
 | :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
@@ -51,7 +52,17 @@ from migrate.hashing import file_digest as hemera_file
 from migrate.hashing import tree_leaf as hemera_leaf
 from migrate.hashing import tree_node as hemera_node
 from migrate.inspect import inspect_path as inspect
-from migrate.pipeline import Bounds, Job, Outcome, activate, plan, run, stage, validate
+from migrate.pipeline import (
+    Bounds,
+    Job,
+    Outcome,
+    activate,
+    discard,
+    plan,
+    run,
+    stage,
+    validate,
+)
 from migrate.pipeline import seal_only as seal
 from migrate.share import (
     apply,
@@ -98,6 +109,7 @@ __all__ = [
     "TransferJob",
     "TransferOutcome",
     "activate",
+    "discard",
     "apply",
     "apply_stream",
     "backup",

@@ -6,7 +6,9 @@ import importlib
 
 
 def active() -> dict[str, str]:
-    """``{"redb reader": "c"|"python", "hemera": "c"|"python"}`` for this process."""
+    """``{"redb reader": "c"|"python", "hemera": "c"|"python"}`` for this process, and
+    ``"hemera C core"``: its permutation and threads (e.g. ``avx512, 2 threads``) when the
+    C core is active."""
     found: dict[str, str] = {}
     for label, module in (("redb reader", "importers.redb"), ("hemera", "importers.hemera")):
         try:
@@ -15,4 +17,7 @@ def active() -> dict[str, str]:
             found[label] = "unavailable"
             continue
         found[label] = getattr(mod, "BACKEND", "python")
+        details = getattr(mod, "details", None)
+        if callable(details) and (text := details()):
+            found[f"{label} C core"] = str(text)
     return found

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import SourceError
+from bbg_core.files import open_regular
 
 REDB_MAGIC = b"redb\x1a\x0a\xa9\x0d\x0a"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -28,7 +29,7 @@ def lock_held(path: Path) -> bool:
     The probe opens the file read-only and asks for a shared lock without blocking; it is
     released at once, so detect never keeps the file.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_regular(Path(path))
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError as exc:
@@ -78,9 +79,14 @@ def detect(path: str | os.PathLike[str]) -> dict[str, Any]:
             if db is not None:
                 report.update(kind="bbg", database=str(db))
             return report
-        with p.open("rb") as fh:
-            head = fh.read(SNIFF_BYTES)
-        report["size_bytes"] = p.stat().st_size
+        # A regular file only, opened without blocking: a FIFO or a device is refused here
+        # instead of hanging the first read (or never ending it: /dev/zero).
+        fd = open_regular(p)
+        try:
+            head = os.pread(fd, SNIFF_BYTES, 0)
+            report["size_bytes"] = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
     except FileNotFoundError as exc:
         raise SourceError(f"{p}: no such file or directory", path=str(p)) from exc
     except OSError as exc:

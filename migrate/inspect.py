@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import SourceError, UsageError
-from bbg_core.files import file_sha256
+from bbg_core.files import file_sha256, require_regular
 from migrate.cell_rules import DIGEST_ORDER, RowSource, check_shape
 from migrate.content_ids import CODEC
 from migrate.detect import detect
@@ -189,6 +189,8 @@ def inspect_path(
     ``content_check`` (``codec`` or ``none``) applies to cell stores and BBG stores.
     """
     p = Path(path)
+    if kind is not None and not p.is_dir():
+        require_regular(p)  # a FIFO or a device would block or never end (--kind skips detect)
     found = kind or detect(p)["kind"]
     if found == "redb":
         return inspect_redb(p, progress=progress, content_check=content_check)

@@ -37,6 +37,7 @@ __all__ = [
     "Hasher",
     "HasherLike",
     "c_impl",
+    "details",
     "hash",
     "hash_file",
     "hash_leaf",
@@ -70,6 +71,18 @@ hash_leaf = impl.hash_leaf
 hash_node = impl.hash_node
 hash_leaf_many = impl.hash_leaf_many
 hash_node_many = impl.hash_node_many
+
+
+
+def details() -> str | None:
+    """How the active C core runs, e.g. ``avx512, 2 threads`` (``None`` for the twin):
+    the permutation the CPU gave it and the threads a big batch is split across."""
+    if impl is not c_impl:
+        return None
+    from importers.hemera import _c
+
+    return f"{_c.SIMD_LEVELS[_c.simd_level()]}, {_c.THREADS} thread{'s' * (_c.THREADS > 1)}"
+
 
 #: Read size for files and streams: large enough that per-call overhead vanishes.
 CHUNK_SIZE = 1 << 20

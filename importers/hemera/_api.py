@@ -25,24 +25,33 @@ class HasherLike(Protocol):
 
 
 class Backend(Protocol):
-    """What ``importers.hemera._c`` and ``importers.hemera._python`` provide."""
+    """What ``importers.hemera._c`` and ``importers.hemera._python`` provide.
+
+    ``threads`` of the batch calls: how many threads the C core may split a batch across
+    (``None``: its default, every core); the pure-Python twin runs in the calling thread.
+    """
 
     @property
     def Hasher(self) -> Callable[..., HasherLike]: ...  # noqa: N802 - a class in each backend
 
     def hash(self, data: BytesLike) -> bytes: ...
 
-    def hash_many(self, items: Sequence[BytesLike]) -> list[bytes]: ...
+    def hash_many(
+        self, items: Sequence[BytesLike], *, threads: int | None = None
+    ) -> list[bytes]: ...
 
     def hash_leaf(self, data: BytesLike, counter: int = 0, is_root: bool = False) -> bytes: ...
 
     def hash_node(self, left: BytesLike, right: BytesLike, is_root: bool = False) -> bytes: ...
 
     def hash_leaf_many(
-        self, items: Sequence[BytesLike], counter: int = 0, is_root: bool = False
+        self, items: Sequence[BytesLike], counter: int = 0, is_root: bool = False, *,
+        threads: int | None = None,
     ) -> list[bytes]: ...
 
-    def hash_node_many(self, pairs: Sequence[BytesLike], is_root: bool = False) -> list[bytes]: ...
+    def hash_node_many(
+        self, pairs: Sequence[BytesLike], is_root: bool = False, *, threads: int | None = None
+    ) -> list[bytes]: ...
 
     def round_constants(self) -> tuple[int, ...]: ...
 

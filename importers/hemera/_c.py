@@ -6,8 +6,12 @@ then falls back to the pure-Python twin.
 
 from __future__ import annotations
 
+import bisect
 import importlib
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from importers.hemera._params import DIGEST_SIZE, NUM_CONSTANTS, RATE_BYTES, WIDTH, BytesLike
@@ -20,7 +24,7 @@ lib: Any = _ext.lib
 _NEEDED = ("hemera_setup", "hemera_use_simd", "hemera_round_constants", "hemera_permute",
            "hemera_init", "hemera_update", "hemera_digest", "hemera_hash", "hemera_hash_many",
            "hemera_hash_leaf", "hemera_hash_node", "hemera_hash_leaf_many",
-           "hemera_hash_node_many")
+           "hemera_hash_node_many", "hemera_permute_many")
 if not all(hasattr(lib, name) for name in _NEEDED):
     # An extension built from an older hemera.c: treat it as absent (pure-Python fallback,
     # visible in `bbg-migrate --version`) rather than fail on first use.
@@ -110,28 +114,107 @@ def hash(data: BytesLike) -> bytes:  # noqa: A001 - the specification's own name
     return bytes(ffi.buffer(out))
 
 
-def hash_many(items: Sequence[BytesLike]) -> list[bytes]:
-    """hemera of each item, in one C call for the whole batch (the GIL is released)."""
-    if not items:
-        return []
-    joined = b"".join(items)
-    out = ffi.new("char[]", DIGEST_SIZE * len(items))
-    lib.hemera_hash_many(ffi.from_buffer(joined), _ends(items), len(items), out)
-    return _split(out)
+# ---------------------------------------------------------------- batches on every core
+#
+# The batch calls release the GIL for their whole run, so a big batch is cut into ranges of
+# about equal bytes, one per thread: the calling thread takes the first, a shared pool the
+# rest.  The C core writes each range's outputs into its own part of one buffer.
 
 
-def _ends(items: Sequence[BytesLike]) -> Any:
-    ends = ffi.new("uint64_t[]", len(items))
+def _default_threads() -> int:
+    raw = os.environ.get("BBG_MIGRATE_HEMERA_THREADS", "")
+    if raw.strip():
+        return max(1, int(raw))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+#: Threads a batch may use by default: every core this process may run on, or
+#: ``BBG_MIGRATE_HEMERA_THREADS`` (1: always the calling thread alone).
+THREADS = _default_threads()
+#: A batch with fewer input bytes than this runs in the calling thread: handing out work
+#: costs tens of microseconds, a few milliseconds of hashing make that negligible.
+PARALLEL_MIN_BYTES = 1 << 18
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_pid = 0
+_pool_lock = threading.Lock()
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The shared pool with at least ``workers`` threads (made on first use, and again in
+    a forked child, which inherits the pool object but not its threads).  A pool replaced
+    by a bigger one is left to finish what it was given."""
+    global _pool, _pool_size, _pool_pid
+    with _pool_lock:
+        if _pool is None or _pool_size < workers or _pool_pid != os.getpid():
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hemera")
+            _pool_size, _pool_pid = workers, os.getpid()
+        return _pool
+
+
+def _ranges(ends: Sequence[int], parts: int) -> list[tuple[int, int]]:
+    """Cut inputs 0..n-1 (cumulative byte ends) into ``parts`` ranges of about equal bytes,
+    each non-empty: (first, count) pairs."""
+    n, total = len(ends), ends[-1]
+    cuts = [0]
+    for k in range(1, parts):
+        cut = bisect.bisect_left(ends, total * k // parts) + 1
+        cuts.append(min(max(cut, cuts[-1] + 1), n - (parts - k)))
+    cuts.append(n)
+    return [(a, b - a) for a, b in zip(cuts, cuts[1:], strict=False)]
+
+
+def _run(call: Callable[[int, int], None], ends: Sequence[int], threads: int | None) -> None:
+    """``call(first, count)`` over all inputs, split across up to ``threads`` threads."""
+    n = len(ends)
+    want = THREADS if threads is None else max(1, threads)
+    parts = min(want, n) if ends[-1] >= PARALLEL_MIN_BYTES else 1
+    if parts <= 1:
+        call(0, n)
+        return
+    ranges = _ranges(ends, parts)
+    pool = _executor(parts - 1)
+    futures: list[Future[None]] = [pool.submit(call, first, count) for first, count in ranges[1:]]
+    call(*ranges[0])
+    for future in futures:
+        future.result()
+
+
+def _cumulative(items: Sequence[BytesLike]) -> tuple[Any, list[int]]:
+    """The C array of cumulative ends, and the same as a list (for splitting)."""
+    ends: list[int] = []
     total = 0
-    for i, item in enumerate(items):
+    for item in items:
         total += len(item)
-        ends[i] = total
-    return ends
+        ends.append(total)
+    return ffi.new("uint64_t[]", ends), ends
 
 
 def _split(out: Any) -> list[bytes]:
     raw = bytes(ffi.buffer(out))
     return [raw[i : i + DIGEST_SIZE] for i in range(0, len(raw), DIGEST_SIZE)]
+
+
+def hash_many(items: Sequence[BytesLike], *, threads: int | None = None) -> list[bytes]:
+    """hemera of each item.  One C call per thread's share; the GIL is released meanwhile.
+
+    Inputs run eight at a time through the SIMD lanes when the CPU has AVX2 or AVX-512;
+    a batch of ``PARALLEL_MIN_BYTES`` or more is split across ``threads`` threads (default
+    ``THREADS``: every core).  The results do not depend on either.
+    """
+    if not items:
+        return []
+    joined = b"".join(items)
+    data = ffi.from_buffer(joined)
+    c_ends, ends = _cumulative(items)
+    out = ffi.new("char[]", DIGEST_SIZE * len(items))
+    _run(lambda first, count: lib.hemera_hash_many(data, c_ends, first, count, out), ends,
+         threads)
+    return _split(out)
 
 
 def _check_counter(counter: int) -> None:
@@ -158,29 +241,38 @@ def hash_node(left: BytesLike, right: BytesLike, is_root: bool = False) -> bytes
 
 
 def hash_leaf_many(
-    items: Sequence[BytesLike], counter: int = 0, is_root: bool = False
+    items: Sequence[BytesLike], counter: int = 0, is_root: bool = False, *,
+    threads: int | None = None,
 ) -> list[bytes]:
-    """``hash_leaf`` of each item, in one C call (the GIL is released for the batch)."""
+    """``hash_leaf`` of each item, batched and split across threads as ``hash_many``."""
     _check_counter(counter)
     if not items:
         return []
-    out = ffi.new("char[]", DIGEST_SIZE * len(items))
     joined = b"".join(items)
-    lib.hemera_hash_leaf_many(
-        ffi.from_buffer(joined), _ends(items), len(items), counter, 1 if is_root else 0, out
-    )
+    data = ffi.from_buffer(joined)
+    c_ends, ends = _cumulative(items)
+    out = ffi.new("char[]", DIGEST_SIZE * len(items))
+    root = 1 if is_root else 0
+    _run(lambda first, count: lib.hemera_hash_leaf_many(data, c_ends, first, count, counter,
+                                                        root, out), ends, threads)
     return _split(out)
 
 
-def hash_node_many(pairs: Sequence[BytesLike], is_root: bool = False) -> list[bytes]:
-    """``hash_node(p[:32], p[32:])`` of each 64-byte input, in one C call (GIL released)."""
+def hash_node_many(
+    pairs: Sequence[BytesLike], is_root: bool = False, *, threads: int | None = None
+) -> list[bytes]:
+    """``hash_node(p[:32], p[32:])`` of each 64-byte input, batched as ``hash_many``."""
     if not pairs:
         return []
     if any(len(p) != 2 * DIGEST_SIZE for p in pairs):
         raise ValueError(f"a node input is {2 * DIGEST_SIZE} bytes")
     joined = b"".join(pairs)
+    data = ffi.from_buffer(joined)
     out = ffi.new("char[]", DIGEST_SIZE * len(pairs))
-    lib.hemera_hash_node_many(ffi.from_buffer(joined), len(pairs), 1 if is_root else 0, out)
+    root = 1 if is_root else 0
+    ends = range(2 * DIGEST_SIZE, 2 * DIGEST_SIZE * (len(pairs) + 1), 2 * DIGEST_SIZE)
+    _run(lambda first, count: lib.hemera_hash_node_many(data, first, count, root, out), ends,
+         threads)
     return _split(out)
 
 
@@ -198,3 +290,14 @@ def permute(state: list[int], *, zero_constants: bool = False) -> list[int]:
     st = ffi.new("uint64_t[]", state)
     lib.hemera_permute(st, 1 if zero_constants else 0)
     return list(st)
+
+
+def permute_many(states: Sequence[Sequence[int]], *, zero_constants: bool = False
+                 ) -> list[list[int]]:
+    """Each 16-element state permuted through the batch path (the SIMD lanes when the CPU
+    has them), for the tests: it must equal ``permute`` state by state."""
+    if any(len(st) != WIDTH for st in states):
+        raise ValueError(f"a state has {WIDTH} elements")
+    flat = ffi.new("uint64_t[]", [v for st in states for v in st] or [0])
+    lib.hemera_permute_many(flat, len(states), 1 if zero_constants else 0)
+    return [list(flat[i * WIDTH : (i + 1) * WIDTH]) for i in range(len(states))]

@@ -185,8 +185,9 @@ class Hasher:
         return other
 
 
-def hash_many(items: Sequence[BytesLike]) -> list[bytes]:
-    """hemera of each item (the twin of the C batch call)."""
+def hash_many(items: Sequence[BytesLike], *, threads: int | None = None) -> list[bytes]:
+    """hemera of each item (the twin of the C batch call; ``threads`` is accepted for the
+    same call shape, the twin runs in the calling thread)."""
     return [hash(item) for item in items]
 
 
@@ -236,13 +237,16 @@ def hash_node(left: BytesLike, right: BytesLike, is_root: bool = False) -> bytes
 
 
 def hash_leaf_many(
-    items: Sequence[BytesLike], counter: int = 0, is_root: bool = False
+    items: Sequence[BytesLike], counter: int = 0, is_root: bool = False, *,
+    threads: int | None = None,
 ) -> list[bytes]:
     """``hash_leaf`` of each item with the same counter and flag (the twin of the C batch)."""
     return [hash_leaf(item, counter, is_root) for item in items]
 
 
-def hash_node_many(pairs: Sequence[BytesLike], is_root: bool = False) -> list[bytes]:
+def hash_node_many(
+    pairs: Sequence[BytesLike], is_root: bool = False, *, threads: int | None = None
+) -> list[bytes]:
     """``hash_node(p[:32], p[32:])`` of each 64-byte ``left || right`` (the C batch's twin)."""
     out = []
     for pair in pairs:

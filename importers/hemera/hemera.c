@@ -7,7 +7,8 @@
  * padding 0x01 then zeros in one final block, byte length written into state[10].
  * Round constants are derived at setup by the specification's bootstrap.
  * Three implementations of the permutation give identical results: plain C, AVX2 and
- * AVX-512 (the best one the CPU has is chosen at setup).
+ * AVX-512 (the best one the CPU has is chosen at setup); with AVX2 or AVX-512 the batch
+ * functions also permute eight independent states at once (hemera_lanes.h).
  *
  * Element representation: any uint64_t, congruent to the value mod p (not necessarily
  * below p).  Only the output and the inversion input are made canonical.  Every helper is
@@ -56,10 +57,11 @@ static const uint8_t GENESIS_SEED[5] = {0x63, 0x79, 0x62, 0x65, 0x72};
 static uint64_t RC[NUM_CONSTANTS];
 /* hemera_0: the same permutation with every round constant zero (bootstrap only). */
 static const uint64_t ZERO_RC[NUM_CONSTANTS] = {0};
-/* 2^-k mod p for k = 0..128, and (d[0] + 1) * 2^-k: the inversion returns x^-1 * 2^k. */
+/* 2^-k mod p for k = 0..128: the inversion returns x^-1 * 2^k. */
 #define MAX_SHIFT 128
 static uint64_t INV_POW2[MAX_SHIFT + 1];
-static uint64_t DIAG0_INV_POW2[MAX_SHIFT + 1];
+/* d[0] + 1 (mod p), for the partial rounds' state[0]. */
+static uint64_t DIAG0_PLUS1;
 static int READY = 0;
 
 /* ------------------------------------------------------------------ field arithmetic */
@@ -171,9 +173,10 @@ static inline void gcd_select(uint64_t u, uint64_t *w, uint64_t r, uint64_t *abs
 /*
  * Inversion by binary GCD: returns s with s = x^-1 * 2^k (mod p), and the shift k.
  *
- * Why not x^(p-2): that is a chain of 64 dependent squarings, and the 16 partial rounds
- * are themselves serial, so the inversion latency is the hash's speed limit.  One
- * subtract-and-shift step below is about four cycles of dependent work.
+ * Used once per permutation (the partial rounds run on fractions, see round_factors).
+ * Why not x^(p-2): that is a chain of 64 dependent squarings, several times slower than
+ * the loop below, one subtract-and-shift step of which is about four cycles of
+ * dependent work.
  *
  * Each value has a partner cofactor (u with s, w with r) and the exact integer invariant
  * p = u*s + w*r holds with u, w odd and r, s >= 0, so r, s <= p never overflow.  A step
@@ -268,6 +271,41 @@ static inline uint64_t sum_tail(const uint64_t *st) {
 #endif
 }
 
+/*
+ * The partial rounds without a field inversion per round.
+ *
+ * Each partial round needs y = x^-1 of x = state[0] + c, and the next round's x depends
+ * on y: sixteen inversions in a row were the speed limit of the hash.  Instead the state
+ * is carried as fractions with one shared denominator, state[i] = a[i] / z: then x =
+ * n / z with n = a[0] + c z, y = z / n, and one round of M_I = J + diag(d) gives, over the
+ * new denominator z' = z n,
+ *     a'[i] = n (d[i] a[i] + S) + z^2       (i >= 1, S = a[1] + ... + a[15])
+ *     a'[0] = (d[0] + 1) z^2 + n S
+ * (the specification's y + sum and d y, multiplied out).  x = 0 (n = 0: the S-box maps 0
+ * to 0, y = 0) is the same formula with n replaced by 1 and the z^2 terms by 0, selected
+ * without a branch.  z is a product of non-zero factors, so it is never 0; one inversion
+ * after the sixteenth round turns the fractions back into field elements.  Exact field
+ * arithmetic throughout: the results are the specification's, bit for bit.
+ *
+ * round_factors: from a[0], the round's constant c and the denominator z, the factor n
+ * (1 when x = 0) and the z^2 term q (0 when x = 0).
+ */
+static inline void round_factors(uint64_t a0, uint64_t c, uint64_t z, uint64_t zsq,
+                                 uint64_t *n_out, uint64_t *q_out) {
+    uint64_t n = canon(add(a0, mul(c, z)));
+    uint64_t nonzero = mask_of(n != 0);
+    *n_out = (n & nonzero) | (1 & ~nonzero);
+    *q_out = zsq & nonzero;
+}
+
+/* z^-1 for 0 < z (mod p): the binary GCD's shifted inverse, unshifted. */
+static inline uint64_t inverse(uint64_t z) {
+    unsigned k;
+    uint64_t s = inv_shifted(canon(z), &k);
+    if (k > MAX_SHIFT) k = MAX_SHIFT; /* unreachable: k < 128 for 0 < z < p */
+    return mul(s, INV_POW2[k]);
+}
+
 static void permute_scalar(uint64_t *st, const uint64_t *rc) {
     const uint64_t *full = rc, *part = rc + 2 * HALF_FULL * WIDTH;
     /* Initial M_E, with the first round's constants added during its reduction. */
@@ -276,35 +314,52 @@ static void permute_scalar(uint64_t *st, const uint64_t *rc) {
         for (int i = 0; i < WIDTH; i++) st[i] = pow7(st[i]);
         external(st, r + 1 < HALF_FULL ? full + (r + 1) * WIDTH : NULL);
     }
+    uint64_t z = 1, zsq = 1;
     for (int r = 0; r < PARTIAL; r++) {
-        uint64_t x = canon(add(st[0], part[r]));
-        uint64_t y = 0, s0;
-        uint64_t others = sum_tail(st);
-        if (x != 0) {
-            unsigned k;
-            uint64_t s = inv_shifted(x, &k);
-            if (k > MAX_SHIFT) k = MAX_SHIFT; /* unreachable: k < 128 for 0 < x < p */
-            y = mul(s, INV_POW2[k]);
-            /* The new state[0] is d0*y + sum = (d0 + 1)*y + others: one product on the
-             * serial path instead of two. */
-            s0 = add(mul(s, DIAG0_INV_POW2[k]), others);
-        } else {
-            s0 = others;
-        }
-        uint64_t total = add(y, others);
-        for (int i = 1; i < WIDTH; i++)
-            st[i] = add(mul(st[i], DIAG[i]), total);
-        st[0] = s0;
+        uint64_t n, q;
+        round_factors(st[0], part[r], z, zsq, &n, &q);
+        uint64_t sum = sum_tail(st);
+        for (int i = 1; i < WIDTH; i++) st[i] = add(mul(n, add(mul(st[i], DIAG[i]), sum)), q);
+        st[0] = add(mul(DIAG0_PLUS1, q), mul(n, sum));
+        z = mul(z, n);
+        zsq = mul(z, z);
     }
     const uint64_t *term = full + HALF_FULL * WIDTH;
-    for (int i = 0; i < WIDTH; i++) st[i] = add(st[i], term[i]);
+    uint64_t zinv = inverse(z);
+    for (int i = 0; i < WIDTH; i++) st[i] = add(mul(st[i], zinv), term[i]);
     for (int r = 0; r < HALF_FULL; r++) {
         for (int i = 0; i < WIDTH; i++) st[i] = pow7(st[i]);
         external(st, r + 1 < HALF_FULL ? term + (r + 1) * WIDTH : NULL);
     }
 }
 
-/* The AVX-512 and AVX2 permutations (x86-64 with GCC or Clang only). */
+/* Eight states side by side for the batch functions: element e of lane l is e[e][l]. */
+#define LANES 8
+typedef struct {
+    _Alignas(64) uint64_t e[WIDTH][LANES];
+} lanes_state;
+
+/* y[l] = x[l]^-1 (0 for 0) for the eight canonical x[l], with one inversion: Montgomery's
+ * trick on a tree (products of pairs, of quads, of all eight; invert that; then each
+ * inverse is the inverse of its group times the product of the other half).  Zeros are
+ * replaced by 1 for the products and give 0. */
+static void inverse_lanes(const uint64_t *x, uint64_t *y) {
+    uint64_t v[LANES];
+    for (int l = 0; l < LANES; l++) v[l] = x[l] | (uint64_t)(x[l] == 0);
+    uint64_t p01 = mul(v[0], v[1]), p23 = mul(v[2], v[3]);
+    uint64_t p45 = mul(v[4], v[5]), p67 = mul(v[6], v[7]);
+    uint64_t p0123 = mul(p01, p23), p4567 = mul(p45, p67);
+    uint64_t inv = inverse(mul(p0123, p4567));
+    uint64_t i0123 = mul(inv, p4567), i4567 = mul(inv, p0123);
+    uint64_t i01 = mul(i0123, p23), i23 = mul(i0123, p01);
+    uint64_t i45 = mul(i4567, p67), i67 = mul(i4567, p45);
+    uint64_t r[LANES] = {mul(i01, v[1]), mul(i01, v[0]), mul(i23, v[3]), mul(i23, v[2]),
+                         mul(i45, v[5]), mul(i45, v[4]), mul(i67, v[7]), mul(i67, v[6])};
+    for (int l = 0; l < LANES; l++) y[l] = r[l] & mask_of(x[l] != 0);
+}
+
+/* The AVX-512 and AVX2 permutations, one state and eight lanes (x86-64 with GCC or Clang
+ * only). */
 #include "hemera_simd.h"
 
 /* Which permutation runs: 0 plain C, 1 AVX2, 2 AVX-512.  Set by hemera_setup and
@@ -333,7 +388,7 @@ int hemera_use_simd(int level) {
 #ifdef HEMERA_SIMD
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2")) best = 1;
-    if (__builtin_cpu_supports("avx512f")) best = 2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) best = 2;
 #endif
     SIMD_LEVEL = level < best ? (level > 0 ? level : 0) : best;
     return SIMD_LEVEL;
@@ -375,7 +430,7 @@ int hemera_setup(void) {
     uint64_t half = (HEMERA_P + 1) / 2;          /* 2^-1 mod p */
     INV_POW2[0] = 1;
     for (int k = 1; k <= MAX_SHIFT; k++) INV_POW2[k] = mul(INV_POW2[k - 1], half);
-    for (int k = 0; k <= MAX_SHIFT; k++) DIAG0_INV_POW2[k] = canon(mul(INV_POW2[k], DIAG[0] + 1));
+    DIAG0_PLUS1 = canon(add(DIAG[0], 1));
     permute_with(st, ZERO_RC);
     int filled = 0;
     for (;;) {
@@ -451,17 +506,6 @@ void hemera_hash(const char *data, size_t len, char *out) {
     hemera_digest(&ctx, out);
 }
 
-/* Hash n inputs laid end to end in one buffer (input i is data[ends[i-1] .. ends[i]),
- * ends[-1] = 0) into out[32*i ..]: one call per batch, so the caller's GIL is released
- * for the whole batch (cffi releases it around every call). */
-void hemera_hash_many(const char *data, const uint64_t *ends, size_t n, char *out) {
-    uint64_t start = 0;
-    for (size_t i = 0; i < n; i++) {
-        hemera_hash(data + start, (size_t)(ends[i] - start), out + 32 * i);
-        start = ends[i];
-    }
-}
-
 /* ------------------------------------------------------------------ tree mode */
 
 /* The tree layer of the specification (specs/tree.md): a leaf is the plain hash of its
@@ -511,18 +555,209 @@ void hemera_hash_node(const char *left, const char *right, int is_root, char *ou
     tree_output(st, out);
 }
 
-/* hash_leaf of n chunks laid end to end (as in hemera_hash_many), same counter and flag. */
-void hemera_hash_leaf_many(const char *data, const uint64_t *ends, size_t n, uint64_t counter,
-                           int is_root, char *out) {
-    uint64_t start = 0;
-    for (size_t i = 0; i < n; i++) {
-        hemera_hash_leaf(data + start, (size_t)(ends[i] - start), counter, is_root, out + 32 * i);
-        start = ends[i];
+/* ------------------------------------------------------------------ batches */
+
+/*
+ * hash_many, hash_leaf_many and hash_node_many: each input is a job (absorb its blocks,
+ * then the final padded block; a leaf then takes one more permutation, a node has only
+ * that one).  With AVX2 or AVX-512, eight jobs run side by side through the lane
+ * permutation, and a lane that finishes takes the next job; when no job is left to start
+ * and fewer than LANES_MIN lanes are still busy, those finish one by one on the
+ * single-state permutation (a nearly empty lane step costs more than that).  Plain C runs
+ * every job on the single-state permutation.  The results do not depend on the path.
+ */
+
+enum { JOB_HASH, JOB_LEAF, JOB_NODE };
+/* STAGE_ABSORB: blocks left to add; STAGE_FINAL: the padded block went in, the output
+ * follows the next permutation; STAGE_TREE: a leaf's or node's own permutation next. */
+enum { STAGE_ABSORB, STAGE_FINAL, STAGE_TREE };
+#define LANES_MIN 3
+
+typedef struct {
+    int mode;
+    const uint8_t *data;
+    const uint64_t *ends;   /* input i is data[ends[i-1] .. ends[i]), ends[-1] = 0 */
+    uint64_t counter;       /* leaf: the chunk counter (canonical) */
+    uint64_t flags;         /* leaf, node: the tree flags */
+    char *out;              /* output i at out[32 * i] */
+} batch;
+
+typedef struct {
+    const uint8_t *p;
+    uint64_t len, pos;
+    size_t idx;
+    int stage;
+} job;
+
+/* The job machine works on one state "column": element e at col[e * stride] (stride 1 for
+ * a plain state, LANES for one lane of a lanes_state). */
+static void job_start(const batch *b, size_t idx, job *j, uint64_t *col, size_t stride) {
+    for (int e = 0; e < WIDTH; e++) col[e * stride] = 0;  /* DOMAIN_SLOT: plain hash, 0 */
+    j->idx = idx;
+    if (b->mode == JOB_NODE) {
+        const uint8_t *pair = b->data + 64 * idx;
+        for (int e = 0; e < 4; e++) {
+            col[e * stride] = canon(load8(pair + 8 * e));
+            col[(4 + e) * stride] = canon(load8(pair + 32 + 8 * e));
+        }
+        col[TREE_FLAGS_SLOT * stride] = b->flags;
+        j->stage = STAGE_TREE;
+        return;
+    }
+    uint64_t start = idx ? b->ends[idx - 1] : 0;
+    j->p = b->data + start;
+    j->len = b->ends[idx] - start;
+    j->pos = 0;
+    j->stage = STAGE_ABSORB;
+}
+
+/* Add the job's next input before a permutation. */
+static void job_feed(job *j, uint64_t *col, size_t stride) {
+    if (j->stage != STAGE_ABSORB) return;
+    uint64_t left = j->len - j->pos;
+    const uint8_t *block = j->p + j->pos;
+    uint8_t padded[RATE_BYTES];
+    if (left < RATE_BYTES) {
+        pad_block(padded, block, (size_t)left);
+        block = padded;
+    }
+    for (int e = 0; e < RATE; e++)
+        col[e * stride] = add(col[e * stride], load7(block + 7 * e));
+    if (left < RATE_BYTES) {
+        col[LENGTH_SLOT * stride] = canon(j->len);  /* replaces the slot (hemera_digest) */
+        j->stage = STAGE_FINAL;
+    } else {
+        j->pos += RATE_BYTES;
     }
 }
 
-/* hash_node of n 64-byte (left || right) inputs laid end to end. */
-void hemera_hash_node_many(const char *pairs, size_t n, int is_root, char *out) {
-    for (size_t i = 0; i < n; i++)
-        hemera_hash_node(pairs + 64 * i, pairs + 64 * i + 32, is_root, out + 32 * i);
+/* After a permutation: 1 when the job's output has been written. */
+static int job_after(const batch *b, job *j, uint64_t *col, size_t stride) {
+    if (j->stage == STAGE_ABSORB) return 0;
+    if (j->stage == STAGE_FINAL && b->mode == JOB_LEAF) {
+        uint64_t base[4];
+        for (int e = 0; e < 4; e++) base[e] = canon(col[e * stride]);
+        for (int e = 0; e < WIDTH; e++) col[e * stride] = e < 4 ? base[e] : 0;
+        col[TREE_COUNTER_SLOT * stride] = b->counter;
+        col[TREE_FLAGS_SLOT * stride] = b->flags;
+        j->stage = STAGE_TREE;
+        return 0;
+    }
+    char *out = b->out + 32 * j->idx;
+    for (int e = 0; e < 4; e++) {
+        uint64_t v = canon(col[e * stride]);
+        for (int k = 0; k < 8; k++) out[8 * e + k] = (char)(uint8_t)(v >> (8 * k));
+    }
+    return 1;
+}
+
+static void job_run_single(const batch *b, job *j, uint64_t *st) {
+    do {
+        job_feed(j, st, 1);
+        permute_with(st, RC);
+    } while (!job_after(b, j, st, 1));
+}
+
+typedef void (*lanes_fn)(lanes_state *, const uint64_t *);
+
+static lanes_fn lanes_permutation(void) {
+#ifdef HEMERA_SIMD
+    if (SIMD_LEVEL == 2) return permute_lanes_avx512;
+    if (SIMD_LEVEL == 1) return permute_lanes_avx2;
+#endif
+    return NULL;
+}
+
+static void run_batch(const batch *b, size_t first, size_t count) {
+    lanes_fn perm = lanes_permutation();
+    size_t next = first, stop = first + count;
+    if (perm == NULL || count < 2) {
+        for (; next < stop; next++) {
+            uint64_t st[WIDTH];
+            job j;
+            job_start(b, next, &j, st, 1);
+            job_run_single(b, &j, st);
+        }
+        return;
+    }
+    lanes_state ls;
+    job jobs[LANES];
+    int busy[LANES], nbusy = 0;
+    for (int l = 0; l < LANES; l++) {
+        busy[l] = next < stop;
+        if (busy[l]) {
+            job_start(b, next++, &jobs[l], &ls.e[0][l], LANES);
+            nbusy++;
+        } else {
+            for (int e = 0; e < WIDTH; e++) ls.e[e][l] = 0;  /* idle lanes permute zeros */
+        }
+    }
+    while (nbusy > 0 && (next < stop || nbusy >= LANES_MIN)) {
+        for (int l = 0; l < LANES; l++)
+            if (busy[l]) job_feed(&jobs[l], &ls.e[0][l], LANES);
+        perm(&ls, RC);
+        for (int l = 0; l < LANES; l++) {
+            if (!busy[l] || !job_after(b, &jobs[l], &ls.e[0][l], LANES)) continue;
+            if (next < stop) {
+                job_start(b, next++, &jobs[l], &ls.e[0][l], LANES);
+            } else {
+                busy[l] = 0;
+                nbusy--;
+            }
+        }
+    }
+    for (int l = 0; l < LANES; l++) {
+        if (!busy[l]) continue;
+        uint64_t st[WIDTH];
+        for (int e = 0; e < WIDTH; e++) st[e] = ls.e[e][l];
+        job_run_single(b, &jobs[l], st);
+    }
+}
+
+/* Hash inputs first .. first+count-1 of n laid end to end in one buffer (input i is
+ * data[ends[i-1] .. ends[i]), ends[-1] = 0) into out[32*i ..].  One call per batch, so
+ * the caller's GIL is released for all of it; disjoint ranges may run in parallel threads. */
+void hemera_hash_many(const char *data, const uint64_t *ends, size_t first, size_t count,
+                      char *out) {
+    batch b = {JOB_HASH, (const uint8_t *)data, ends, 0, 0, out};
+    run_batch(&b, first, count);
+}
+
+/* hash_leaf of the inputs first .. first+count-1 (laid out as in hemera_hash_many), same
+ * counter and flag. */
+void hemera_hash_leaf_many(const char *data, const uint64_t *ends, size_t first,
+                           size_t count, uint64_t counter, int is_root, char *out) {
+    batch b = {JOB_LEAF, (const uint8_t *)data, ends, canon(counter),
+               (uint64_t)(FLAG_CHUNK | (is_root ? FLAG_ROOT : 0)), out};
+    run_batch(&b, first, count);
+}
+
+/* hash_node of the 64-byte (left || right) inputs first .. first+count-1 laid end to end. */
+void hemera_hash_node_many(const char *pairs, size_t first, size_t count, int is_root,
+                           char *out) {
+    batch b = {JOB_NODE, (const uint8_t *)pairs, NULL, 0,
+               (uint64_t)(FLAG_PARENT | (is_root ? FLAG_ROOT : 0)), out};
+    run_batch(&b, first, count);
+}
+
+/* n states of 16 elements laid end to end, each permuted in place through the batch path
+ * (the lane permutation when there is one) with canonical outputs.  For the tests. */
+void hemera_permute_many(uint64_t *states, size_t n, int zero_constants) {
+    const uint64_t *rc = zero_constants ? ZERO_RC : RC;
+    lanes_fn perm = lanes_permutation();
+    for (size_t i = 0; i < n; i += LANES) {
+        size_t m = n - i < LANES ? n - i : LANES;
+        if (perm == NULL) {
+            for (size_t k = 0; k < m; k++) permute_with(states + WIDTH * (i + k), rc);
+        } else {
+            lanes_state ls;
+            memset(&ls, 0, sizeof ls);
+            for (size_t k = 0; k < m; k++)
+                for (int e = 0; e < WIDTH; e++) ls.e[e][k] = states[WIDTH * (i + k) + e];
+            perm(&ls, rc);
+            for (size_t k = 0; k < m; k++)
+                for (int e = 0; e < WIDTH; e++) states[WIDTH * (i + k) + e] = ls.e[e][k];
+        }
+        for (size_t k = 0; k < m * WIDTH; k++) states[WIDTH * i + k] = canon(states[WIDTH * i + k]);
+    }
 }

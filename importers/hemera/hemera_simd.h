@@ -11,7 +11,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HEMERA_PORTABLE)
 #define HEMERA_SIMD 1
 #include <immintrin.h>
-#define AVX512 __attribute__((target("avx512f")))
+#define AVX512 __attribute__((target("avx512f,avx512dq")))
 
 /*
  * The same permutation with the state in two 8-lane AVX-512 registers.  Why: the 64
@@ -20,8 +20,9 @@
  * (checked in hemera_setup); the tests compare it with the scalar path.
  */
 
-/* a * b mod p per lane: 64x64 -> 128 from four 32x32 products, then reduce128's steps
- * with lane masks for the borrow and the carry. */
+/* a * b mod p per lane: the low 64 bits of the product in one vpmullq, the high 64 from
+ * four 32x32 products, then reduce128's steps with lane masks for the borrow and the
+ * carry.  hi_lo * EPS is one more 32x32 product (EPS < 2^32). */
 AVX512 static inline __m512i mul8(__m512i a, __m512i b) {
     const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);  /* also the low-32 mask */
     __m512i a_hi = _mm512_srli_epi64(a, 32), b_hi = _mm512_srli_epi64(b, 32);
@@ -29,17 +30,16 @@ AVX512 static inline __m512i mul8(__m512i a, __m512i b) {
     __m512i lh = _mm512_mul_epu32(a, b_hi);
     __m512i hl = _mm512_mul_epu32(a_hi, b);
     __m512i hh = _mm512_mul_epu32(a_hi, b_hi);
+    __m512i lo = _mm512_mullo_epi64(a, b);
     /* Each partial sum stays below 2^64: (2^32-1)^2 + 2*(2^32-1) = 2^64 - 1. */
     __m512i mid = _mm512_add_epi64(lh, _mm512_srli_epi64(ll, 32));
     __m512i mid2 = _mm512_add_epi64(hl, _mm512_and_si512(mid, eps));
-    __m512i lo = _mm512_or_si512(_mm512_slli_epi64(mid2, 32), _mm512_and_si512(ll, eps));
     __m512i hi = _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(mid, 32)),
                                   _mm512_srli_epi64(mid2, 32));
     __m512i hi_hi = _mm512_srli_epi64(hi, 32);
-    __m512i hi_lo = _mm512_and_si512(hi, eps);
     __m512i t0 = _mm512_sub_epi64(lo, hi_hi);
     t0 = _mm512_mask_sub_epi64(t0, _mm512_cmplt_epu64_mask(lo, hi_hi), t0, eps);
-    __m512i t1 = _mm512_sub_epi64(_mm512_slli_epi64(hi_lo, 32), hi_lo);
+    __m512i t1 = _mm512_mul_epu32(hi, eps);                     /* hi_lo * EPS */
     __m512i r = _mm512_add_epi64(t0, t1);
     return _mm512_mask_add_epi64(r, _mm512_cmplt_epu64_mask(r, t0), r, eps);
 }
@@ -117,11 +117,14 @@ AVX512 static inline void external8(__m512i *a, __m512i *b, const uint64_t *rc) 
     *b = join_limbs(blo, bhi);
 }
 
-/* Sum of all 16 lanes mod p, exactly: the 32-bit halves are summed separately. */
-AVX512 static inline uint64_t hsum16(__m512i a, __m512i b) {
+/* Sum of lanes 1..15 mod p (lane 0 of a is ignored), exactly: the 32-bit halves are
+ * summed separately. */
+AVX512 static inline uint64_t hsum15(__m512i a, __m512i b) {
     const __m512i lo32 = _mm512_set1_epi64((long long)HEMERA_EPS);
-    __m512i lo = _mm512_add_epi64(_mm512_and_si512(a, lo32), _mm512_and_si512(b, lo32));
-    __m512i hi = _mm512_add_epi64(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
+    __m512i lo = _mm512_add_epi64(_mm512_maskz_and_epi64(0xFE, a, lo32),
+                                  _mm512_and_si512(b, lo32));
+    __m512i hi = _mm512_add_epi64(_mm512_maskz_srli_epi64(0xFE, a, 32),
+                                  _mm512_srli_epi64(b, 32));
     uint64_t lo_sum = (uint64_t)_mm512_reduce_add_epi64(lo);  /* < 2^36: no wrap */
     uint64_t hi_sum = (uint64_t)_mm512_reduce_add_epi64(hi);
     return reduce_small(((u128)hi_sum << 32) + lo_sum);
@@ -137,33 +140,35 @@ AVX512 static void permute_avx512(uint64_t *st, const uint64_t *rc) {
         b = pow7x8(b);
         external8(&a, &b, r + 1 < HALF_FULL ? full + (r + 1) * WIDTH : NULL);
     }
-    /* Partial rounds: element 0 lives in a scalar (it goes through the inversion), the
-     * vectors carry elements 1..15 with lane 0 kept at zero so that sums ignore it. */
+    /* Partial rounds, over one denominator z as in permute_scalar, in the form
+     *     a' = n (d . a) + (n S + q)     (lanes 1..15; lane 0 of a is not used)
+     *     S' = n (sum(d . a) + 15 S) + 15 q,   a0' = (d0 + 1) q + n S
+     * so that a round's vector work is two products in a row, and S (the sum of lanes
+     * 1..15) comes from a scalar recurrence instead of waiting for the new vectors. */
     const __m512i diag_a = _mm512_loadu_si512((const void *)DIAG);
     const __m512i diag_b = _mm512_loadu_si512((const void *)(DIAG + 8));
-    uint64_t s0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(a));
-    a = _mm512_maskz_mov_epi64(0xFE, a);
+    uint64_t a0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(a));
+    uint64_t sum = hsum15(a, b);
+    uint64_t z = 1, zsq = 1;
     for (int r = 0; r < PARTIAL; r++) {
-        uint64_t x = canon(add(s0, part[r]));
-        uint64_t others = hsum16(a, b);
-        uint64_t y = 0;
-        if (x != 0) {
-            unsigned k;
-            uint64_t s = inv_shifted(x, &k);
-            if (k > MAX_SHIFT) k = MAX_SHIFT; /* unreachable: k < 128 for 0 < x < p */
-            y = mul(s, INV_POW2[k]);
-            s0 = add(mul(s, DIAG0_INV_POW2[k]), others);  /* (d0 + 1) y + others */
-        } else {
-            s0 = others;
-        }
-        __m512i total = _mm512_set1_epi64((long long)add(y, others));
-        a = _mm512_maskz_mov_epi64(0xFE, add8(mul8(a, diag_a), total));
-        b = add8(mul8(b, diag_b), total);
+        uint64_t n, q;
+        round_factors(a0, part[r], z, zsq, &n, &q);
+        __m512i da = mul8(a, diag_a), db = mul8(b, diag_b);
+        uint64_t dsum = hsum15(da, db);
+        const __m512i nv = _mm512_set1_epi64((long long)n);
+        const __m512i kv = _mm512_set1_epi64((long long)add(mul(n, sum), q));
+        a = add8(mul8(da, nv), kv);
+        b = add8(mul8(db, nv), kv);
+        a0 = add(mul(DIAG0_PLUS1, q), mul(n, sum));
+        sum = add(mul(n, add(dsum, mul(15, sum))), mul(15, q));
+        z = mul(z, n);
+        zsq = mul(z, z);
     }
-    a = _mm512_mask_mov_epi64(a, 0x01, _mm512_set1_epi64((long long)s0));
+    a = _mm512_mask_mov_epi64(a, 0x01, _mm512_set1_epi64((long long)a0));
+    const __m512i zinv = _mm512_set1_epi64((long long)inverse(z));
     const uint64_t *term = full + HALF_FULL * WIDTH;
-    a = add8(a, _mm512_loadu_si512((const void *)term));
-    b = add8(b, _mm512_loadu_si512((const void *)(term + 8)));
+    a = add8(mul8(a, zinv), _mm512_loadu_si512((const void *)term));
+    b = add8(mul8(b, zinv), _mm512_loadu_si512((const void *)(term + 8)));
     for (int r = 0; r < HALF_FULL; r++) {
         a = pow7x8(a);
         b = pow7x8(b);
@@ -172,6 +177,41 @@ AVX512 static void permute_avx512(uint64_t *st, const uint64_t *rc) {
     _mm512_storeu_si512((void *)st, a);
     _mm512_storeu_si512((void *)(st + 8), b);
 }
+
+/* The eight-lane permutation (hemera_lanes.h) on one AVX-512 register per element. */
+AVX512 static inline __m512i canon8(__m512i v) {
+    const __m512i p = _mm512_set1_epi64((long long)HEMERA_P);
+    return _mm512_mask_sub_epi64(v, _mm512_cmpge_epu64_mask(v, p), v, p);
+}
+#define LV __m512i
+#define LV_ATTR AVX512
+#define LV_NAME(x) x##_avx512
+#define LV_PER 1
+#define LV_LOAD(p) _mm512_loadu_si512((const void *)(p))
+#define LV_STORE(p, v) _mm512_storeu_si512((void *)(p), (v))
+#define LV_SET1(x) _mm512_set1_epi64((long long)(x))
+#define LV_MUL mul8
+#define LV_ADD add8
+#define LV_PADD _mm512_add_epi64
+#define LV_LO32(v) _mm512_and_si512((v), _mm512_set1_epi64((long long)HEMERA_EPS))
+#define LV_HI32(v) _mm512_srli_epi64((v), 32)
+#define LV_JOIN join_limbs
+#define LV_CANON canon8
+#include "hemera_lanes.h"
+#undef LV
+#undef LV_ATTR
+#undef LV_NAME
+#undef LV_PER
+#undef LV_LOAD
+#undef LV_STORE
+#undef LV_SET1
+#undef LV_MUL
+#undef LV_ADD
+#undef LV_PADD
+#undef LV_LO32
+#undef LV_HI32
+#undef LV_JOIN
+#undef LV_CANON
 
 #define AVX2 __attribute__((target("avx2")))
 
@@ -199,10 +239,9 @@ AVX2 static inline __m256i mul4(__m256i a, __m256i b) {
     __m256i hi = _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(mid, 32)),
                                   _mm256_srli_epi64(mid2, 32));
     __m256i hi_hi = _mm256_srli_epi64(hi, 32);
-    __m256i hi_lo = _mm256_and_si256(hi, eps);
     __m256i t0 = _mm256_sub_epi64(lo, hi_hi);
     t0 = _mm256_sub_epi64(t0, _mm256_and_si256(lt4(lo, hi_hi), eps));
-    __m256i t1 = _mm256_sub_epi64(_mm256_slli_epi64(hi_lo, 32), hi_lo);
+    __m256i t1 = _mm256_mul_epu32(hi, eps);                     /* hi_lo * EPS */
     __m256i r = _mm256_add_epi64(t0, t1);
     return _mm256_add_epi64(r, _mm256_and_si256(lt4(r, t0), eps));
 }
@@ -263,7 +302,7 @@ AVX2 static inline void external4(__m256i *v, const uint64_t *rc) {
     }
 }
 
-AVX2 static inline uint64_t hsum4x4(const __m256i *v) {  /* exact, like hsum16 */
+AVX2 static inline uint64_t hsum4x4(const __m256i *v) {  /* exact, like hsum15 */
     const __m256i lo32 = _mm256_set1_epi64x((long long)HEMERA_EPS);
     __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
     for (int c = 0; c < 4; c++) {
@@ -291,32 +330,68 @@ AVX2 static void permute_avx2(uint64_t *st, const uint64_t *rc) {
     const __m256i zero = _mm256_setzero_si256();
     uint64_t s0 = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(v[0]));
     v[0] = _mm256_blend_epi32(v[0], zero, 0x03);
+    /* Fractions over z, in the form of permute_avx512 (lane 0 of v[0] stays zero). */
+    uint64_t z = 1, zsq = 1, sum = hsum4x4(v);
     for (int r = 0; r < PARTIAL; r++) {
-        uint64_t x = canon(add(s0, part[r]));
-        uint64_t others = hsum4x4(v);
-        uint64_t y = 0;
-        if (x != 0) {
-            unsigned k;
-            uint64_t s = inv_shifted(x, &k);
-            if (k > MAX_SHIFT) k = MAX_SHIFT; /* unreachable: k < 128 for 0 < x < p */
-            y = mul(s, INV_POW2[k]);
-            s0 = add(mul(s, DIAG0_INV_POW2[k]), others);  /* (d0 + 1) y + others */
-        } else {
-            s0 = others;
-        }
-        __m256i total = _mm256_set1_epi64x((long long)add(y, others));
-        for (int c = 0; c < 4; c++) v[c] = add4(mul4(v[c], diag[c]), total);
+        uint64_t n, q;
+        round_factors(s0, part[r], z, zsq, &n, &q);
+        __m256i d[4];
+        for (int c = 0; c < 4; c++) d[c] = mul4(v[c], diag[c]);
+        uint64_t dsum = hsum4x4(d);
+        const __m256i nv = _mm256_set1_epi64x((long long)n);
+        const __m256i kv = _mm256_set1_epi64x((long long)add(mul(n, sum), q));
+        for (int c = 0; c < 4; c++) v[c] = add4(mul4(d[c], nv), kv);
         v[0] = _mm256_blend_epi32(v[0], zero, 0x03);
+        s0 = add(mul(DIAG0_PLUS1, q), mul(n, sum));
+        sum = add(mul(n, add(dsum, mul(15, sum))), mul(15, q));
+        z = mul(z, n);
+        zsq = mul(z, z);
     }
     v[0] = _mm256_blend_epi32(v[0], _mm256_set1_epi64x((long long)s0), 0x03);
+    const __m256i zinv = _mm256_set1_epi64x((long long)inverse(z));
     const uint64_t *term = full + HALF_FULL * WIDTH;
     for (int c = 0; c < 4; c++)
-        v[c] = add4(v[c], _mm256_loadu_si256((const __m256i *)(term + 4 * c)));
+        v[c] = add4(mul4(v[c], zinv), _mm256_loadu_si256((const __m256i *)(term + 4 * c)));
     for (int r = 0; r < HALF_FULL; r++) {
         for (int c = 0; c < 4; c++) v[c] = pow7x4(v[c]);
         external4(v, r + 1 < HALF_FULL ? term + (r + 1) * WIDTH : NULL);
     }
     for (int c = 0; c < 4; c++) _mm256_storeu_si256((__m256i *)(st + 4 * c), v[c]);
 }
+
+/* The eight-lane permutation (hemera_lanes.h) on two AVX2 registers per element. */
+AVX2 static inline __m256i canon4(__m256i v) {
+    const __m256i p = _mm256_set1_epi64x((long long)HEMERA_P);
+    return _mm256_sub_epi64(v, _mm256_andnot_si256(lt4(v, p), p));
+}
+#define LV __m256i
+#define LV_ATTR AVX2
+#define LV_NAME(x) x##_avx2
+#define LV_PER 2
+#define LV_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
+#define LV_STORE(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
+#define LV_SET1(x) _mm256_set1_epi64x((long long)(x))
+#define LV_MUL mul4
+#define LV_ADD add4
+#define LV_PADD _mm256_add_epi64
+#define LV_LO32(v) _mm256_and_si256((v), _mm256_set1_epi64x((long long)HEMERA_EPS))
+#define LV_HI32(v) _mm256_srli_epi64((v), 32)
+#define LV_JOIN join_limbs4
+#define LV_CANON canon4
+#include "hemera_lanes.h"
+#undef LV
+#undef LV_ATTR
+#undef LV_NAME
+#undef LV_PER
+#undef LV_LOAD
+#undef LV_STORE
+#undef LV_SET1
+#undef LV_MUL
+#undef LV_ADD
+#undef LV_PADD
+#undef LV_LO32
+#undef LV_HI32
+#undef LV_JOIN
+#undef LV_CANON
 #endif
 

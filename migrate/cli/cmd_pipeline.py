@@ -270,3 +270,16 @@ def activate_cmd(
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)
     _report(pipeline.activate(job), as_json)
+
+
+@app.command("discard")
+def discard_cmd(
+    import_id: str = typer.Argument(..., help="The import in progress to give up.",
+                                    show_default=False),
+    store: Path = STORE,
+    as_json: bool = JSON,
+) -> None:  # fmt: skip
+    """Give up an import in progress (its staged rows and namespaces are released), e.g. when
+    its source changed since the seal; a published import cannot be discarded."""
+    named = store if store is not None else (Path(state.store) if state.store else None)
+    _report(pipeline.discard(named, import_id), as_json)

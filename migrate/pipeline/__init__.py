@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from bbg_core.errors import Conflict, StoreRefused
 from fences import generations
 from fences.seal import Seal
 from migrate.pipeline import retire, stages
@@ -26,11 +28,14 @@ from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
 from migrate.pipeline.preflight import Bounds, Job, Preflight
 from migrate.sources import RedbSource
-from migrate.store import open_store
+from migrate.store import imports, open_store
 from migrate.store.layout import resolve_store_dir
 from migrate.store.store import Store
 
-__all__ = ["Bounds", "Job", "Outcome", "activate", "plan", "run", "seal_only", "stage", "validate"]
+__all__ = [
+    "Bounds", "Job", "Outcome", "activate", "discard", "plan", "run", "seal_only", "stage",
+    "validate",
+]  # fmt: skip
 
 Progress = Callable[[int, int], None]
 # Per-row overhead of a staged row and of a table row in SQLite (key, value, b-tree cells).
@@ -151,6 +156,27 @@ def activate(job: Job, progress: Progress | None = None) -> Outcome:
     with _sealed(job, progress) as (held, pre), _store(job) as store:
         receipt = stages.activate_stage(store, job, pre, held)
     return Outcome("complete", pre.import_id, receipt)
+
+
+def discard(store_dir: Path | None, import_id: str) -> Outcome:
+    """Give up an import in progress: drop its staged rows and release its namespaces, so a
+    source that changed since it was sealed can be migrated afresh (idempotent)."""
+    with open_store(store_dir) as store, store.transaction(import_id=import_id) as tx:
+        state = imports.import_state(tx, import_id)
+        if state is None:
+            raise StoreRefused(
+                f"{store.directory}: no import {import_id} in this store", import_id=import_id
+            )
+        if state == "active":
+            raise Conflict(
+                f"{store.directory}: import {import_id} is active (published); only an import "
+                "in progress can be discarded",
+                import_id=import_id,
+            )
+        if state == "staging":
+            imports.discard(tx, import_id)
+            imports.journal(tx, import_id, "discarded", {})
+    return Outcome("discarded", import_id)
 
 
 def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:

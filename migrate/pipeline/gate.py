@@ -24,7 +24,7 @@ from fences import generations
 from fences.namespaces import fence_of
 from fences.seal import Seal, seal
 from migrate.content_ids import CODEC
-from migrate.pipeline import identity
+from migrate.pipeline import continuity, identity
 from migrate.pipeline.preflight import Job, Preflight, preflight, source_kind
 from migrate.store import creation, imports
 from migrate.store.connection import Connection
@@ -93,6 +93,9 @@ def gated(job: Job, progress: Progress | None, *, dry: bool) -> Iterator[Gate]:
     ``dry``: also admit the import through a read-only handle (what ``plan`` does); a
     writer admits it inside its first transaction instead (:func:`admit`).
     """
+    # An import of this source in progress is continued, never silently replaced by a new
+    # one because the bytes changed since it was sealed (exit 3 naming it).
+    continuity.require_unchanged(job)
     kind = source_kind(job)
     with seal(job.source, kind) as held:
         pre = preflight(job, kind, held.fingerprint, progress)

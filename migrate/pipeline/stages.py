@@ -21,7 +21,7 @@ from fences.seal import Seal
 from migrate.cell_rules import check_shape
 from migrate.content_ids import CODEC
 from migrate.links import iter_link_errors
-from migrate.pipeline import gate, identity
+from migrate.pipeline import continuity, gate, identity
 from migrate.pipeline.mapping import Mapping
 from migrate.pipeline.preflight import Job, Preflight
 from migrate.sources import PageSource
@@ -71,6 +71,7 @@ def seal_stage(store: Store, job: Job, pre: Preflight) -> str:
         imports.claim_nonce(tx, pre.nonce, pre.import_id)
         imports.begin_import(tx, pre.import_id)
         imports.record_seal(tx, pre.import_id, seal_doc(job, pre))
+        continuity.journal_source(tx, pre.import_id, job)
         prior: dict[str, Any] = {}
         for ns in gate.pinned_namespaces(job, pre):
             current = live_head(tx, ns)
@@ -277,7 +278,7 @@ def activate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
                 import_id=iid,
             )
         if seal is not None:
-            seal.check_unchanged()
+            seal.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
         gate.check_pins(tx, iid)
         inserted = imports.activate(tx, iid)
         published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}

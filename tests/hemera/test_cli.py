@@ -74,7 +74,14 @@ def test_name_with_newline_is_escaped(tmp_path: Path) -> None:
 def test_version_names_hemera_backend() -> None:
     res = subprocess.run([sys.executable, "-m", "migrate", "--version"], capture_output=True,
                          text=True, check=True)
-    assert f"hemera: {hemera.BACKEND}" in res.stdout.splitlines()
+    lines = res.stdout.splitlines()
+    assert f"hemera: {hemera.BACKEND}" in lines
+    if hemera.BACKEND == "c":
+        from importers.hemera import _c
+
+        assert f"hemera C core: {_c.SIMD}, {_c.THREADS} thread{'s' * (_c.THREADS > 1)}" in lines
+    else:
+        assert not any(line.startswith("hemera C core") for line in lines)
 
 
 # --tree: expected values transcribed from cyberia-to/hemera e63b85a vectors/hemera.json
