@@ -1,4 +1,5 @@
-"""Minimal setup.py: only here to build the optional cffi extensions.
+"""Minimal setup.py: only here to build the optional C extensions (cffi, and one small
+stable-ABI module that builds Python objects, which cffi cannot).
 
 Everything else lives in pyproject.toml.  A missing compiler or a failing build must not
 fail the install: the pure-Python twins take over and ``bbg-migrate --version`` says so.
@@ -7,7 +8,7 @@ Set ``BBG_MIGRATE_NO_EXT=1`` to skip building the extensions altogether.
 
 import os
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,8 +39,17 @@ if os.environ.get("BBG_MIGRATE_NO_EXT") != "1":
     kwargs["cffi_modules"] = [
         m for m in CFFI_MODULES if os.path.exists(os.path.join(HERE, m.split(":")[0]))
     ]
-    # The extensions use only the stable ABI (cffi builds them with Py_LIMITED_API), so one
-    # wheel serves CPython 3.11 and every later 3.x: tag it cp311-abi3.
+    # The redb reader's batches as Python pairs (importers/redb/_pairs.c; optional too).
+    kwargs["ext_modules"] = [
+        Extension(
+            "importers.redb._redb_pairs",
+            ["importers/redb/_pairs.c"],
+            py_limited_api=True,
+            extra_compile_args=["-O2"],
+        )
+    ]
+    # The extensions use only the stable ABI (cffi builds them with Py_LIMITED_API, _pairs.c
+    # defines it), so one wheel serves CPython 3.11 and every later 3.x: tag it cp311-abi3.
     kwargs["options"] = {"bdist_wheel": {"py_limited_api": "cp311"}}
 
 setup(cmdclass={"build_ext": OptionalBuildExt}, **kwargs)

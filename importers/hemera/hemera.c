@@ -339,23 +339,21 @@ typedef struct {
     _Alignas(64) uint64_t e[WIDTH][LANES];
 } lanes_state;
 
-/* y[l] = x[l]^-1 (0 for 0) for the eight canonical x[l], with one inversion: Montgomery's
- * trick on a tree (products of pairs, of quads, of all eight; invert that; then each
- * inverse is the inverse of its group times the product of the other half).  Zeros are
- * replaced by 1 for the products and give 0. */
-static void inverse_lanes(const uint64_t *x, uint64_t *y) {
-    uint64_t v[LANES];
-    for (int l = 0; l < LANES; l++) v[l] = x[l] | (uint64_t)(x[l] == 0);
-    uint64_t p01 = mul(v[0], v[1]), p23 = mul(v[2], v[3]);
-    uint64_t p45 = mul(v[4], v[5]), p67 = mul(v[6], v[7]);
-    uint64_t p0123 = mul(p01, p23), p4567 = mul(p45, p67);
-    uint64_t inv = inverse(mul(p0123, p4567));
-    uint64_t i0123 = mul(inv, p4567), i4567 = mul(inv, p0123);
-    uint64_t i01 = mul(i0123, p23), i23 = mul(i0123, p01);
-    uint64_t i45 = mul(i4567, p67), i67 = mul(i4567, p45);
-    uint64_t r[LANES] = {mul(i01, v[1]), mul(i01, v[0]), mul(i23, v[3]), mul(i23, v[2]),
-                         mul(i45, v[5]), mul(i45, v[4]), mul(i67, v[7]), mul(i67, v[6])};
-    for (int l = 0; l < LANES; l++) y[l] = r[l] & mask_of(x[l] != 0);
+/* y[i] = x[i]^-1 (0 for 0) for n canonical x[i] (n a power of two, at most 2 * LANES)
+ * with one inversion: Montgomery's trick on a binary tree (products of pairs, of pairs of
+ * pairs, ... up to the root; invert the root; each node's inverse times its sibling's
+ * product is its child's inverse).  Zeros are replaced by 1 for the products and give 0.
+ * Depth log2(n) each way, 3n - 3 products. */
+static void inverse_many(const uint64_t *x, uint64_t *y, int n) {
+    uint64_t t[4 * LANES], inv[4 * LANES]; /* node k: children 2k+1, 2k+2; leaves n-1.. */
+    for (int i = 0; i < n; i++) t[n - 1 + i] = x[i] | (uint64_t)(x[i] == 0);
+    for (int k = n - 2; k >= 0; k--) t[k] = mul(t[2 * k + 1], t[2 * k + 2]);
+    inv[0] = inverse(t[0]);
+    for (int k = 0; k < n - 1; k++) {
+        inv[2 * k + 1] = mul(inv[k], t[2 * k + 2]);
+        inv[2 * k + 2] = mul(inv[k], t[2 * k + 1]);
+    }
+    for (int i = 0; i < n; i++) y[i] = inv[n - 1 + i] & mask_of(x[i] != 0);
 }
 
 /* The AVX-512 and AVX2 permutations, one state and eight lanes (x86-64 with GCC or Clang

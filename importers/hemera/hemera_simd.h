@@ -183,6 +183,12 @@ AVX512 static inline __m512i canon8(__m512i v) {
     const __m512i p = _mm512_set1_epi64((long long)HEMERA_P);
     return _mm512_mask_sub_epi64(v, _mm512_cmpge_epu64_mask(v, p), v, p);
 }
+AVX512 static inline __m512i nonzero_or_one8(__m512i n) {
+    return _mm512_mask_mov_epi64(_mm512_set1_epi64(1), _mm512_test_epi64_mask(n, n), n);
+}
+AVX512 static inline __m512i if_zero8(__m512i n, __m512i a, __m512i b) {
+    return _mm512_mask_mov_epi64(a, _mm512_test_epi64_mask(n, n), b);
+}
 #define LV __m512i
 #define LV_ATTR AVX512
 #define LV_NAME(x) x##_avx512
@@ -197,6 +203,8 @@ AVX512 static inline __m512i canon8(__m512i v) {
 #define LV_HI32(v) _mm512_srli_epi64((v), 32)
 #define LV_JOIN join_limbs
 #define LV_CANON canon8
+#define LV_NONZERO_OR_ONE nonzero_or_one8
+#define LV_IF_ZERO if_zero8
 #include "hemera_lanes.h"
 #undef LV
 #undef LV_ATTR
@@ -212,6 +220,8 @@ AVX512 static inline __m512i canon8(__m512i v) {
 #undef LV_HI32
 #undef LV_JOIN
 #undef LV_CANON
+#undef LV_NONZERO_OR_ONE
+#undef LV_IF_ZERO
 
 #define AVX2 __attribute__((target("avx2")))
 
@@ -364,6 +374,13 @@ AVX2 static inline __m256i canon4(__m256i v) {
     const __m256i p = _mm256_set1_epi64x((long long)HEMERA_P);
     return _mm256_sub_epi64(v, _mm256_andnot_si256(lt4(v, p), p));
 }
+AVX2 static inline __m256i nonzero_or_one4(__m256i n) {
+    __m256i is_zero = _mm256_cmpeq_epi64(n, _mm256_setzero_si256());
+    return _mm256_or_si256(n, _mm256_and_si256(is_zero, _mm256_set1_epi64x(1)));
+}
+AVX2 static inline __m256i if_zero4(__m256i n, __m256i a, __m256i b) {
+    return _mm256_blendv_epi8(b, a, _mm256_cmpeq_epi64(n, _mm256_setzero_si256()));
+}
 #define LV __m256i
 #define LV_ATTR AVX2
 #define LV_NAME(x) x##_avx2
@@ -378,6 +395,8 @@ AVX2 static inline __m256i canon4(__m256i v) {
 #define LV_HI32(v) _mm256_srli_epi64((v), 32)
 #define LV_JOIN join_limbs4
 #define LV_CANON canon4
+#define LV_NONZERO_OR_ONE nonzero_or_one4
+#define LV_IF_ZERO if_zero4
 #include "hemera_lanes.h"
 #undef LV
 #undef LV_ATTR
@@ -393,5 +412,7 @@ AVX2 static inline __m256i canon4(__m256i v) {
 #undef LV_HI32
 #undef LV_JOIN
 #undef LV_CANON
+#undef LV_NONZERO_OR_ONE
+#undef LV_IF_ZERO
 #endif
 

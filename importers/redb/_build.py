@@ -65,6 +65,7 @@ int redb_get(redb_iter *it, const redb_map *m, uint64_t page, uint64_t lo, uint6
              int64_t kw, int64_t vw, int64_t budget, const char *key, uint64_t key_len,
              const char **value, uint64_t *value_len);
 void redb_xxh3_128(const char *data, size_t len, uint64_t *out);
+int redb_xxh3_simd(int level);
 """
 
 ffi = FFI()

@@ -10,7 +10,7 @@ not built; the package then uses the pure-Python backend.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from bbg_core.errors import MigrateError
@@ -31,11 +31,20 @@ _NEEDED = (
     "redb_iter_next",
     "redb_get",
     "redb_xxh3_128",
+    "redb_xxh3_simd",
 )
 if not all(hasattr(lib, name) for name in _NEEDED):
     # An extension built from an older redb.c: treat it as absent (pure-Python fallback,
     # visible in `bbg-migrate --version`) rather than fail on first use.
     raise ImportError("importers.redb._redb_c is stale; rebuild with `pip install -e .`")
+
+#: ``pairs(data, offsets, n)``: a batch as (key, value) bytes pairs, built in C
+#: (``_pairs.c``); None when that small module was not built (slicing in Python instead).
+_pairs: Callable[[Any, Any, int], list[Pair]] | None
+try:
+    _pairs = importlib.import_module("importers.redb._redb_pairs").pairs
+except ImportError:
+    _pairs = None
 
 NAME = "c"
 
@@ -149,6 +158,7 @@ def _new_iter() -> Any:
 def _drain(reader: PageReader, native: _Native, it: Any, table: str) -> Iterator[list[Pair]]:
     """Run the C iterator ``it`` to its end, a batch of pairs per call."""
     out = ffi.new("uint64_t[]", 4 * BATCH)
+    offsets = ffi.buffer(out)
     size = BATCH_BYTES
     data = ffi.new("char[]", size)
     view = ffi.buffer(data)
@@ -158,7 +168,9 @@ def _drain(reader: PageReader, native: _Native, it: Any, table: str) -> Iterator
         n = lib.redb_iter_next(it, out, BATCH, data, size)
         reader.pages_read += it.pages - pages
         pages = it.pages
-        if n:
+        if n and _pairs is not None:
+            yield _pairs(view, offsets, n)
+        elif n:
             flat = iter(ffi.unpack(out, 4 * n))
             quads = zip(flat, flat, flat, flat, strict=True)
             yield [(view[a:b], view[c:d]) for a, b, c, d in quads]
@@ -280,3 +292,9 @@ def xxh3_128(data: bytes) -> int:
     buf = ffi.from_buffer(data)
     lib.redb_xxh3_128(buf, len(buf), out)
     return int((out[1] << 64) | out[0])
+
+
+def xxh3_simd(level: int) -> int:
+    """Use XXH3's AVX2 loop (1, when the CPU has it) or its scalar loop (0) for pages from now
+    on; returns the level in use.  For the tests: both give the same hashes."""
+    return int(lib.redb_xxh3_simd(level))

@@ -25,6 +25,7 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import replace
+from itertools import chain
 from pathlib import Path
 from types import TracebackType
 
@@ -437,9 +438,9 @@ class RedbFile:
     def _iter(
         self, reader: PageReader, slot: CommitSlot, info: TableInfo
     ) -> Iterator[tuple[bytes, bytes]]:
-        """A table's pairs (see :meth:`_batches`)."""
-        for batch in self._batches(reader, slot, info):
-            yield from batch
+        """A table's pairs (see :meth:`_batches`), flattened by ``itertools.chain``: no
+        generator frame to resume per pair."""
+        return chain.from_iterable(self._batches(reader, slot, info))
 
     def _batches(
         self, reader: PageReader, slot: CommitSlot, info: TableInfo

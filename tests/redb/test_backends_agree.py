@@ -72,7 +72,22 @@ def _agree(path: Path, probes: list[bytes] | None = None) -> Outcome:
     return py
 
 
-def test_xxh3_128_is_bit_exact() -> None:
+@pytest.fixture(params=[0, 1], ids=["scalar", "avx2"])
+def xxh3_loop(request: pytest.FixtureRequest) -> Iterator[int]:
+    """XXH3's long-input loop: the scalar one, then the AVX2 one (skipped without AVX2)."""
+    from importers.redb import _c
+
+    level: int = request.param
+    if _c.xxh3_simd(level) != level:
+        _c.xxh3_simd(1)
+        pytest.skip("this CPU has no AVX2")
+    try:
+        yield level
+    finally:
+        _c.xxh3_simd(1)
+
+
+def test_xxh3_128_is_bit_exact(xxh3_loop: int) -> None:
     from importers.redb import _c
 
     rng = random.Random(4)
@@ -83,6 +98,7 @@ def test_xxh3_128_is_bit_exact() -> None:
         data = rng.randbytes(n)
         assert _c.xxh3_128(data) == xxhash.xxh3_128_intdigest(data), n
     assert _c.xxh3_128(bytes(5000)) == xxhash.xxh3_128_intdigest(bytes(5000))
+    assert _c.xxh3_128(b"\xff" * 5000) == xxhash.xxh3_128_intdigest(b"\xff" * 5000)
 
 
 @settings(max_examples=300, deadline=None, database=None)
@@ -90,7 +106,50 @@ def test_xxh3_128_is_bit_exact() -> None:
 def test_xxh3_128_matches_xxhash(data: bytes) -> None:
     from importers.redb import _c
 
-    assert _c.xxh3_128(data) == xxhash.xxh3_128_intdigest(data)
+    before = _c.xxh3_simd(1)
+    try:
+        for level in (0, 1):
+            _c.xxh3_simd(level)
+            assert _c.xxh3_128(data) == xxhash.xxh3_128_intdigest(data), level
+    finally:
+        _c.xxh3_simd(before)
+
+
+def test_scalar_xxh3_reads_the_same(xxh3_loop: int, redb_file: Callable[[Case], Path]) -> None:
+    """Page verification on each loop: the fixtures dump the same, corrupt ones still fail."""
+    for case in all_cases()[:40]:
+        _agree(redb_file(case))
+
+
+def test_pairs_built_in_python_when_the_module_is_missing(
+    redb_file: Callable[[Case], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``_redb_pairs`` the C path slices its batches in Python: same pairs."""
+    from importers.redb import _c
+
+    cases = all_cases()[:40]
+    with_module = [_capture(_dump(redb_file(c), "c")) for c in cases]
+    monkeypatch.setattr(_c, "_pairs", None)
+    assert [_capture(_dump(redb_file(c), "c")) for c in cases] == with_module
+
+
+def test_pairs_module_checks_its_offsets() -> None:
+    from importers.redb import _c
+
+    if _c._pairs is None:
+        pytest.skip("importers.redb._redb_pairs is not built")
+    data = b"keyvalue"
+    quads = [0, 3, 3, 8, 8, 8, 8, 8]
+    offsets = b"".join(v.to_bytes(8, "little") for v in quads)
+    assert _c._pairs(data, offsets, 2) == [(b"key", b"value"), (b"", b"")]
+    assert _c._pairs(data, offsets, 0) == []
+    for bad in ([0, 3, 3, 9], [4, 3, 3, 8], [0, 3, 5, 4]):
+        with pytest.raises(ValueError):
+            _c._pairs(data, b"".join(v.to_bytes(8, "little") for v in bad), 1)
+    with pytest.raises(ValueError):
+        _c._pairs(data, offsets, 3)  # more entries than offsets
+    with pytest.raises(ValueError):
+        _c._pairs(data, offsets, -1)
 
 
 @pytest.mark.parametrize("case", all_cases(), ids=lambda c: c.id)
