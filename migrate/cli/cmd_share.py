@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 import typer
 
-from bbg_core.errors import ValidationFailed
+from bbg_core.errors import UsageError, ValidationFailed
 from bbg_core.files import cannot_read
 from migrate import api
 from migrate.cli import app
@@ -107,6 +107,10 @@ def tail_cmd(
             raise UsageError("--output resumes a follower: use it with --follow")
         api.follow_into(directory, output, since, poll=poll)
         return
+    _stream_to_stdout(directory, since, follow=follow, poll=poll)
+
+
+def _stream_to_stdout(directory: Path, since: int, *, follow: bool, poll: float) -> None:
     out = sys.stdout.buffer
     with _stdout_reader_may_leave():
         if follow:

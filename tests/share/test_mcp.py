@@ -15,7 +15,16 @@ from tests.conftest import ROOT
 from tests.share.helpers import tail_bytes
 from tests.share.stores import graph_writes
 
-mcp = pytest.importorskip("mcp")
+try:
+    import mcp  # noqa: F401 - the optional extra bbg-migrate[mcp]
+except ImportError:  # pragma: no cover - depends on the installation
+    # Visible, never silent: the skip reason shows in every run's summary (addopts -rs), and
+    # CI (BBG_REQUIRE_MCP=1 in .ci/run) turns it into a failure so the server is always tested.
+    if os.environ.get("BBG_REQUIRE_MCP") == "1":
+        pytest.fail("BBG_REQUIRE_MCP=1 but the `mcp` package is not installed: "
+                    "pip install -e '.[test]' (the test extra includes mcp)", pytrace=False)
+    pytest.skip("the MCP server tests need the `mcp` package: pip install -e '.[test]' "
+                "or 'bbg-migrate[mcp]'", allow_module_level=True)
 
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
@@ -116,3 +125,4 @@ def test_write_needs_the_flag(graph: Path, tmp_path: Path) -> None:
     listed, (applied,) = _run(store, "--write", calls=[("apply_events", {"events": data})])
     assert "apply_events" in {t.name for t in listed.tools}
     assert _doc(applied)["applied"] == len(data.splitlines())
+
