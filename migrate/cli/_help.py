@@ -25,13 +25,17 @@ ContentCheck = Literal["codec", "none"]
 OPTION_METAVARS = {
     "--store": "STORE", "--nonce": "HEX", "--subject": "HEX", "--map": "ORIGIN=NONCE",
     "--mapping": "FILE", "--pages": "N", "--max-rows": "N", "--max-bytes": "SIZE",
-    "--max-namespaces": "N", "--page-rows": "N", "--since": "N", "--poll": "SECONDS",
+    "--max-namespaces": "N", "--page-rows": "N", "--since": "TX",
+    "--output": "FILE", "--poll": "SECONDS",
     "--max-line": "SIZE", "--workers": "N", "--shard": "I/N", "--report-dir": "DIR",
     "--manifest": "FILE", "--html": "FILE", "--table": "TABLE", "--counter": "N",
+    "--content": "ID", "--namespace": "NS",
     "--config": "FILE",
 }  # fmt: skip
 # Arguments by parameter name (default: the name in capitals).
-ARGUMENT_METAVARS = {"dirs": "DIR", "files": "INPUT", "source_store": "SOURCE_STORE"}
+ARGUMENT_METAVARS = {
+    "dirs": "DIR", "namespaces": "NS", "files": "INPUT", "source_store": "SOURCE_STORE"
+}  # fmt: skip
 
 # One example per command (by its words); the first line of each is a shell command.
 EXAMPLES = {
@@ -57,6 +61,10 @@ EXAMPLES = {
     "restore": "bbg-migrate --store ./restored restore bbg.snapshot",
     "backup": "bbg-migrate --store ./bbg backup ./bbg-backup",
     "doctor": "bbg-migrate --store ./bbg doctor --json",
+    "upgrade": "bbg-migrate --store ./bbg upgrade",
+    "nohistory": "bbg-migrate --store ./bbg nohistory NS --dry-run",
+    "excise": "bbg-migrate --store ./bbg excise --content ID --dry-run --json",
+    "mcp": "bbg-migrate --store ./bbg mcp",
     "fixtures check": "bbg-migrate fixtures check fixtures/legacy --json",
     "fleet plan": "bbg-migrate fleet plan fleet.toml --shard 0/4",
     "fleet run": "bbg-migrate fleet run fleet.toml --workers 4 --report-dir reports",
@@ -71,6 +79,8 @@ ENVIRONMENT = {
     "BBG_MIGRATE_DEBUG": "1: tracebacks on errors, like --debug",
     "BBG_MIGRATE_PURE": "1: use the pure-Python readers and hemera, not the C extensions",
     "BBG_MIGRATE_HEMERA_THREADS": "threads hemera may use for big inputs (default: the cores)",
+    "BBG_MIGRATE_CLOCK": "<µs>: a fixed clock for ledger times (tests, conformance fixtures)",
+    "BBG_MIGRATE_STORE_ID": "a fixed id for a new store (tests, conformance fixtures)",
     "BBG_MIGRATE_NO_EXT": "1 at install time: do not build the C extensions",
     "BBG_REDB_CFLAGS": "extra C compiler flags when the redb extension is built",
     "BBG_REDB_LDFLAGS": "extra linker flags when the redb extension is built",
@@ -105,7 +115,8 @@ def _placeholders(callback: Any) -> None:
         if info.metavar is not None:
             continue
         if isinstance(info, OptionInfo):
-            info.metavar = OPTION_METAVARS.get(str((info.param_decls or ("",))[0]))
+            names = [d for d in info.param_decls or () if d in OPTION_METAVARS]
+            info.metavar = OPTION_METAVARS[names[0]] if names else None
         else:
             info.metavar = ARGUMENT_METAVARS.get(name, name.upper())
 
