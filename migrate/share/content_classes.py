@@ -12,6 +12,8 @@ that wrote the store put it there (BRIEF §2.1; fixtures/legacy/README.md "Write
   ``raw.id``;
 * ``birth_content``: written by a namespace's birth transaction (birth record plus one shared
   artifact): the index-0 request's fingerprint covers exactly {namespace, id};
+* ``receipt_commits``: the commit a request receipt names as its head, whose history entry
+  ``nohistory`` dropped (every receipt stays resolvable); its record's items count as above;
 * ``orphans``: none of these -- a true orphan.
 
 The fingerprint is the fixtures' formula (README "Fingerprint"):
@@ -33,7 +35,9 @@ from typing import Any
 
 from migrate.store.connection import Connection
 
-CLASSES = ("commit_items", "data_children", "record_payloads", "birth_content")
+CLASSES = (
+    "commit_items", "data_children", "record_payloads", "birth_content", "receipt_commits"
+)  # fmt: skip
 COMMIT_PREFIX = b"\x01cell/commit/1\x00"
 ITEM_PREFIX = b'\x01{"format":"bbg-migrate/legacy-item/1"'
 TX_DOMAIN = b"cybergraph/application-transaction/1\x00"
@@ -90,9 +94,11 @@ class _Refs:
 
 
 def _collect(conn: Connection, refs: _Refs) -> None:
+    # The commits of history entries, and of receipts whose entry nohistory dropped.
     commits = conn.rows(
-        "SELECT c.value FROM application_history AS h "
-        "JOIN application_content AS c ON c.key = h.value"
+        "SELECT value FROM application_content WHERE key IN "
+        "(SELECT value FROM application_history UNION "
+        "SELECT substr(value, 41, 32) FROM application_requests WHERE length(value) = 72)"
     )
     for (value,) in commits:
         value = bytes(value)
@@ -106,6 +112,10 @@ def _collect(conn: Connection, refs: _Refs) -> None:
     )
     for (value,) in pairs:
         refs.add(1, _data_children(bytes(value)))
+    heads = conn.rows(
+        "SELECT substr(value, 41, 32) FROM application_requests WHERE length(value) = 72"
+    )
+    refs.add(4, (bytes(commit) for (commit,) in heads))
 
 
 def _births(conn: Connection) -> list[tuple[bytes, bytes, bytes]]:

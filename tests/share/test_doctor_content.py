@@ -53,7 +53,7 @@ def test_legacy_content_is_classified_not_warned(
     report = doctor(_migrate(name, tmp_path))
     schemas.validate(report, "doctor")
     want = {"commit_items": 0, "data_children": 0, "record_payloads": 0, "birth_content": 0,
-            "orphans": 0, **classes}  # fmt: skip
+            "receipt_commits": 0, "orphans": 0, **classes}  # fmt: skip
     assert report["content_classes"] == want
     assert report["orphan_content"] == {"count": 0, "sample": []}
     assert "orphan-content" not in {w["code"] for w in report["warnings"]}
@@ -87,3 +87,20 @@ def test_children_of_a_data_pair_are_not_orphans(tmp_path: Path) -> None:
     assert report["content_classes"]["data_children"] == 2
     # Nothing names the pair itself: it is the one true orphan.
     assert report["orphan_content"] == {"count": 1, "sample": [pair_id.hex()]}
+
+
+def test_content_of_history_dropped_by_nohistory_is_not_orphaned(tmp_path: Path) -> None:
+    store = _migrate("cell-small.redb.gz", tmp_path)
+    before = doctor(store)["content_classes"]
+    heads = sqlite3.connect(store / DB_NAME).execute(
+        "SELECT key, substr(value, 1, 8) FROM application_heads"
+    ).fetchall()
+    deep = [bytes(k).hex() for k, index in heads if int.from_bytes(index, "little") > 0]
+    api.nohistory(store, deep)
+    report = doctor(store)
+    schemas.validate(report, "doctor")
+    classes = report["content_classes"]
+    # The dropped entries' commits stay as receipts' heads; their items stay items.
+    assert classes["receipt_commits"] > 0 and classes["orphans"] == 0
+    assert classes["commit_items"] == before["commit_items"]
+    assert "orphan-content" not in {w["code"] for w in report["warnings"]}
