@@ -30,6 +30,7 @@ from migrate.pipeline.preflight import Bounds, Job, Preflight
 from migrate.sources import RedbSource
 from migrate.store import imports, open_store
 from migrate.store.layout import resolve_store_dir
+from migrate.store.runlock import run_lock
 from migrate.store.store import Store
 
 __all__ = [
@@ -71,10 +72,14 @@ def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
     return RedbSource(job.source)
 
 
-def _store(job: Job) -> Store:
+@contextmanager
+def _store(job: Job) -> Iterator[Store]:
     # A normal open: a store whose status marker is not a generation this build writes
     # (sealed ``export-v1``, ``copying``, unknown) is refused here, before any write.
-    return open_store(job.store, create=True)
+    # Then the store's run lock: one step at a time, so two runs of one import into one
+    # store never interleave (:mod:`migrate.store.runlock`).
+    with open_store(job.store, create=True) as store, run_lock(store.directory):
+        yield store
 
 
 def _retired(job: Job) -> Outcome | None:
@@ -161,7 +166,11 @@ def activate(job: Job, progress: Progress | None = None) -> Outcome:
 def discard(store_dir: Path | None, import_id: str) -> Outcome:
     """Give up an import in progress: drop its staged rows and release its namespaces, so a
     source that changed since it was sealed can be migrated afresh (idempotent)."""
-    with open_store(store_dir) as store, store.transaction(import_id=import_id) as tx:
+    with (
+        open_store(store_dir) as store,
+        run_lock(store.directory),
+        store.transaction(import_id=import_id) as tx,
+    ):
         state = imports.import_state(tx, import_id)
         if state is None:
             raise StoreRefused(
