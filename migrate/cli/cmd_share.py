@@ -16,7 +16,8 @@ from typing import Any, BinaryIO
 
 import typer
 
-from bbg_core.errors import UsageError, ValidationFailed
+from bbg_core.errors import ValidationFailed
+from bbg_core.files import cannot_read
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
@@ -26,7 +27,9 @@ from migrate.cli._state import state
 STORE = store_option("The BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 STREAM = typer.Argument(..., help="A file, or - for standard input.", show_default=False)
-DEST = typer.Argument(..., help="A new directory for the copy.", show_default=False)
+DEST = typer.Argument(
+    ..., help="A new directory for the copy.", show_default=False, readable=False
+)
 
 
 def _store(option: Path | None, *, create: bool = False) -> Path:
@@ -40,7 +43,7 @@ def _open_input(name: str) -> BinaryIO:
     try:
         return open(name, "rb")  # noqa: SIM115 - closed by the caller
     except OSError as exc:
-        raise UsageError(f"{name}: cannot read: {exc.strerror}", path=name) from exc
+        raise cannot_read(name, exc) from exc
 
 
 @contextmanager
@@ -163,22 +166,26 @@ def doctor_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     if as_json:
         emit_json(report, "doctor")
     else:
-        verdict = "healthy" if report["healthy"] else "NOT healthy"
-        err.print(f"{report['path']}: {verdict}", markup=False)
-        gen = report["generation"]
-        err.print(
-            f"  integrity {report['sqlite']['integrity'][0]}, digest "
-            f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
-            f"({gen['generation']}), {len(report['fences'])} fences, "
-            f"{report['orphan_content']['count']} orphan content rows",
-            markup=False,
-        )
-        for kind in ("problems", "warnings"):
-            for f in report[kind][:20]:
-                err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)
+        _show_doctor(report)
     if not report["healthy"]:
         raise ValidationFailed(
             f"{report['path']}: not healthy ({report['problems'][0]['code']})",
             path=report["path"],
             errors=report["problems"],
         )
+
+
+def _show_doctor(report: dict[str, Any]) -> None:
+    verdict = "healthy" if report["healthy"] else "NOT healthy"
+    err.print(f"{report['path']}: {verdict}", markup=False)
+    gen = report["generation"]
+    err.print(
+        f"  integrity {report['sqlite']['integrity'][0]}, digest "
+        f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
+        f"({gen['generation']}), {len(report['fences'])} fences, "
+        f"{report['orphan_content']['count']} orphan content rows",
+        markup=False,
+    )
+    for kind in ("problems", "warnings"):
+        for f in report[kind][:20]:
+            err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)

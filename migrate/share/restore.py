@@ -42,6 +42,7 @@ from migrate.store.tables import StoreTables
 from migrate.store.tx import Tx
 
 _BATCH = 512
+_BATCH_BYTES = 4 * 1024 * 1024  # a value may be 16 MiB: never hold 512 of them
 _ROW_KEYS = frozenset({"table", "key", "value", "h"})
 # Linear-time forms of the hex patterns (a repeated group costs memory per repetition).
 _HEX = re.compile(r"[0-9a-f]*")
@@ -116,6 +117,7 @@ class _Loader:
         self.columns = {t: columns(conn, t) for t in retained_tables(conn)}
         self.counts: dict[str, int] = {}
         self.pending: dict[str, list[tuple[bytes, bytes]]] = {t: [] for t in ARCHIVE_ORDER}
+        self.pending_bytes: dict[str, int] = dict.fromkeys(ARCHIVE_ORDER, 0)
         self.storage: dict[str, Any] | None = None
 
     def add(self, doc: dict[str, Any], number: int) -> None:
@@ -127,7 +129,8 @@ class _Loader:
             batch.append((key, bytes.fromhex(doc["value"])))
             if table == CONTENT:
                 self.content.add(key, number)
-            if len(batch) >= _BATCH:
+            self.pending_bytes[table] += len(batch[-1][1])
+            if len(batch) >= _BATCH or self.pending_bytes[table] >= _BATCH_BYTES:
                 self.flush(table)
         elif table == STORAGE:
             if self.storage is not None or set(doc["row"]) != {"hash_suite", "last_transaction"}:
@@ -149,6 +152,7 @@ class _Loader:
         for name in [table] if table else list(self.pending):
             self.tx.put_many(name, self.pending[name])
             self.pending[name] = []
+            self.pending_bytes[name] = 0
 
 
 def _cell(value: Any) -> Any:
