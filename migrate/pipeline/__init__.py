@@ -23,10 +23,10 @@ from typing import Any
 from bbg_core.errors import Conflict, StoreRefused
 from fences import generations
 from fences.seal import Seal
-from migrate.pipeline import retire, stages
+from migrate.pipeline import fresh, gate, retire, stages
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
-from migrate.pipeline.preflight import Bounds, Job, Preflight
+from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight
 from migrate.sources import RedbSource
 from migrate.store import imports, open_store
 from migrate.store.layout import resolve_store_dir
@@ -107,7 +107,35 @@ def run(
     done = _retired(job)
     if done is not None:
         return done
-    with _sealed(job, progress) as (held, pre), _store(job) as store:
+    with gate.sealed_source(job) as (kind, held):
+        pre: Preflight | None = None
+        fresh_dir = fresh.destination(job, kind, max_pages)
+        if fresh_dir is not None:
+            # A new or empty destination: built aside in one pass, published by a rename.
+            pre, built = fresh.run_fresh(job, kind, held, fresh_dir, progress)
+            if built is not None:
+                if retire_source:
+                    with _store(job) as store:
+                        mapping = job.mapping.to_json() if job.mapping is not None else None
+                        if retire.retire_import(store, job.source, built, mapping, asked=True):
+                            return Outcome("retired", pre.import_id, built)
+                return Outcome("complete", pre.import_id, built)
+        if pre is None:
+            pre = preflight(job, kind, held.fingerprint, progress)
+        gate.locate(job)
+        return _run_staged(job, pre, held, max_pages, retire_source, progress)
+
+
+def _run_staged(
+    job: Job,
+    pre: Preflight,
+    held: Seal,
+    max_pages: int | None,
+    retire_source: bool,
+    progress: Progress | None,
+) -> Outcome:
+    """``run`` into a store through inert staging (the destination holds a store already)."""
+    with _store(job) as store:
         if stages.seal_stage(store, job, pre) != "active":
             with _open_source(job, pre) as src:
                 res = stages.stage_stage(

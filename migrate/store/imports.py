@@ -278,6 +278,13 @@ def activate(tx: Tx, import_id: str) -> dict[str, int]:
     return inserted
 
 
+def activate_loaded(tx: Tx, import_id: str) -> None:
+    """Mark active an import whose rows were loaded straight into the five tables of a
+    store built for it alone (:mod:`migrate.store.build`: nothing was staged, nothing to copy)."""
+    _require_staging(tx, import_id)
+    _clear(tx, import_id, "active")
+
+
 def discard(tx: Tx, import_id: str) -> None:
     """Drop everything the import staged and release its namespaces."""
     _require_staging(tx, import_id)
