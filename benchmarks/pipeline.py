@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -80,8 +81,9 @@ else:
     out = pipeline.run(pipeline.Job(source=src, store=work / "bbg"))
     rows = sum(out.receipt["counts"]["rows"].values())
 elapsed = time.perf_counter() - t0
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-doc = {"mode": mode, "rows": rows, "seconds": elapsed, "peak_rss_bytes": rss}
+usage = resource.getrusage(resource.RUSAGE_SELF)
+doc = {"mode": mode, "rows": rows, "seconds": elapsed, "peak_rss_bytes": usage.ru_maxrss * 1024,
+       "cpu_seconds": usage.ru_utime + usage.ru_stime}
 if mode == "run":
     doc["stages"] = shares
 print(json.dumps(doc))
@@ -118,7 +120,8 @@ def main() -> None:
             print(
                 f"{doc['mode']:>8}: {doc['rows']:,} rows in {doc['seconds']:.2f} s = "
                 f"{doc['rows'] / doc['seconds']:,.0f} rows/s, "
-                f"peak RSS {doc['peak_rss_bytes'] / 2**20:.0f} MiB"
+                f"peak RSS {doc['peak_rss_bytes'] / 2**20:.0f} MiB, "
+                f"CPU {doc['cpu_seconds']:.1f} s (all threads)"
             )
         stages: dict[str, float] = dict(run.get("stages", {}))
         stages["other"] = max(run["seconds"] - sum(stages.values()), 0.0)
@@ -132,6 +135,9 @@ def main() -> None:
         ratio = base["seconds"] / run["seconds"]
         total = time.perf_counter() - t
         print(f"ratio run/baseline throughput: {ratio:.2f} (goal >= 0.5); total {total:.1f} s")
+        # On a shared machine the wall ratio follows the CPU each side gets; this one does not.
+        cpu = base["cpu_seconds"] / run["cpu_seconds"]
+        print(f"ratio of CPU time baseline/run: {cpu:.2f}; load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

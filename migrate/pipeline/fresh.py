@@ -38,6 +38,7 @@ from migrate.store.layout import DB_NAME, resolve_store_dir
 from migrate.store.tx import check_table
 
 Progress = Callable[[int, int], None]
+_LOOKUP = {t: f"SELECT value FROM {check_table(t)} WHERE key = ?" for t in ORDINAL}
 
 
 def destination(job: Job, kind: str, max_pages: int | None) -> Path | None:
@@ -95,7 +96,7 @@ class _Tee:
 
     def _lookup_built(self, table: str, key: bytes) -> bytes | None:
         assert self._conn is not None
-        row = self._conn.one(f"SELECT value FROM {check_table(table)} WHERE key = ?", (key,))
+        row = self._conn.one(_LOOKUP[table], (key,))
         return None if row is None else bytes(row[0])
 
     def lookup(self, table: str, key: bytes) -> bytes | None:
@@ -120,8 +121,8 @@ def run_fresh(
         loader.finish()
         pre = judge(job, kind, held.fingerprint, report)
         gate.locate(job)  # the staged path's destination checks, in its order
-        assert build.store is not None
-        receipt = stages.activate_built(build.store, job, pre, held, loader.rows, loader.cursor)
+        store = build.open()
+        receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)
         if build.publish():
             return pre, receipt
     return pre, None

@@ -29,9 +29,6 @@ from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, CommitHook, Connectio
 from migrate.store.tables import StagedTables, StoreTables
 from migrate.store.tx import Tx
 
-# Page cache of a store being built (KiB): room for the B-tree paths of five tables.
-BUILD_CACHE_KIB = 16 * 1024
-
 
 class Store:
     """An open BBG store (use :func:`open_store`)."""
@@ -218,15 +215,8 @@ class Store:
             conn.close()
 
     # -- building a store nobody sees yet (:mod:`migrate.store.build`) -------------------
-    def begin_build(self) -> None:
-        """Write without fsync: the store is being built aside and is published (made durable
-        first) or removed as a whole, so a crash loses only the build."""
-        self._conn.execute("PRAGMA synchronous = OFF")
-        self._conn.execute(f"PRAGMA cache_size = -{BUILD_CACHE_KIB}")
-
     def end_build(self) -> None:
-        """Back to ``synchronous = FULL``, everything checkpointed into the database file."""
-        self._conn.execute("PRAGMA synchronous = FULL")
+        """Everything checkpointed into the database file (before it is fsynced)."""
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def info(self) -> dict[str, Any]:

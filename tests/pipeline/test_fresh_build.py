@@ -30,18 +30,17 @@ def _records(store: Path) -> dict[str, list[tuple[object, ...]]]:
     """The import bookkeeping of a store, without transaction numbers."""
     conn = sqlite3.connect(f"file:{store / 'bbg.sqlite3'}?mode=ro", uri=True)
     try:
-        return {
-            "imports": conn.execute("SELECT import_id, state FROM bbg_import_v1_imports").fetchall(),
-            "seals": conn.execute("SELECT * FROM bbg_import_v1_seals").fetchall(),
-            "cursors": conn.execute("SELECT * FROM bbg_import_v1_cursors").fetchall(),
-            "journal": conn.execute(
-                "SELECT import_id, stage, detail FROM bbg_import_v1_journal ORDER BY stage"
-            ).fetchall(),
-            "receipts": conn.execute("SELECT * FROM bbg_import_v1_receipts").fetchall(),
-            "nonces": conn.execute("SELECT * FROM bbg_import_v1_nonces").fetchall(),
-            "staged": conn.execute("SELECT count(*) FROM bbg_import_v1_staged").fetchall(),
-            "status": conn.execute("SELECT status, generation FROM bbg_import_v1").fetchall(),
+        q = {
+            "imports": "SELECT import_id, state FROM bbg_import_v1_imports",
+            "seals": "SELECT * FROM bbg_import_v1_seals",
+            "cursors": "SELECT * FROM bbg_import_v1_cursors",
+            "journal": "SELECT import_id, stage, detail FROM bbg_import_v1_journal ORDER BY stage",
+            "receipts": "SELECT * FROM bbg_import_v1_receipts",
+            "nonces": "SELECT * FROM bbg_import_v1_nonces",
+            "staged": "SELECT count(*) FROM bbg_import_v1_staged",
+            "status": "SELECT status, generation FROM bbg_import_v1",
         }
+        return {name: conn.execute(sql).fetchall() for name, sql in q.items()}
     finally:
         conn.close()
 
