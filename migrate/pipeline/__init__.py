@@ -4,6 +4,9 @@ Sources: a cell.redb (its five tables copied byte for byte), an old cyb Signal l
 old TextArchive (each becomes one namespace of provenance records: :mod:`.legacy`).
 
 ``run`` = detect → seal → preflight (inspect) → admit → stage → validate → activate [→ retire].
+Into a new or empty destination, a cell.redb is instead built aside in one checking pass and
+published by one rename (:mod:`.fresh`): the same records and receipt, one read of the source.
+Every step that writes holds the store's run lock (:mod:`migrate.store.runlock`).
 ``plan`` walks the same path up to the first write (:mod:`.gate`: the source's lock, its
 preflight, the store's location and writability, the import's admission) through a
 read-only store handle, and reports what ``run`` would do -- or fails with the exit code and
