@@ -78,8 +78,8 @@ class _Tee:
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         rows = self._src.rows(table)
-        if table not in ORDINAL or table in self._teed:
-            return rows
+        if table not in ORDINAL or table in self._teed or self.table_kinds().get(table) != "table":
+            return rows  # a multimap table among the five: refused, never loaded
         self._teed.add(table)
         return self._loader.tee(ORDINAL[table], rows)
 
@@ -118,8 +118,8 @@ def run_fresh(
                 report = redb_report(job, tee, progress)
             finally:
                 tee.close()
-        loader.finish()
         pre = judge(job, kind, held.fingerprint, report)
+        loader.check()
         gate.locate(job)  # the staged path's destination checks, in its order
         store = build.open()
         receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)

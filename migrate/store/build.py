@@ -169,7 +169,7 @@ class Build:
     def open(self) -> Store:
         """The built store's handle, once every page is loaded (for the final transaction)."""
         if self._loader is not None:
-            self._loader.finish()
+            self._loader.check()
             self._loader = None
         if self.store is None:
             self.store = open_store(self.path)
@@ -303,8 +303,8 @@ class Loader:
 
     @property
     def complete(self) -> bool:
-        """False once loading stopped at a bound (the build then lacks rows)."""
-        return not (self._left_rows == 0 and self._left_bytes == 0)
+        """False once loading stopped at a bound or failed (the build then lacks rows)."""
+        return self._error is None and not (self._left_rows == 0 and self._left_bytes == 0)
 
     def limit(self, max_rows: int, max_bytes: int) -> None:
         """Stop loading (rows still pass) once more than these were seen: the source is over
@@ -331,7 +331,7 @@ class Loader:
 
     def _load(self, ordinal: int, table: str, batch: list[tuple[bytes, bytes]]) -> None:
         if self._error is not None:
-            raise self._error
+            return  # the pass goes on: what it finds wrong with the source is said first
         if self._left_rows >= 0:
             self._left_rows -= len(batch)
             self._left_bytes -= sum(len(k) + len(v) for k, v in batch)
@@ -368,11 +368,15 @@ class Loader:
                 conn.close()
 
     def finish(self) -> None:
-        """Wait until every page is written; raise what the writer met."""
+        """Wait until every page is written (what the writer met is raised by :meth:`check`)."""
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join()
             self._thread = None
+
+    def check(self) -> None:
+        """Wait for the writer; raise what it met."""
+        self.finish()
         if self._error is not None:
             raise self._error
 

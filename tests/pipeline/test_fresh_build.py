@@ -24,6 +24,7 @@ from tests.pipeline.helpers import (
 
 SMALL = next(p for p in cell_fixtures() if p.name == "cell-small.redb.gz")
 INVALID = next(p for p in cell_fixtures() if p.name == "cell-invalid-history-gap.redb.gz")
+ALL_INVALID = [p for p in cell_fixtures() if not expected(p)["valid"]]
 
 
 def _records(store: Path) -> dict[str, list[tuple[object, ...]]]:
@@ -134,3 +135,17 @@ def test_abandoned_builds_of_live_processes_are_kept(tmp_path: Path) -> None:
     (dead / "bbg.sqlite3").write_bytes(b"")
     remove_abandoned(target)
     assert mine.exists() and not dead.exists()
+
+
+@pytest.mark.parametrize("gz", ALL_INVALID, ids=lambda p: p.name)
+def test_every_invalid_fixture_into_a_new_store_is_refused_with_its_code(
+    gz: Path, tmp_path: Path
+) -> None:
+    """The built-aside path refuses as the staged path does (exit 3, the first code), whatever
+    the table set (a multimap table among the five is never loaded), and leaves nothing."""
+    src = unpack(gz, tmp_path / "src")
+    store = tmp_path / "bbg"
+    res = cli("run", str(src), "--store", str(store), "--json")
+    assert res.returncode == 3, res.stderr
+    assert expected(gz)["expected_errors"][0]["code"] in res.stderr
+    assert not store.exists() and _siblings(tmp_path) == []
