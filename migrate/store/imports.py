@@ -26,6 +26,7 @@ Fences and reader generations are in :mod:`fences`.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -354,6 +355,11 @@ def activate_loaded(tx: Tx, import_id: str) -> None:
     for key, value in tx.rows(f"SELECT key, value FROM {HEADS} ORDER BY key"):
         tx.note_head(bytes(key), None, Head.decode(bytes(value)))
     _clear(tx, import_id, "active")
+
+
+def discard_command(store_dir: Any, import_id: str) -> str:
+    """The exact command line that gives up ``import_id`` in the store in ``store_dir``."""
+    return f"bbg-migrate --store {shlex.quote(str(store_dir))} discard {shlex.quote(import_id)}"
 
 
 def discard(tx: Tx, import_id: str) -> None:
