@@ -14,10 +14,10 @@ from typing import Any, NoReturn
 
 import typer
 
-from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError
+from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError, error_document
 from migrate import api
 from migrate.cli._paths import path_arg
-from migrate.cli._render import err
+from migrate.cli._render import emit_json, err
 from migrate.cli._state import state
 
 app = typer.Typer(
@@ -137,49 +137,78 @@ class _CtrlC:
             signal.signal(signal.SIGINT, self._previous)
 
 
+def _wants_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON (``--json`` before any ``--``)."""
+    return "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+
+
+def _json_failure(args: list[str], exc: BaseException | None, code: int, message: str) -> None:
+    """With ``--json``, a failure is also one error document on stdout
+    (``schemas/error.schema.json``); the human line stays on stderr."""
+    if code == 0 or state.emitted or not _wants_json(args):
+        return
+    if isinstance(exc, MigrateError):
+        doc = error_document(exc)
+    else:
+        names = {2: "usage", 130: "interrupted"}
+        doc = {"code": names.get(code, "internal"), "exit_code": code, "message": message,
+               "context": {}}  # fmt: skip
+    try:
+        emit_json(doc, "error")
+    except BrokenPipeError:
+        pass
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the app; every outcome becomes a documented exit code (returned), every error one
-    line on stderr.  This is the one place where exceptions become exit codes."""
+    line on stderr (and, with ``--json``, one error document on stdout).  This is the one
+    place where exceptions become exit codes."""
     args = sys.argv[1:] if argv is None else list(argv)
+    state.emitted = False
     # typer turns a Ctrl-C inside a command into a bare exit code 130; remember that one came.
     ctrl_c = _CtrlC()
+    failure: BaseException | None = None
+    message = ""
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
         with ctrl_c:
             result = app(args=args, standalone_mode=False)
         code = result if isinstance(result, int) else 0
         if code == Interrupted.exit_code and ctrl_c.seen:
-            err.print(interrupted_line(args), markup=False, soft_wrap=True)
+            message = interrupted_line(args)
+            err.print(message, markup=False, soft_wrap=True)
     except typer.Exit as exc:
         code = exc.exit_code
         if code == Interrupted.exit_code and ctrl_c.seen:
-            err.print(interrupted_line(args), markup=False, soft_wrap=True)
+            message = interrupted_line(args)
+            err.print(message, markup=False, soft_wrap=True)
     except (typer.Abort, KeyboardInterrupt):
-        err.print(interrupted_line(args), markup=False, soft_wrap=True)
+        message = interrupted_line(args)
+        err.print(message, markup=False, soft_wrap=True)
         code = Interrupted.exit_code
     except typer.TyperException as exc:
+        message = exc.format_message()
         show = getattr(exc, "show", None)
         if show is not None:
             show()
         else:
-            err.print(f"error: {exc.format_message()}", markup=False)
+            err.print(f"error: {message}", markup=False)
         code = 2
     except MigrateError as exc:
         if state.debug:
             traceback.print_exc()
         err.print(f"error: {exc.message}", markup=False, soft_wrap=True)
-        code = exc.exit_code
+        failure, code = exc, exc.exit_code
     except BrokenPipeError:
         code = 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if state.debug:
             traceback.print_exc()
-        err.print(
-            f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
-            markup=False,
-        )
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        err.print(f"{message} (rerun with --debug for a traceback)", markup=False)
         code = 1
     assert code in EXIT_CODES or code == 0, code
+    _json_failure(args, failure, code, message or f"exit status {code}")
     return code
 
 

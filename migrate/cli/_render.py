@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 import schemas
+from migrate.cli._state import state
 
 # rich honours NO_COLOR by itself; human output goes to stderr so stdout stays parseable.
 err = Console(stderr=True, highlight=False)
@@ -22,6 +23,7 @@ def emit_json(doc: Any, schema: str | None = None) -> None:
     """Print one JSON document on stdout, after validating it against ``schema``."""
     if schema is not None:
         schemas.validate(doc, schema)
+    state.emitted = True
     sys.stdout.write(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
     sys.stdout.flush()
 

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 class State:
     debug: bool = False
     store: str | None = None
+    # A JSON document is already on stdout: a failure after it (inspect/doctor exit 3 with
+    # their report) adds no second document.
+    emitted: bool = False
 
 
 state = State()
