@@ -6,18 +6,18 @@ from rich.table import Table
 
 from migrate import api
 from migrate.cli import app
-from migrate.cli._render import out
+from migrate.cli._render import err
 
 
 @app.command("demo")
 def demo_cmd() -> None:
     """Migrate the bundled demo cell.redb into a temporary store, check it, show the receipt
     (exit 3 if the store's digest differs from the source's)."""
-    out.print("demo: migrating the bundled legacy store cell.redb into a temporary store ...")
+    err.print("demo: migrating the bundled legacy store cell.redb into a temporary store ...")
     doc = api.demo()
     table = Table("table", "rows", title="BBG store after the migration")
     for name, rows in doc["tables"].items():
         table.add_row(name, str(rows))
-    out.print(table)
-    out.print(f"archive digest {doc['store_archive_sha256']} equals the source's; links valid")
-    out.print_json(data=doc["receipt"])
+    err.print(table)
+    err.print(f"archive digest {doc['store_archive_sha256']} equals the source's; links valid")
+    err.print_json(data=doc["receipt"])

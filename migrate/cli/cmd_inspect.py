@@ -48,7 +48,8 @@ def detect_cmd(path: Path = PATH_ARG, as_json: bool = JSON_OPT) -> None:
         return
     facts = doc.get("redb") or {}
     extra = ", ".join(f"{k}={v}" for k, v in facts.items())
-    typer.echo(f"{doc['path']}: {doc['kind']}" + (f" ({extra})" if extra else ""))
+    line = f"{doc['path']}: {doc['kind']}" + (f" ({extra})" if extra else "")
+    err.print(line, markup=False, soft_wrap=True)
 
 
 def _render(doc: dict[str, Any]) -> None:

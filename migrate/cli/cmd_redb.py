@@ -14,7 +14,7 @@ from rich.text import Text
 
 from migrate import api
 from migrate.cli import app
-from migrate.cli._render import emit_json, out
+from migrate.cli._render import emit_json, err
 
 redb_app = typer.Typer(
     help="Read a redb file (cell.redb): its tables, a canonical dump, or a verifying scan.",
@@ -44,7 +44,7 @@ def tables_cmd(
 
 def _show_tables(doc: dict[str, Any]) -> None:
     h = doc["header"]
-    out.print(
+    err.print(
         f"{doc['path']}: redb file format {h['format_version']}, page size {h['page_size']}, "
         f"transaction {h['transaction_id']}, commit slot {h['selected_slot']}"
         + (", recovery was required" if h["recovery_required"] else ""),
@@ -56,7 +56,7 @@ def _show_tables(doc: dict[str, Any]) -> None:
         # Text cells: type names such as "[u8;32]" must not be read as rich markup.
         cells = (t["name"], t["kind"], t["key_type"], t["value_type"], str(t["len"]), t["root"])
         table.add_row(*(Text(c or "-") for c in cells))
-    out.print(table)
+    err.print(table)
 
 
 @redb_app.command("dump")
@@ -102,8 +102,8 @@ def _show_scan(file: Path, doc: dict[str, Any]) -> None:
             f"{t['entries_per_s']:,.0f}",
         )
         table.add_row(*(Text(c) for c in cells))
-    out.print(table)
-    out.print(
+    err.print(table)
+    err.print(
         f"{file}: every page verified ({doc['pages_read']:,} pages, redb file format "
         f"{doc['format_version']}, {doc['reader']} reader); the total includes opening the file",
         markup=False,
