@@ -11,6 +11,7 @@
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
+| :func:`write_receipt` | a receipt to a file: atomic, never over a different receipt |
 | :func:`versions` | this build's version and which implementation each hot path uses |
 | :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
 | :func:`nox_data_id` | the content id of a nox Data payload (Model B or tagged-v0) |
@@ -31,9 +32,12 @@ transfer verbs a :class:`TransferJob` (source store, target store, nonce, page r
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
+from bbg_core.files import write_once
 from importers.redb.report import dump as redb_dump
 from importers.redb.report import tables_doc as redb_tables
 from importers.redb.scan import scan as redb_scan
@@ -125,6 +129,13 @@ def make_job(
     )
 
 
+def write_receipt(path: Path, doc: dict[str, Any]) -> bool:
+    """Write ``doc`` (a receipt) to ``path`` atomically, never over a different receipt
+    (Conflict, exit 4); True when written, False when ``path`` already holds this receipt."""
+    text = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return write_once(path, text.encode("utf-8"))
+
+
 def is_store(path: str | os.PathLike[str]) -> bool:
     """True if ``path`` is a BBG store directory (judged by content, like ``detect``)."""
     return os.path.isdir(path) and detect(path)["kind"] == "bbg"
@@ -170,6 +181,7 @@ __all__ = [
     "redb_scan",
     "redb_tables",
     "versions",
+    "write_receipt",
     "restore",
     "run",
     "seal",

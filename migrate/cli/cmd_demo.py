@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from migrate import api
 from migrate.cli import app
-from migrate.cli._render import err
+from migrate.cli._render import err, print_table, show, table
+from migrate.cli.cmd_pipeline import receipt_facts
 
 
 @app.command("demo")
@@ -15,9 +14,9 @@ def demo_cmd() -> None:
     (exit 3 if the store's digest differs from the source's)."""
     err.print("demo: migrating the bundled legacy store cell.redb into a temporary store ...")
     doc = api.demo()
-    table = Table("table", "rows", title="BBG store after the migration")
+    grid = table("table", "rows", title="BBG store after the migration")
     for name, rows in doc["tables"].items():
-        table.add_row(name, str(rows))
-    err.print(table)
+        grid.add_row(name, show(rows))
+    print_table(grid)
     err.print(f"archive digest {doc['store_archive_sha256']} equals the source's; links valid")
-    err.print_json(data=doc["receipt"])
+    receipt_facts(doc["receipt"])

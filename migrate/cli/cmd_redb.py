@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from migrate import api
 from migrate.cli import app
-from migrate.cli._render import emit_json, err
+from migrate.cli._render import emit_json, err, print_table, table
 
 redb_app = typer.Typer(
     help="Read a redb file (cell.redb): its tables, a canonical dump, or a verifying scan.",
@@ -51,12 +50,12 @@ def _show_tables(doc: dict[str, Any]) -> None:
         markup=False,
         soft_wrap=True,
     )
-    table = Table("table", "kind", "key type", "value type", "len", "root page")
+    grid = table("table", "kind", "key type", "value type", "len", "root page")
     for t in doc["tables"]:
         # Text cells: type names such as "[u8;32]" must not be read as rich markup.
-        cells = (t["name"], t["kind"], t["key_type"], t["value_type"], str(t["len"]), t["root"])
-        table.add_row(*(Text(c or "-") for c in cells))
-    err.print(table)
+        cells = (t["name"], t["kind"], t["key_type"], t["value_type"], f"{t['len']:,}", t["root"])
+        grid.add_row(*(Text(c or "-") for c in cells))
+    print_table(grid)
 
 
 @redb_app.command("dump")
@@ -90,7 +89,7 @@ def scan_cmd(
 
 
 def _show_scan(file: Path, doc: dict[str, Any]) -> None:
-    table = Table("table", "kind", "entries", "key+value bytes", "seconds", "entries/s")
+    grid = table("table", "kind", "entries", "key+value bytes", "seconds", "entries/s")
     rows = [*doc["tables"], {**doc, "name": "total", "kind": ""}]
     for t in rows:
         cells = (
@@ -101,8 +100,8 @@ def _show_scan(file: Path, doc: dict[str, Any]) -> None:
             f"{t['seconds']:.3f}",
             f"{t['entries_per_s']:,.0f}",
         )
-        table.add_row(*(Text(c) for c in cells))
-    err.print(table)
+        grid.add_row(*(Text(c) for c in cells))
+    print_table(grid)
     err.print(
         f"{file}: every page verified ({doc['pages_read']:,} pages, redb file format "
         f"{doc['format_version']}, {doc['reader']} reader); the total includes opening the file",

@@ -21,7 +21,7 @@ from bbg_core.files import cannot_read
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
-from migrate.cli._render import emit_json, err
+from migrate.cli._render import count, emit_json, err, show, size
 from migrate.cli._state import state
 
 STORE = store_option("The BBG store directory (default ./bbg).")
@@ -78,10 +78,25 @@ def _write_whole(out: BinaryIO, data: bytes, *, flush: bool = False) -> None:
 
 
 def _summary(doc: dict[str, Any], as_json: bool) -> None:
+    """The report of apply, restore or backup: its JSON document, or one sentence."""
     if as_json:
-        emit_json(doc)
+        emit_json(doc, doc["kind"].removeprefix("bbg-"))
+        return
+    if doc["kind"] == "bbg-apply" and doc["events"] and not doc["applied"]:
+        line = f"already applied, nothing written: {count(doc['events'], 'event')}"
+    elif doc["kind"] == "bbg-apply":
+        deltas = ", ".join(f"{show(n)} {name}" for name, n in doc["deltas"].items())
+        line = (f"applied {count(doc['events'], 'event')} in one transaction "
+                f"({show(doc['applied'])} new, {show(doc['replayed'])} already applied); "
+                f"rows added: {deltas or 'none'}")  # fmt: skip
+    elif doc["kind"] == "bbg-restore":
+        line = (f"restored {count(doc['records'], 'record')} into {doc['dest']}; "
+                f"archive digest {doc['archive_digest_sha256']}")  # fmt: skip
     else:
-        err.print(", ".join(f"{k}={v}" for k, v in doc.items() if k != "kind"), markup=False)
+        line = (f"backed up {doc['source']} into {doc['dest']} ({size(doc['bytes'])}, "
+                f"{show(doc['seconds'])} s, verified); archive digest "
+                f"{doc['archive_digest_sha256']}")  # fmt: skip
+    err.print(f"{line}; basis {doc['basis']}" if "basis" in doc else line, markup=False)
 
 
 @app.command("tail")
@@ -182,8 +197,8 @@ def _show_doctor(report: dict[str, Any]) -> None:
     err.print(
         f"  integrity {report['sqlite']['integrity'][0]}, digest "
         f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
-        f"({gen['generation']}), {len(report['fences'])} fences, "
-        f"{report['orphan_content']['count']} orphan content rows",
+        f"({gen['generation']}), {count(len(report['fences']), 'fence')}, "
+        f"{count(report['orphan_content']['count'], 'orphan content row')}",
         markup=False,
     )
     for kind in ("problems", "warnings"):

@@ -50,6 +50,8 @@ class Outcome:
     import_id: str
     receipt: dict[str, Any] | None = None
     detail: dict[str, Any] | None = None
+    # The import was already active before this call: nothing was written (an exact rerun).
+    already: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON report of a stage that did not end in a receipt."""
@@ -103,7 +105,8 @@ def run(
     if done is not None:
         return done
     with _sealed(job, progress) as (held, pre), _store(job) as store:
-        if stages.seal_stage(store, job, pre) != "active":
+        already = stages.seal_stage(store, job, pre) == "active"
+        if not already:
             with _open_source(job, pre) as src:
                 res = stages.stage_stage(
                     store, job, pre, src, max_pages=max_pages, progress=progress
@@ -119,7 +122,7 @@ def run(
         mapping = job.mapping.to_json() if job.mapping is not None else None
         if retire.retire_import(store, job.source, receipt, mapping, asked=retire_source):
             return Outcome("retired", pre.import_id, receipt)
-    return Outcome("complete", pre.import_id, receipt)
+    return Outcome("complete", pre.import_id, receipt, already=already)
 
 
 def seal_only(job: Job, progress: Progress | None = None) -> Outcome:
