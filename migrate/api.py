@@ -12,6 +12,7 @@
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
 | :func:`write_receipt` | a receipt to a file: atomic, never over a different receipt |
+| :func:`progress_phase` | the ``(rows, bytes)`` callback of one stage, for an observer |
 | :func:`versions` | this build's version and which implementation each hot path uses |
 | :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
 | :func:`nox_data_id` | the content id of a nox Data payload (Model B or tagged-v0) |
@@ -58,7 +59,7 @@ from migrate.hashing import data_id as nox_data_id
 from migrate.hashing import file_digest as hemera_file
 from migrate.hashing import tree_leaf as hemera_leaf
 from migrate.hashing import tree_node as hemera_node
-from migrate.inspect import inspect_path as inspect
+from migrate.inspect import inspect_path
 from migrate.pipeline import (
     Bounds,
     Job,
@@ -72,6 +73,8 @@ from migrate.pipeline import (
 )
 from migrate.pipeline import mapping as mapping_mod
 from migrate.pipeline import seal_only as seal
+from migrate.progress import Observer, source_rows
+from migrate.progress import phase as progress_phase
 from migrate.share import (
     apply,
     apply_stream,
@@ -92,6 +95,17 @@ from migrate.transfer import run as transfer
 from migrate.transfer import seal as transfer_seal
 from migrate.transfer import stage as transfer_stage
 from migrate.transfer import validate as transfer_validate
+
+
+def inspect(
+    path: str | os.PathLike[str], *, kind: str | None = None,
+    progress: Observer | None = None, content_check: str = CODEC,
+) -> dict[str, Any]:  # fmt: skip
+    """Read-only report of ``path`` (:func:`migrate.inspect.inspect_path`); ``progress`` an
+    observer (stage ``inspect``, rows of a cell.redb out of its table lengths)."""
+    rows = source_rows(path) if progress is not None else None
+    return inspect_path(path, kind=kind, content_check=content_check,
+                        progress=progress_phase(progress, "inspect", rows))  # fmt: skip
 
 
 def versions() -> dict[str, str]:
@@ -176,6 +190,8 @@ __all__ = [
     "inspect",
     "is_store",
     "plan",
+    "progress_phase",
+    "Observer",
     "make_job",
     "redb_dump",
     "redb_scan",

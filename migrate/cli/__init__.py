@@ -50,6 +50,12 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Show version and readers."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display on stderr."),
+    json_progress: bool = typer.Option(
+        False, "--json-progress",
+        help="Progress as one JSON line per second on stderr (schemas/progress.schema.json), "
+        "for wrappers; also with --json.",
+    ),  # fmt: skip
     store: str = typer.Option(
         None,
         "--store",
@@ -58,6 +64,7 @@ def _root(
     ),
 ) -> None:
     state.debug = debug or os.environ.get("BBG_MIGRATE_DEBUG") == "1"
+    state.quiet, state.json_progress = quiet, json_progress
     state.store = None if store is None else str(store)
 
 
