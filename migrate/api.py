@@ -13,6 +13,7 @@
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
 | :func:`write_receipt` | a receipt to a file: atomic, never over a different receipt |
 | :func:`progress_phase` | the ``(rows, bytes)`` callback of one stage, for an observer |
+| :func:`schema_titles`, :func:`schema_text` | the shipped JSON Schemas |
 | :func:`versions` | this build's version and which implementation each hot path uses |
 | :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
 | :func:`nox_data_id` | the content id of a nox Data payload (Model B or tagged-v0) |
@@ -38,6 +39,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from bbg_core.errors import UsageError
 from bbg_core.files import write_once
 from importers.redb.report import dump as redb_dump
 from importers.redb.report import tables_doc as redb_tables
@@ -106,6 +108,23 @@ def inspect(
     rows = source_rows(path) if progress is not None else None
     return inspect_path(path, kind=kind, content_check=content_check,
                         progress=progress_phase(progress, "inspect", rows))  # fmt: skip
+
+
+def schema_titles() -> dict[str, str]:
+    """Every shipped JSON Schema by name, with its title."""
+    import schemas
+
+    return {name: str(schemas.load(name).get("title", "")) for name in schemas.names()}
+
+
+def schema_text(name: str) -> str:
+    """The text of the shipped schema ``name`` (UsageError naming the known ones if none)."""
+    import schemas
+
+    known = schemas.names()
+    if name not in known:
+        raise UsageError(f"no schema named {name!r}; known: {', '.join(known)}", key=name)
+    return schemas.text(name)
 
 
 def versions() -> dict[str, str]:
@@ -197,6 +216,8 @@ __all__ = [
     "redb_scan",
     "redb_tables",
     "versions",
+    "schema_text",
+    "schema_titles",
     "write_receipt",
     "restore",
     "run",

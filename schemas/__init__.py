@@ -55,11 +55,15 @@ def linear(cls: Any) -> Any:
     return jsonschema.validators.extend(cls, validators={"pattern": _pattern})
 
 
+def text(name: str) -> str:
+    """The text of schema ``name`` (file ``name.schema.json`` in this package)."""
+    return resources.files(__package__).joinpath(f"{name}.schema.json").read_text("utf-8")
+
+
 @functools.cache
 def load(name: str) -> dict[str, Any]:
     """The schema ``name`` (file ``name.schema.json`` in this package)."""
-    text = resources.files(__package__).joinpath(f"{name}.schema.json").read_text("utf-8")
-    schema: dict[str, Any] = json.loads(text)
+    schema: dict[str, Any] = json.loads(text(name))
     return schema
 
 

@@ -79,10 +79,10 @@ def print_table(grid: Table) -> None:
     wide.print(grid)
 
 
-def emit_json(doc: Any, schema: str | None = None) -> None:
-    """Print one JSON document on stdout, after validating it against ``schema``."""
-    if schema is not None:
-        schemas.validate(doc, schema)
+def emit_json(doc: Any, schema: str) -> None:
+    """Print one JSON document on stdout, after validating it against ``schema`` (every
+    ``--json`` output has one: tests/test_json_outputs.py)."""
+    schemas.validate(doc, schema)
     state.emitted = True
     sys.stdout.write(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
     sys.stdout.flush()
