@@ -4,18 +4,38 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rich.console import Console
-from rich.table import Table
-
-import schemas
 from migrate.cli._state import state
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 # rich honours NO_COLOR by itself; human output goes to stderr so stdout stays parseable.
 # soft_wrap: a line is printed whole and the terminal wraps it, so an id or digest is never
 # cut short or broken by rich, whatever the width (a file, COLUMNS=40).
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+class _Stderr:
+    """rich's Console on stderr, made on first use: importing rich costs start-up time that
+    ``detect`` and ``--version`` need not pay."""
+
+    console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if _Stderr.console is None:
+            from rich.console import Console
+
+            _Stderr.console = Console(stderr=True, highlight=False, soft_wrap=True)
+        return getattr(_Stderr.console, name)
+
+
+err = cast("Console", _Stderr())
+
+
+def say(line: str) -> None:
+    """One plain line on stderr (no rich needed)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def show(value: Any) -> str:
@@ -61,6 +81,8 @@ def facts(title: str, rows: list[tuple[str, Any]]) -> None:
 
 def table(*headers: str, title: str | None = None) -> Table:
     """A rich table for :func:`print_table` (ids and digests go in :func:`facts` lines)."""
+    from rich.table import Table
+
     return Table(*headers, title=title)
 
 
@@ -68,6 +90,7 @@ def print_table(grid: Table) -> None:
     """Print ``grid`` on stderr at its natural width even when the terminal (or COLUMNS, or
     rich's 80 columns for a file) is narrower: rich would end cells in an ellipsis; here
     nothing is cut short and the terminal wraps the long lines."""
+    from rich.console import Console
     from rich.measure import Measurement
 
     needed = Measurement.get(err, err.options.update_width(1 << 16), grid).maximum
@@ -82,6 +105,8 @@ def print_table(grid: Table) -> None:
 def emit_json(doc: Any, schema: str) -> None:
     """Print one JSON document on stdout, after validating it against ``schema`` (every
     ``--json`` output has one: tests/test_json_outputs.py)."""
+    import schemas
+
     schemas.validate(doc, schema)
     state.emitted = True
     sys.stdout.write(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")

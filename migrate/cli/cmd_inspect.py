@@ -11,7 +11,7 @@ from bbg_core.errors import ValidationFailed
 from migrate import api
 from migrate.cli import app
 from migrate.cli._progress import watch
-from migrate.cli._render import emit_json, err, facts, print_table, show, size, table
+from migrate.cli._render import emit_json, err, facts, print_table, say, show, size, table
 
 KINDS = ("redb", "bbg", "signal-log", "bbg-frame-log", "text-archive")
 PATH_ARG = typer.Argument(
@@ -49,7 +49,7 @@ def detect_cmd(path: Path = PATH_ARG, as_json: bool = JSON_OPT) -> None:
     redb = doc.get("redb") or {}
     extra = ", ".join(f"{k.replace('_', ' ')} {show(v)}" for k, v in redb.items())
     line = f"{doc['path']}: {doc['kind']}" + (f" ({extra})" if extra else "")
-    err.print(line, markup=False, soft_wrap=True)
+    say(line)
 
 
 def _render(doc: dict[str, Any]) -> None:
