@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from migrate.cli._render import err
+from migrate.cli._render import err, stderr_console
 from migrate.cli._state import state
 
 JSON_INTERVAL = 1.0  # seconds between JSON lines within a stage
@@ -163,7 +163,7 @@ def watch(as_json: bool = False) -> Iterator[_Watcher | None]:
         return
     from rich.progress import Progress
 
-    with Progress(*_columns(), console=err, transient=True) as bar, _closing(
+    with Progress(*_columns(), console=stderr_console(), transient=True) as bar, _closing(
         _Watcher(bar, False)
     ) as watcher:
         yield watcher

@@ -22,11 +22,16 @@ class _Stderr:
     console: Console | None = None
 
     def __getattr__(self, name: str) -> Any:
-        if _Stderr.console is None:
-            from rich.console import Console
+        return getattr(stderr_console(), name)
 
-            _Stderr.console = Console(stderr=True, highlight=False, soft_wrap=True)
-        return getattr(_Stderr.console, name)
+
+def stderr_console() -> Console:
+    """The one rich Console on stderr (for rich objects that need the console itself)."""
+    if _Stderr.console is None:
+        from rich.console import Console
+
+        _Stderr.console = Console(stderr=True, highlight=False, soft_wrap=True)
+    return _Stderr.console
 
 
 err = cast("Console", _Stderr())
