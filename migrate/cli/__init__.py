@@ -32,10 +32,7 @@ app = typer.Typer(
 
 def version_text() -> str:
     """``bbg-migrate --version``: the package version and which readers are active."""
-    found = api.versions()
-    lines = [f"bbg-migrate {found.pop('bbg-migrate')}"]
-    lines += [f"{name}: {impl}" for name, impl in found.items()]
-    return "\n".join(lines)
+    return api.version_text()
 
 
 def _version(value: bool) -> None:
@@ -50,6 +47,12 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Show version and readers."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display on stderr."),
+    json_progress: bool = typer.Option(
+        False, "--json-progress",
+        help="Progress as one JSON line per second on stderr (schemas/progress.schema.json), "
+        "for wrappers; also with --json.",
+    ),  # fmt: skip
     store: str = typer.Option(
         None,
         "--store",
@@ -58,20 +61,54 @@ def _root(
     ),
 ) -> None:
     state.debug = debug or os.environ.get("BBG_MIGRATE_DEBUG") == "1"
+    state.quiet, state.json_progress = quiet, json_progress
     state.store = None if store is None else str(store)
 
 
-def _register() -> None:
-    """Import every command module; each one adds its commands to ``app``."""
+# Which module defines each command, so that a run imports only that one (start-up time:
+# `detect` need not load the pipeline, the fleet or SQLite).  A word not listed here (a new
+# command, --help, a typo) imports every module, so nothing depends on this table being
+# complete; tests/test_startup.py checks that what it lists is right.
+COMMAND_MODULES = {
+    "demo": "cmd_demo", "fixtures": "cmd_fixtures", "fleet": "cmd_fleet",
+    "hemera": "cmd_hemera", "detect": "cmd_inspect", "inspect": "cmd_inspect",
+    "plan": "cmd_pipeline", "run": "cmd_pipeline", "seal": "cmd_pipeline",
+    "stage": "cmd_pipeline", "validate": "cmd_pipeline", "activate": "cmd_pipeline",
+    "discard": "cmd_pipeline", "redb": "cmd_redb", "schema": "cmd_schema", "tail": "cmd_share",
+    "apply": "cmd_share", "snapshot": "cmd_share", "restore": "cmd_share",
+    "backup": "cmd_share", "doctor": "cmd_share", "transfer": "cmd_transfer",
+}  # fmt: skip
+_ROOT_VALUES = frozenset({"--store"})  # root options that take a value
+
+
+def first_word(argv: list[str]) -> str | None:
+    """The command named in ``argv`` (after the root options), or None."""
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in _ROOT_VALUES:
+            skip = True
+        elif token == "--":
+            return None
+        elif not token.startswith("-"):
+            return token
+    return None
+
+
+def register(argv: list[str] | None = None) -> None:
+    """Import the command module ``argv`` needs (every one when it is not known); each
+    module adds its commands to ``app``."""
     import importlib
     import pkgutil
 
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name.startswith("cmd_"):
-            importlib.import_module(f"{__name__}.{mod.name}")
-
-
-_register()
+    wanted = COMMAND_MODULES.get(first_word(argv) or "") if argv is not None else None
+    if wanted is not None and not any(a in ("--help", "-h") for a in argv or []):
+        names = [wanted]
+    else:
+        names = [m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_")]
+    for name in names:
+        importlib.import_module(f"{__name__}.{name}")
 
 
 # What a Ctrl-C leaves behind, by command: the pipeline keeps every completed step (a rerun
@@ -82,6 +119,7 @@ _ALL_OR_NOTHING = frozenset({"apply", "restore", "backup"})
 
 def command_words(argv: list[str]) -> list[str]:
     """The command (and sub-command) named in ``argv``, skipping the root options."""
+    register(argv)
     groups = {g.name: g.typer_instance for g in app.registered_groups if g.name}
     words: list[str] = []
     skip = False
@@ -164,6 +202,7 @@ def run(argv: list[str] | None = None) -> int:
     line on stderr (and, with ``--json``, one error document on stdout).  This is the one
     place where exceptions become exit codes."""
     args = sys.argv[1:] if argv is None else list(argv)
+    register(args)
     state.emitted = False
     # typer turns a Ctrl-C inside a command into a bare exit code 130; remember that one came.
     ctrl_c = _CtrlC()

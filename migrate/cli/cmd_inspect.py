@@ -10,7 +10,8 @@ import typer
 from bbg_core.errors import ValidationFailed
 from migrate import api
 from migrate.cli import app
-from migrate.cli._render import emit_json, err, facts, print_table, progress_bar, show, size, table
+from migrate.cli._progress import watch
+from migrate.cli._render import emit_json, err, facts, print_table, say, show, size, table
 
 KINDS = ("redb", "bbg", "signal-log", "bbg-frame-log", "text-archive")
 PATH_ARG = typer.Argument(
@@ -48,7 +49,7 @@ def detect_cmd(path: Path = PATH_ARG, as_json: bool = JSON_OPT) -> None:
     redb = doc.get("redb") or {}
     extra = ", ".join(f"{k.replace('_', ' ')} {show(v)}" for k, v in redb.items())
     line = f"{doc['path']}: {doc['kind']}" + (f" ({extra})" if extra else "")
-    err.print(line, markup=False, soft_wrap=True)
+    say(line)
 
 
 def _render(doc: dict[str, Any]) -> None:
@@ -87,7 +88,7 @@ def inspect_cmd(
         raise typer.BadParameter(f"must be one of {', '.join(KINDS)}", param_hint="--kind")
     if content_check not in ("codec", "none"):
         raise typer.BadParameter("must be codec or none", param_hint="--content-check")
-    with progress_bar("inspect", enabled=not as_json) as progress:
+    with watch(as_json) as progress:
         doc = api.inspect(path, kind=kind, progress=progress, content_check=content_check)
     if as_json:
         emit_json(doc, f"{doc['kind']}-inspect")

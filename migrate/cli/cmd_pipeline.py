@@ -10,13 +10,13 @@ import typer
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import path_arg, store_option
+from migrate.cli._progress import watch
 from migrate.cli._render import (
     count,
     emit_json,
     err,
     facts,
     print_table,
-    progress_bar,
     show,
     size,
     table,
@@ -234,7 +234,7 @@ def plan_cmd(
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    with progress_bar("plan", enabled=not as_json) as progress:
+    with watch(as_json) as progress:
         doc = api.plan(job, progress)
     _plan_report(source, doc, as_json)
 
@@ -256,7 +256,7 @@ def run_cmd(
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    with progress_bar("run", enabled=not as_json) as progress:
+    with watch(as_json) as progress:
         outcome = api.run(job, max_pages=pages, retire_source=retire_source, progress=progress)
     _report(outcome, as_json, receipt)
 
@@ -273,7 +273,9 @@ def seal_cmd(
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    _report(api.seal(job), as_json)
+    with watch(as_json) as progress:
+        outcome = api.seal(job, progress)
+    _report(outcome, as_json)
 
 
 @app.command("stage")
@@ -290,7 +292,7 @@ def stage_cmd(
         return
     job = _job(source, store, nonce, subject, map_, mapping, api.Bounds(page_rows=page_rows),
                accept_torn_tail, kind, content_check)  # fmt: skip
-    with progress_bar("stage", enabled=not as_json) as progress:
+    with watch(as_json) as progress:
         outcome = api.stage(job, max_pages=pages, progress=progress)
     _report(outcome, as_json)
 
@@ -309,7 +311,9 @@ def validate_cmd(
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    _report(api.validate(job), as_json, receipt)
+    with watch(as_json) as progress:
+        outcome = api.validate(job, progress)
+    _report(outcome, as_json, receipt)
 
 
 @app.command("activate")
@@ -326,7 +330,9 @@ def activate_cmd(
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    _report(api.activate(job), as_json, receipt)
+    with watch(as_json) as progress:
+        outcome = api.activate(job, progress)
+    _report(outcome, as_json, receipt)
 
 
 @app.command("discard")

@@ -21,6 +21,7 @@ from bbg_core.files import cannot_read
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
+from migrate.cli._progress import working
 from migrate.cli._render import count, emit_json, err, show, size
 from migrate.cli._state import state
 
@@ -135,7 +136,8 @@ def apply_cmd(
     is created if absent (and removed again if the stream is refused)."""
     stream = _open_input(source)
     try:
-        doc = api.apply(_store(store, create=True), stream, max_line=max_line)
+        with working("apply", as_json):
+            doc = api.apply(_store(store, create=True), stream, max_line=max_line)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -146,7 +148,8 @@ def apply_cmd(
 def snapshot_cmd(store: Path = STORE) -> None:
     """Every retained row as bbg-snapshot/1 NDJSON on stdout (header, records, footer)."""
     with _stdout_reader_may_leave():
-        api.write_snapshot(_store(store), sys.stdout.buffer)
+        with working("snapshot"):
+            api.write_snapshot(_store(store), sys.stdout.buffer)
 
 
 @app.command("restore")
@@ -155,7 +158,8 @@ def restore_cmd(source: str = STREAM, store: Path = STORE, as_json: bool = JSON)
     published unless the whole stream validates."""
     stream = _open_input(source)
     try:
-        doc = api.restore(stream, _store(store, create=True))
+        with working("restore", as_json):
+            doc = api.restore(stream, _store(store, create=True))
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -170,14 +174,17 @@ def backup_cmd(
 ) -> None:
     """Online backup into the new store directory DEST: verified, fsynced, atomically
     published; never overwrites."""
-    _summary(api.backup(_store(store), dest), as_json)
+    with working("backup", as_json):
+        doc = api.backup(_store(store), dest)
+    _summary(doc, as_json)
 
 
 @app.command("doctor")
 def doctor_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     """Read-only health report (SQLite integrity, links, digest, generation, fences,
     leftovers, orphan content); exit 0 healthy, 3 not."""
-    report = api.doctor(_store(store))
+    with working("doctor", as_json):
+        report = api.doctor(_store(store))
     if as_json:
         emit_json(report, "doctor")
     else:

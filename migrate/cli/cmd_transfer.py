@@ -11,13 +11,13 @@ from bbg_core.errors import UsageError
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
+from migrate.cli._progress import watch
 from migrate.cli._render import (
     count,
     emit_json,
     err,
     facts,
     print_table,
-    progress_bar,
     show,
     size,
     table,
@@ -113,7 +113,8 @@ def step(verb: str, source: Path, store: Path | None, nonce: str | None, as_json
             path=str(source),
         )
     job = _job(source, store, nonce, page_rows)
-    with progress_bar(verb, enabled=not as_json) as progress:
+    with watch(as_json) as observer:
+        progress = api.progress_phase(observer, "transfer" if verb == "run" else verb)
         if verb == "plan":
             plan_report(api.transfer_plan(job, progress), as_json)
             return True
