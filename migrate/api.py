@@ -17,7 +17,10 @@
 | :func:`versions` | this build's version and which implementation each hot path uses |
 | :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
 | :func:`nox_data_id` | the content id of a nox Data payload (Model B or tagged-v0) |
-| :func:`tail`, :func:`follow` | event/1 history out |
+| :func:`tail`, :func:`follow`, :func:`follow_into` | event/1 history out, in ledger order |
+| :func:`upgrade` | schema version 1 → 2 (the transaction ledger), in place, once |
+| :func:`nohistory`, :func:`excise` | retention with redaction (sealed; plan with dry_run) |
+| :func:`mcp_serve` | the read-only MCP server on stdio (``write``: also its mutating tool) |
 | :func:`apply` (into a store path), :func:`apply_stream` (into an open store) | event/1 in |
 | :func:`write_snapshot`, :func:`restore` | exact retained state out and in |
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
@@ -87,7 +90,11 @@ if TYPE_CHECKING:
     )
     from migrate.share.common import MAX_LINE
     from migrate.share.common import canonical as event_line
+    from migrate.share.follow import follow_into
+    from migrate.share.mcp_server import serve as mcp_serve
+    from migrate.share.retention import excise, nohistory
     from migrate.store.layout import resolve_store_dir
+    from migrate.store.store import upgrade_store as upgrade
     from migrate.transfer import TransferJob, TransferOutcome
     from migrate.transfer import activate as transfer_activate
     from migrate.transfer import plan as transfer_plan
@@ -99,6 +106,11 @@ if TYPE_CHECKING:
 # Every name above is imported on first use (PEP 562), so ``bbg-migrate detect`` and
 # ``--version`` do not pay for the pipeline, the fleet, SQLite or jsonschema (issue 13.8).
 _LAZY: dict[str, tuple[str, str]] = {
+    "follow_into": ("migrate.share.follow", "follow_into"),
+    "mcp_serve": ("migrate.share.mcp_server", "serve"),
+    "excise": ("migrate.share.retention", "excise"),
+    "nohistory": ("migrate.share.retention", "nohistory"),
+    "upgrade": ("migrate.store.store", "upgrade_store"),
     "Bounds": ("migrate.pipeline", "Bounds"),
     "CODEC": ("migrate.content_ids", "CODEC"),
     "Observer": ("migrate.progress", "Observer"),
@@ -294,6 +306,11 @@ __all__ = [
     "fleet_select",
     "fleet_shard",
     "follow",
+    "follow_into",
+    "excise",
+    "nohistory",
+    "mcp_serve",
+    "upgrade",
     "inspect",
     "is_store",
     "plan",

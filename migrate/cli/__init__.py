@@ -77,6 +77,7 @@ COMMAND_MODULES = {
     "discard": "cmd_pipeline", "redb": "cmd_redb", "schema": "cmd_schema", "tail": "cmd_share",
     "apply": "cmd_share", "snapshot": "cmd_share", "restore": "cmd_share",
     "backup": "cmd_share", "doctor": "cmd_share", "transfer": "cmd_transfer",
+    "upgrade": "cmd_share", "nohistory": "cmd_share", "excise": "cmd_share", "mcp": "cmd_mcp",
 }  # fmt: skip
 _ROOT_VALUES = frozenset({"--store"})  # root options that take a value
 
