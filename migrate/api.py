@@ -8,6 +8,8 @@
 | :func:`run` | seal, stage, validate, activate (and optionally retire the source) |
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`discard` | give up an import in progress (e.g. its source changed since the seal) |
+| :func:`retirement_preview`, :func:`retirement_lines` | what ``--retire-source`` will move |
+| :func:`list_imports`, :func:`imports_summary` | every import of a store: state, stage, rows |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
@@ -76,6 +78,10 @@ if TYPE_CHECKING:
         validate,
     )
     from migrate.pipeline import seal_only as seal
+    from migrate.pipeline.listing import list_imports
+    from migrate.pipeline.listing import summary as imports_summary
+    from migrate.pipeline.retire import preview as retirement_preview
+    from migrate.pipeline.retire import preview_lines as retirement_lines
     from migrate.progress import Observer
     from migrate.progress import phase as progress_phase
     from migrate.share import (
@@ -106,6 +112,10 @@ if TYPE_CHECKING:
 # Every name above is imported on first use (PEP 562), so ``bbg-migrate detect`` and
 # ``--version`` do not pay for the pipeline, the fleet, SQLite or jsonschema (issue 13.8).
 _LAZY: dict[str, tuple[str, str]] = {
+    "list_imports": ("migrate.pipeline.listing", "list_imports"),
+    "imports_summary": ("migrate.pipeline.listing", "summary"),
+    "retirement_preview": ("migrate.pipeline.retire", "preview"),
+    "retirement_lines": ("migrate.pipeline.retire", "preview_lines"),
     "follow_into": ("migrate.share.follow", "follow_into"),
     "mcp_serve": ("migrate.share.mcp_server", "serve"),
     "excise": ("migrate.share.retention", "excise"),
@@ -289,6 +299,10 @@ __all__ = [
     "TransferOutcome",
     "activate",
     "discard",
+    "imports_summary",
+    "list_imports",
+    "retirement_lines",
+    "retirement_preview",
     "apply",
     "apply_stream",
     "backup",

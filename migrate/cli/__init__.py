@@ -16,6 +16,8 @@ import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError, error_document
 from migrate import api
+from migrate.cli._config import options_map
+from migrate.cli._help import decorate
 from migrate.cli._paths import path_arg
 from migrate.cli._render import emit_json, err
 from migrate.cli._state import state
@@ -24,9 +26,10 @@ app = typer.Typer(
     name="bbg-migrate",
     help="Move legacy cyber stores into a BBG store, and share/audit BBG stores as text.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -53,9 +56,17 @@ def _root(
         help="Progress as one JSON line per second on stderr (schemas/progress.schema.json), "
         "for wrappers; also with --json.",
     ),  # fmt: skip
+    config: str = typer.Option(
+        None,
+        "--config",
+        metavar="FILE",
+        help="Options file (TOML; default ./bbg-migrate.toml when present): defaults for "
+        "store, nonce, mapping, bounds...; the command line wins.",
+    ),
     store: str = typer.Option(
         None,
         "--store",
+        metavar="STORE",
         help="The BBG store directory (for commands that use one).",
         parser=path_arg,
     ),
@@ -78,8 +89,9 @@ COMMAND_MODULES = {
     "apply": "cmd_share", "snapshot": "cmd_share", "restore": "cmd_share",
     "backup": "cmd_share", "doctor": "cmd_share", "transfer": "cmd_transfer",
     "upgrade": "cmd_share", "nohistory": "cmd_share", "excise": "cmd_share", "mcp": "cmd_mcp",
+    "imports": "cmd_pipeline",
 }  # fmt: skip
-_ROOT_VALUES = frozenset({"--store"})  # root options that take a value
+_ROOT_VALUES = frozenset({"--store", "--config"})  # root options that take a value
 
 
 def first_word(argv: list[str]) -> str | None:
@@ -110,6 +122,7 @@ def register(argv: list[str] | None = None) -> None:
         names = [m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_")]
     for name in names:
         importlib.import_module(f"{__name__}.{name}")
+    decorate(app)  # examples, placeholders (idempotent: new commands only)
 
 
 # What a Ctrl-C leaves behind, by command: the pipeline keeps every completed step (a rerun
@@ -128,7 +141,7 @@ def command_words(argv: list[str]) -> list[str]:
         if skip:
             skip = False
             continue
-        if token == "--store":
+        if token in ("--store", "--config"):
             skip = True
             continue
         if token.startswith("-"):
@@ -212,7 +225,9 @@ def run(argv: list[str] | None = None) -> int:
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
         with ctrl_c:
-            result = app(args=args, standalone_mode=False)
+            defaults = options_map(app, args)
+            result = app(args=args, standalone_mode=False, prog_name="bbg-migrate",
+                         default_map=defaults)  # fmt: skip
         code = result if isinstance(result, int) else 0
         if code == Interrupted.exit_code and ctrl_c.seen:
             message = interrupted_line(args)

@@ -19,9 +19,7 @@ NAME = typer.Argument(
 
 @app.command("schema")
 def schema_cmd(name: str | None = NAME) -> None:
-    """Print the JSON Schema NAME on stdout, or list every schema with its title.
-
-    Example: bbg-migrate schema error > error.schema.json"""
+    """Print the JSON Schema NAME on stdout, or list every schema with its title."""
     if name is None:
         for found, title in api.schema_titles().items():
             err.print(f"{found}  {title}", markup=False)
