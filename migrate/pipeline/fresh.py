@@ -30,6 +30,7 @@ from bbg_core.errors import MigrateError
 from fences.seal import Seal
 from migrate.pipeline import gate, stages
 from migrate.pipeline.preflight import Job, Preflight, judge, redb_report
+from migrate.progress import Observer, phase, step
 from migrate.sources import RedbSource
 from migrate.store.build import Loader, can_build, open_build
 from migrate.store.codec import ORDINAL
@@ -104,7 +105,12 @@ class _Tee:
 
 
 def run_fresh(
-    job: Job, kind: str, held: Seal, directory: Path, progress: Progress | None
+    job: Job,
+    kind: str,
+    held: Seal,
+    directory: Path,
+    progress: Progress | None,
+    observer: Observer | None = None,
 ) -> tuple[Preflight, dict[str, Any] | None]:
     """Build, check and publish (see the module docstring).  Returns the preflight and the
     receipt; the receipt is None when the destination was no longer empty at publication
@@ -122,7 +128,15 @@ def run_fresh(
         loader.check()
         gate.locate(job)  # the staged path's destination checks, in its order
         store = build.open()
+        # The stages an observer expects: the pass staged every row; validation and
+        # activation are the one transaction below.
+        staged = phase(observer, "stage", pre.rows)
+        if staged is not None:
+            staged(sum(loader.rows.values()), pre.nbytes)
+        step(observer, "validate")()
+        finish = step(observer, "activate")
         receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)
+        finish()
         if build.publish():
             return pre, receipt
     return pre, None
