@@ -4,6 +4,9 @@ Sources: a cell.redb (its five tables copied byte for byte), an old cyb Signal l
 old TextArchive (each becomes one namespace of provenance records: :mod:`.legacy`).
 
 ``run`` = detect → seal → preflight (inspect) → admit → stage → validate → activate [→ retire].
+Into a new or empty destination, a cell.redb is instead built aside in one checking pass and
+published by one rename (:mod:`.fresh`): the same records and receipt, one read of the source.
+Every step that writes holds the store's run lock (:mod:`migrate.store.runlock`).
 ``plan`` walks the same path up to the first write (:mod:`.gate`: the source's lock, its
 preflight, the store's location and writability, the import's admission) through a
 read-only store handle, and reports what ``run`` would do -- or fails with the exit code and
@@ -23,13 +26,15 @@ from typing import Any
 from bbg_core.errors import Conflict, StoreRefused
 from fences import generations
 from fences.seal import Seal
-from migrate.pipeline import retire, stages
+from migrate.pipeline import fresh, gate, retire, stages
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
-from migrate.pipeline.preflight import Bounds, Job, Preflight
+from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight
+from migrate.progress import Observer, file_size, phase, source_rows, step
 from migrate.sources import RedbSource
 from migrate.store import imports, open_store
 from migrate.store.layout import resolve_store_dir
+from migrate.store.runlock import run_lock
 from migrate.store.store import Store
 
 __all__ = [
@@ -37,7 +42,8 @@ __all__ = [
     "validate",
 ]  # fmt: skip
 
-Progress = Callable[[int, int], None]
+# Verbs take an observer ``progress(stage, done, total, unit)`` (:mod:`migrate.progress`).
+Progress = Observer
 # Per-row overhead of a staged row and of a table row in SQLite (key, value, b-tree cells).
 _ROW_OVERHEAD = 48
 
@@ -50,6 +56,8 @@ class Outcome:
     import_id: str
     receipt: dict[str, Any] | None = None
     detail: dict[str, Any] | None = None
+    # The import was already active before this call: nothing was written (an exact rerun).
+    already: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON report of a stage that did not end in a receipt."""
@@ -60,8 +68,19 @@ class Outcome:
 
 @contextmanager
 def _sealed(job: Job, progress: Progress | None) -> Iterator[tuple[Seal, Preflight]]:
-    with gated(job, progress, dry=False) as g:
+    with gated(job, _preflight(job, progress), dry=False) as g:
         yield g.seal, g.pre
+
+
+def _preflight(job: Job, progress: Progress | None) -> Callable[[int, int], None] | None:
+    """The seal stage's callback (its preflight read): rows of a cell.redb, bytes of a log
+    or archive."""
+    if progress is None:
+        return None
+    rows = source_rows(job.source)
+    if rows is not None:
+        return phase(progress, "seal", rows)
+    return phase(progress, "seal", file_size(job.source), unit="bytes")
 
 
 def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
@@ -71,10 +90,14 @@ def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
     return RedbSource(job.source)
 
 
-def _store(job: Job) -> Store:
+@contextmanager
+def _store(job: Job) -> Iterator[Store]:
     # A normal open: a store whose status marker is not a generation this build writes
     # (sealed ``export-v1``, ``copying``, unknown) is refused here, before any write.
-    return open_store(job.store, create=True)
+    # Then the store's run lock: one step at a time, so two runs of one import into one
+    # store never interleave (:mod:`migrate.store.runlock`).
+    with open_store(job.store, create=True) as store, run_lock(store.directory):
+        yield store
 
 
 def _retired(job: Job) -> Outcome | None:
@@ -102,24 +125,60 @@ def run(
     done = _retired(job)
     if done is not None:
         return done
-    with _sealed(job, progress) as (held, pre), _store(job) as store:
-        if stages.seal_stage(store, job, pre) != "active":
+    with gate.sealed_source(job) as (kind, held):
+        pre: Preflight | None = None
+        fresh_dir = fresh.destination(job, kind, max_pages)
+        if fresh_dir is not None:
+            # A new or empty destination: built aside in one pass, published by a rename.
+            pre, built = fresh.run_fresh(
+                job, kind, held, fresh_dir, _preflight(job, progress), progress
+            )
+            if built is not None:
+                if retire_source:
+                    with _store(job) as store:
+                        mapping = job.mapping.to_json() if job.mapping is not None else None
+                        if retire.retire_import(store, job.source, built, mapping, asked=True):
+                            return Outcome("retired", pre.import_id, built)
+                return Outcome("complete", pre.import_id, built)
+        if pre is None:
+            pre = preflight(job, kind, held.fingerprint, _preflight(job, progress))
+        gate.locate(job)
+        return _run_staged(job, pre, held, max_pages, retire_source, progress)
+
+
+def _run_staged(
+    job: Job,
+    pre: Preflight,
+    held: Seal,
+    max_pages: int | None,
+    retire_source: bool,
+    progress: Progress | None,
+) -> Outcome:
+    """``run`` into a store through inert staging (the destination holds a store already)."""
+    with _store(job) as store:
+        already = stages.seal_stage(store, job, pre) == "active"
+        if not already:
             with _open_source(job, pre) as src:
                 res = stages.stage_stage(
-                    store, job, pre, src, max_pages=max_pages, progress=progress
-                )
+                    store, job, pre, src, max_pages=max_pages,
+                    progress=phase(progress, "stage", pre.rows),
+                )  # fmt: skip
             if not res.complete:
                 return Outcome(
                     "staging",
                     pre.import_id,
                     detail={"pages": res.pages, "rows_staged": res.rows, "rows_total": pre.rows},
                 )
+            finish = step(progress, "validate")
             stages.validate_stage(store, job, pre, held)
+            finish()
+        finish = step(progress, "activate")
         receipt = stages.activate_stage(store, job, pre, held)
+        finish()
         mapping = job.mapping.to_json() if job.mapping is not None else None
         if retire.retire_import(store, job.source, receipt, mapping, asked=retire_source):
             return Outcome("retired", pre.import_id, receipt)
-    return Outcome("complete", pre.import_id, receipt)
+    return Outcome("complete", pre.import_id, receipt, already=already)
 
 
 def seal_only(job: Job, progress: Progress | None = None) -> Outcome:
@@ -136,7 +195,8 @@ def stage(job: Job, *, max_pages: int | None = None, progress: Progress | None =
         if stages.seal_stage(store, job, pre) == "active":
             return Outcome("complete", pre.import_id)
         with _open_source(job, pre) as src:
-            res = stages.stage_stage(store, job, pre, src, max_pages=max_pages, progress=progress)
+            res = stages.stage_stage(store, job, pre, src, max_pages=max_pages,
+                                     progress=phase(progress, "stage", pre.rows))  # fmt: skip
     return Outcome(
         "staged" if res.complete else "staging",
         pre.import_id,
@@ -147,21 +207,29 @@ def stage(job: Job, *, max_pages: int | None = None, progress: Progress | None =
 def validate(job: Job, progress: Progress | None = None) -> Outcome:
     """Validate the staged import against the source and the destination."""
     with _sealed(job, progress) as (held, pre), _store(job) as store:
+        finish = step(progress, "validate")
         detail = stages.validate_stage(store, job, pre, held)
+        finish()
     return Outcome("validated", pre.import_id, detail=detail)
 
 
 def activate(job: Job, progress: Progress | None = None) -> Outcome:
     """Activate a validated import in one transaction; returns the receipt."""
     with _sealed(job, progress) as (held, pre), _store(job) as store:
+        finish = step(progress, "activate")
         receipt = stages.activate_stage(store, job, pre, held)
+        finish()
     return Outcome("complete", pre.import_id, receipt)
 
 
 def discard(store_dir: Path | None, import_id: str) -> Outcome:
     """Give up an import in progress: drop its staged rows and release its namespaces, so a
     source that changed since it was sealed can be migrated afresh (idempotent)."""
-    with open_store(store_dir) as store, store.transaction(import_id=import_id) as tx:
+    with (
+        open_store(store_dir) as store,
+        run_lock(store.directory),
+        store.transaction(import_id=import_id) as tx,
+    ):
         state = imports.import_state(tx, import_id)
         if state is None:
             raise StoreRefused(
@@ -195,7 +263,7 @@ def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
             "action": "none (source already retired)",
             "receipt": done.receipt,
         }
-    with gated(job, progress, dry=True) as g:
+    with gated(job, _preflight(job, progress), dry=True) as g:
         pre = g.pre
         admission = admit(g.db, g.directory, job, pre)
         marker, reached = generations.read_status(g.db) if g.db is not None else (None, "original")
