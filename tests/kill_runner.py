@@ -9,6 +9,9 @@ a power cut or ``kill -9`` would.
 retirement (:mod:`migrate.pipeline.retire`: mkdir, link, open for writing, write, fsync,
 replace, rename, unlink) is never made: the process is SIGKILLed just before it.
 
+``python -m tests.kill_runner sigint:N ARGS...``: at the N-th commit phase the process sends
+itself a real SIGINT (a Ctrl-C landing at a known point of the work).
+
 ``python -m tests.kill_runner pause:N:SECONDS:FLAG ARGS...``: at the N-th commit phase the
 process creates the file FLAG and sleeps SECONDS, then goes on (two-process race tests: a
 second run starts while the first is paused half-way).
@@ -68,7 +71,10 @@ def main() -> None:
         retire.os = _KillingOs(int(spec.removeprefix("file-op:")))  # type: ignore[assignment]
     else:
         pause: tuple[float, str] | None = None
-        if spec.startswith("pause:"):
+        sig = signal.SIGKILL
+        if spec.startswith("sigint:"):
+            target, sig = int(spec.removeprefix("sigint:")), signal.SIGINT
+        elif spec.startswith("pause:"):
             n, seconds, flag = spec.removeprefix("pause:").split(":", 2)
             target, pause = int(n), (float(seconds), flag)
         else:
@@ -81,7 +87,7 @@ def main() -> None:
             if seen != target:
                 return
             if pause is None:
-                os.kill(os.getpid(), signal.SIGKILL)
+                os.kill(os.getpid(), sig)
             else:
                 with open(pause[1], "w"):
                     pass

@@ -118,3 +118,21 @@ def test_a_stage_counter_never_runs_backwards() -> None:
         report(rows, 0)
     assert [s[1] for s in seen] == [0, 3, 7, 7, 12]
     assert seen[-1][2] == 12  # the total grows rather than fall below done
+
+
+def test_a_closed_progress_reader_never_stops_the_work(tmp_path: Path, source: Path) -> None:
+    """`--json-progress` into a pipe nobody reads any more (`2>&1 | head`): the migration
+    still finishes and prints its receipt."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "migrate", "--json-progress", "run", str(source), "--store",
+             str(tmp_path / "bbg"), "--json"],
+            stdout=subprocess.PIPE, stderr=write_end, text=True, check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert res.returncode == 0
+    schemas.validate(json.loads(res.stdout), "receipt")

@@ -107,8 +107,13 @@ class _Watcher:
             return
         self._last_line = now
         doc = s.doc(now, status)
-        sys.stderr.write(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
-        sys.stderr.flush()
+        try:
+            sys.stderr.write(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            # Progress is advisory: a reader that went away (`2>&1 | head`, a closed pipe)
+            # must never stop the work. No more lines are tried.
+            self._json = False
 
     def close(self, status: str = "finished") -> None:
         self._finish(time.monotonic(), status)
