@@ -17,6 +17,14 @@ from bbg_core.errors import SourceError
 CHUNK = 1 << 20
 
 
+def cannot_read(path: str | os.PathLike[str], exc: OSError) -> SourceError:
+    """The one error for an input that cannot be read (missing, no permission, a directory
+    where a file is expected, ...): exit 1, one line naming the path and the OS's reason."""
+    reason = exc.strerror or type(exc).__name__
+    return SourceError(f"{os.fspath(path)}: cannot read: {reason}", path=os.fspath(path),
+                       reason=reason)  # fmt: skip
+
+
 def file_sha256(
     path: Path, progress: Callable[[int], None] | None = None, *, size: int | None = None
 ) -> str:
@@ -36,7 +44,7 @@ def file_sha256(
             if progress is not None:
                 progress(done)
     except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
+        raise cannot_read(path, exc) from exc
     finally:
         os.close(fd)
     return h.hexdigest()
@@ -150,10 +158,8 @@ def open_regular(path: Path) -> int:
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError as exc:
-        raise SourceError(f"{path}: no such file", path=str(path)) from exc
     except OSError as exc:
-        raise SourceError(f"{path}: cannot open: {exc.strerror}", path=str(path)) from exc
+        raise cannot_read(path, exc) from exc
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -26,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from importers import hemera  # noqa: E402
 from migrate.share import apply_stream, backup, doctor, restore, tail, write_snapshot  # noqa: E402
 from migrate.share.common import canonical  # noqa: E402
 from migrate.store import DB_NAME, Head, open_store  # noqa: E402
@@ -36,23 +37,26 @@ def _h(*parts: bytes) -> bytes:
     return hashlib.sha256(b"".join(parts)).digest()
 
 
+def _blob(payload: bytes) -> tuple[bytes, bytes]:
+    return hemera.hash(payload), b"\x01" + payload
+
+
 def build(directory: Path, namespaces: int, commits: int, payload: int) -> int:
     """Create the benchmark store; returns the number of history entries."""
     filler = os.urandom(payload)
     writes = []
     for n in range(namespaces):
-        birth = b"\x00birth/" + str(n).encode()
-        ns = _h(birth)
+        # Blob rows (codec 01, id = hemera(payload)): content that apply and restore verify.
+        ns, birth = _blob(b"birth/" + str(n).encode())
         writes.append((ns, _h(b"req", ns), None, Head(0, ns), {ns: birth}, {}))
         head = Head(0, ns)
         for i in range(commits):
-            record = b"\x00commit/" + ns + head.commit
-            commit = _h(record)
-            extra = b"\x00" + filler + commit
+            commit, record = _blob(b"commit/" + ns + head.commit)
+            extra_id, extra = _blob(filler + commit)
             claims = {_h(b"claim", ns): _h(b"holder", ns)} if i == 0 else {}
             new = Head(head.index + 1, commit)
             writes.append((ns, _h(b"req", ns, commit), head, new, {commit: record,
-                           _h(extra): extra}, claims))  # fmt: skip
+                           extra_id: extra}, claims))  # fmt: skip
             head = new
     with open_store(directory, create=True) as st:
         for start in range(0, len(writes), 500):

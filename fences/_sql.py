@@ -27,3 +27,11 @@ class SqlWriter(SqlReader, Protocol):
     def number(self) -> int:
         """The number this write transaction will have once committed."""
         ...
+
+    def mark(self, kind: str, ref: str | None = None) -> None:
+        """Name what the transaction does (its ledger kind)."""
+        ...
+
+    def note_event(self, doc: dict[str, Any]) -> None:
+        """Record an event of the transaction in its ledger row."""
+        ...

@@ -156,6 +156,8 @@ def settle(tx: SqlWriter) -> str:
 
 
 def _write(tx: SqlWriter, marker: str, generation: str) -> None:
+    tx.mark("promote")
+    tx.note_event({"kind": "generation", "status": marker, "generation": generation})
     tx.execute(
         "INSERT INTO bbg_import_v1 (id, status, generation, transaction_no) VALUES (1, ?, ?, ?) "
         "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "

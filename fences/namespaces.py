@@ -22,6 +22,12 @@ def fence(tx: SqlWriter, namespace: bytes, *, import_id: str, reason: str) -> bo
         "VALUES (?, ?, ?, ?) ON CONFLICT (namespace) DO NOTHING",
         (namespace, import_id, reason, tx.number),
     )
+    if cur.rowcount:
+        tx.mark("fence")
+        tx.note_event(
+            {"kind": "fence", "namespace": namespace.hex(), "import_id": import_id,
+             "reason": reason}
+        )  # fmt: skip
     return bool(cur.rowcount)
 
 

@@ -1,6 +1,6 @@
 """``python -m migrate`` is the same as the ``bbg-migrate`` command."""
 
-from migrate.cli import main
+from migrate.entry import main
 
 if __name__ == "__main__":
     main()

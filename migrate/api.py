@@ -9,10 +9,15 @@
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`discard` | give up an import in progress (e.g. its source changed since the seal) |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
-| :func:`redb_scan` | read and verify every page and entry of a redb file |
+| :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
+| :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
+| :func:`versions` | this build's version and which implementation each hot path uses |
 | :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
 | :func:`nox_data_id` | the content id of a nox Data payload (Model B or tagged-v0) |
-| :func:`tail`, :func:`follow` | event/1 history out |
+| :func:`tail`, :func:`follow`, :func:`follow_into` | event/1 history out, in ledger order |
+| :func:`upgrade` | schema version 1 → 2 (the transaction ledger), in place, once |
+| :func:`nohistory`, :func:`excise` | retention with redaction (sealed; plan with dry_run) |
+| :func:`mcp_serve` | the read-only MCP server on stdio (``write``: also its mutating tool) |
 | :func:`apply` (into a store path), :func:`apply_stream` (into an open store) | event/1 in |
 | :func:`write_snapshot`, :func:`restore` | exact retained state out and in |
 | :func:`backup`, :func:`doctor` | online backup; read-only health report |
@@ -30,8 +35,12 @@ transfer verbs a :class:`TransferJob` (source store, target store, nonce, page r
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+from importers.redb.report import dump as redb_dump
+from importers.redb.report import tables_doc as redb_tables
 from importers.redb.scan import scan as redb_scan
+from migrate.content_ids import CODEC
 from migrate.demo import run_demo as demo
 from migrate.detect import detect
 from migrate.fixtures_check import check as fixtures_check
@@ -60,6 +69,7 @@ from migrate.pipeline import (
     stage,
     validate,
 )
+from migrate.pipeline import mapping as mapping_mod
 from migrate.pipeline import seal_only as seal
 from migrate.share import (
     apply,
@@ -73,7 +83,11 @@ from migrate.share import (
 )
 from migrate.share.common import MAX_LINE
 from migrate.share.common import canonical as event_line
+from migrate.share.follow import follow_into
+from migrate.share.mcp_server import serve as mcp_serve
+from migrate.share.retention import excise, nohistory
 from migrate.store.layout import resolve_store_dir
+from migrate.store.store import upgrade_store as upgrade
 from migrate.transfer import TransferJob, TransferOutcome
 from migrate.transfer import activate as transfer_activate
 from migrate.transfer import plan as transfer_plan
@@ -81,6 +95,41 @@ from migrate.transfer import run as transfer
 from migrate.transfer import seal as transfer_seal
 from migrate.transfer import stage as transfer_stage
 from migrate.transfer import validate as transfer_validate
+
+
+def versions() -> dict[str, str]:
+    """``{"bbg-migrate": version, "redb reader": "c"|"python", "hemera": ...}``."""
+    from migrate import __version__, backends
+
+    return {"bbg-migrate": __version__, **backends.active()}
+
+
+def make_job(
+    source: Path,
+    store: Path | None,
+    *,
+    nonce: str | None = None,
+    subject: str | None = None,
+    maps: list[str] | None = None,
+    mapping_file: Path | None = None,
+    bounds: Bounds | None = None,
+    accept_torn_tail: bool = False,
+    kind: str | None = None,
+    content_check: str = CODEC,
+) -> Job:
+    """A :class:`Job` from the inputs as an operator types them: ``nonce`` in hex, a mapping
+    as ``--subject`` plus ``ORIGIN=INSTALL_NONCE`` pairs or a mapping file (UsageError when
+    malformed, SourceError when the file cannot be read)."""
+    return Job(
+        source=source,
+        store=store,
+        mapping=mapping_mod.parse_cli(subject, maps, mapping_file),
+        nonce=None if nonce is None else mapping_mod.parse_hex(nonce, "--nonce"),
+        bounds=bounds or Bounds(),
+        accept_torn_tail=accept_torn_tail,
+        kind=kind,
+        content_check=content_check,
+    )
 
 
 def is_store(path: str | os.PathLike[str]) -> bool:
@@ -120,10 +169,19 @@ __all__ = [
     "fleet_select",
     "fleet_shard",
     "follow",
+    "follow_into",
+    "excise",
+    "nohistory",
+    "mcp_serve",
+    "upgrade",
     "inspect",
     "is_store",
     "plan",
+    "make_job",
+    "redb_dump",
     "redb_scan",
+    "redb_tables",
+    "versions",
     "restore",
     "run",
     "seal",

@@ -15,8 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bbg_core.errors import SourceError
-from bbg_core.files import open_regular
+from bbg_core.files import cannot_read, open_regular
 
 REDB_MAGIC = b"redb\x1a\x0a\xa9\x0d\x0a"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -62,10 +61,15 @@ def _bbg_store_db(path: Path) -> Path | None:
     """The SQLite file of a BBG store directory, if ``path`` looks like one."""
     if not path.is_dir():
         return None
-    for candidate in sorted(path.glob("*.sqlite3")) + sorted(path.glob("*.db")):
-        with candidate.open("rb") as fh:
-            if fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC:
-                return candidate
+    names = os.listdir(path)  # an unreadable directory is an error, not "no store"
+    for suffix in (".sqlite3", ".db"):
+        for name in sorted(n for n in names if n.endswith(suffix)):
+            candidate = path / name
+            if not candidate.is_file():
+                continue
+            with candidate.open("rb") as fh:
+                if fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC:
+                    return candidate
     return None
 
 
@@ -87,10 +91,8 @@ def detect(path: str | os.PathLike[str]) -> dict[str, Any]:
             report["size_bytes"] = os.fstat(fd).st_size
         finally:
             os.close(fd)
-    except FileNotFoundError as exc:
-        raise SourceError(f"{p}: no such file or directory", path=str(p)) from exc
     except OSError as exc:
-        raise SourceError(f"{p}: cannot read: {exc.strerror}", path=str(p)) from exc
+        raise cannot_read(p, exc) from exc
 
     if head.startswith(REDB_MAGIC):
         report["kind"] = "redb"

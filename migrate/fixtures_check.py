@@ -33,12 +33,14 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import json
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import MigrateError, UsageError
+from bbg_core.files import cannot_read
 
 #: Keys of an expected file that say how the fixture was made, not what a reader must find.
 DESCRIPTIVE = frozenset(
@@ -305,8 +307,10 @@ def check(
     """
     from migrate.inspect import inspect_path
 
-    if not directory.is_dir():
-        raise UsageError(f"{directory}: not a directory of fixtures", path=str(directory))
+    try:
+        os.listdir(directory)  # missing, not a directory, or unreadable: one named error
+    except OSError as exc:
+        raise cannot_read(directory, exc) from exc
     globs = parse_kinds(kinds)
     results = []
     for source, expected_path in _inputs(directory):

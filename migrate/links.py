@@ -18,6 +18,13 @@ History, heads and requests are all keyed by namespace first, so one merge pass 
 three streams sees each namespace's rows together; state is per namespace only (one 9-byte
 slot per history entry of the namespace being checked).
 
+Retention (a store's ``nohistory`` and ``excise``): a source may also offer
+``boundary(namespace) -> (first retained index, head just below it) | None`` and
+``excised(content_id) -> bool``.  A namespace with a boundary has contiguous history from its
+first retained index (its head may be the head just below it, with no entries); its receipts
+of dropped entries are kept, unchecked (the history they point into is gone by design).  An
+excised content id missing from ``application_content`` is not ``missing-content``.
+
 Codes (meanings in fixtures/legacy/README.md): ``history-gap``,
 ``head-mismatch``, ``missing-content``, ``request-head-mismatch``, ``missing-receipt``,
 ``duplicate-receipt``; rows too malformed to interpret are reported as ``bad-key-length`` /
@@ -147,6 +154,8 @@ class _Stream:
 
 
 def _check(source: SortedTables, get: Lookup, semantic: list[LinkError]) -> Iterator[LinkError]:
+    boundary = getattr(source, "boundary", None)
+    excised = getattr(source, "excised", None)
     hist = _Stream(source.rows(HISTORY), HISTORY, ID_LEN + 8, ID_LEN)
     heads = _Stream(source.rows(HEADS), HEADS, ID_LEN, HEAD_LEN)
     reqs = _Stream(source.rows(REQUESTS), REQUESTS, 2 * ID_LEN, ID_LEN + HEAD_LEN)
@@ -159,7 +168,9 @@ def _check(source: SortedTables, get: Lookup, semantic: list[LinkError]) -> Iter
             return
         head_rows = list(heads.take(ns))  # at most one: heads are keyed by namespace alone
         head_value = head_rows[0][1] if head_rows else None
-        yield from _namespace(ns, hist.take(ns), head_value, reqs.take(ns), get, semantic)
+        bound = boundary(ns) if boundary is not None else None
+        yield from _namespace(ns, hist.take(ns), head_value, reqs.take(ns), get, semantic,
+                              bound, excised)  # fmt: skip
 
 
 def _namespace(
@@ -169,11 +180,13 @@ def _namespace(
     req_rows: Iterator[tuple[bytes, bytes]],
     get: Lookup,
     semantic: list[LinkError],
+    bound: tuple[int, Head] | None = None,
+    excised: Callable[[bytes], bool] | None = None,
 ) -> Iterator[LinkError]:
     nsx = ns.hex()
     present = array("Q")  # history indices of this namespace, ascending
-    expect = 0
-    last: Head | None = None
+    expect = 0 if bound is None else bound[0]
+    last: Head | None = None if bound is None else bound[1]
     for key, commit in hist_rows:
         _, index = split_history_key(key)
         if index != expect:
@@ -190,7 +203,7 @@ def _namespace(
                     "detail": f"namespace {nsx}: index-0 commit {commit.hex()} != namespace",
                 }
             )
-        if get(CONTENT, commit) is None:
+        if get(CONTENT, commit) is None and not (excised is not None and excised(commit)):
             yield _err(
                 "missing-content",
                 f"namespace {nsx} index {index}: commit {commit.hex()} not in application_content",
@@ -202,6 +215,8 @@ def _namespace(
     head = None if head_value is None else Head.decode(head_value)
     if head is None and last is not None:
         yield _err("head-mismatch", f"namespace {nsx}: history without head")
+    elif head is None and bound is not None:
+        yield _err("head-mismatch", f"namespace {nsx}: a retained boundary but no head")
     elif head is not None and head != last:
         # bbg: the head must equal history[ns‖head.index] and no entry may lie past it.
         top = "None" if last is None else f"Some({last.index})"
@@ -214,6 +229,8 @@ def _namespace(
     for key, value in req_rows:
         request = key[ID_LEN:].hex()
         _, rhead = split_request_value(value)
+        if bound is not None and rhead.index < bound[0]:
+            continue  # a receipt of a dropped entry: kept resolvable, its history is gone
         pos = bisect.bisect_left(present, rhead.index)
         found = pos < len(present) and present[pos] == rhead.index
         actual = get(HISTORY, history_key(ns, rhead.index)) if found else None

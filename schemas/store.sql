@@ -1,4 +1,4 @@
--- The BBG store, schema version 1 (PRAGMA user_version = 1).
+-- The BBG store, schema version 2 (PRAGMA user_version = 2; version 1 lacked the ledger).
 --
 -- Applied once, inside the creating transaction, by migrate.store.layout.create_store.
 -- PRAGMA application_id and user_version are set by that code, not here, so that this
@@ -135,3 +135,64 @@ CREATE TABLE IF NOT EXISTS bbg_import_v1_export (
     detail         TEXT NOT NULL,
     transaction_no INTEGER NOT NULL
 );
+
+-- ---------------------------------------------------------------------------------------------
+-- Schema version 2: the transaction ledger and retention records (`bbg-migrate upgrade` adds
+-- them to a version-1 store, once).  IF NOT EXISTS: the upgrade runs exactly these statements.
+
+-- The ledger: one row per ledger transaction, appended inside the SQLite transaction that
+-- made the change (migrate.store.ledger).  tx is the store's only global order: it equals
+-- bbg_storage_v1.last_transaction after the change and never renumbers.  at: local wall time,
+-- UTC microseconds, strictly increasing.  kind: what the transaction did (create, upgrade,
+-- commit, commit_once, stage, activate, transfer-seal, apply, fence, promote, nohistory,
+-- excise, write).  ref: the import or request it belongs to.  origin_tx/origin_at: for a
+-- transaction written by `apply`, the source transaction it reproduces (imported_at).
+-- detail: canonical JSON {"events": [...]}: the fence, generation, import and retention
+-- events of the transaction, in the order they happened.
+CREATE TABLE IF NOT EXISTS bbg_ledger_v1 (
+    tx        INTEGER PRIMARY KEY,
+    at        INTEGER NOT NULL,
+    kind      TEXT NOT NULL,
+    ref       TEXT,
+    origin_tx INTEGER,
+    origin_at INTEGER,
+    detail    TEXT NOT NULL
+);
+
+-- Heads a ledger transaction moved: before (NULL: the namespace had no head) and after
+-- (40-byte head values); request: the request of the last commit when it was one commit.
+CREATE TABLE IF NOT EXISTS bbg_ledger_v1_heads (
+    tx        INTEGER NOT NULL,
+    namespace BLOB NOT NULL,
+    before    BLOB,
+    after     BLOB NOT NULL,
+    request   BLOB,
+    PRIMARY KEY (tx, namespace)
+) WITHOUT ROWID;
+
+-- Content and claim rows a ledger transaction added that are not the commit of a history
+-- entry it added (tbl: archive ordinal, 0 content, 1 claims).
+CREATE TABLE IF NOT EXISTS bbg_ledger_v1_rows (
+    tx  INTEGER NOT NULL,
+    tbl INTEGER NOT NULL CHECK (tbl IN (0, 1)),
+    key BLOB NOT NULL,
+    PRIMARY KEY (tx, tbl, key)
+) WITHOUT ROWID;
+
+-- Retained history boundaries (`nohistory`): history below first_index was dropped; prev is
+-- the 40-byte head just below it (what the first retained entry retracts).
+CREATE TABLE IF NOT EXISTS bbg_retention_v1_boundaries (
+    namespace   BLOB PRIMARY KEY NOT NULL,
+    first_index INTEGER NOT NULL,
+    prev        BLOB NOT NULL,
+    tx          INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Excised ids (`excise`): content ids and namespaces removed for good, with the ledger
+-- transaction that removed them (the ids, never the bytes).
+CREATE TABLE IF NOT EXISTS bbg_retention_v1_excised (
+    what TEXT NOT NULL CHECK (what IN ('content', 'namespace')),
+    id   BLOB NOT NULL,
+    tx   INTEGER NOT NULL,
+    PRIMARY KEY (what, id)
+) WITHOUT ROWID;

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-from bbg_core.errors import SourceError
+from bbg_core.files import cannot_read
 from importers.hemera import _python
 from importers.hemera._api import Backend, HasherLike
 from importers.hemera._params import DIGEST_SIZE, LEGACY_SUITES, SUITE, SUITES, BytesLike
@@ -109,5 +109,4 @@ def hash_file(
         with open(path, "rb") as f:
             return hash_stream(f, prefix=prefix, backend=backend)
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise SourceError(f"cannot read {Path(path)}: {reason}", path=str(path)) from exc
+        raise cannot_read(Path(path), exc) from exc

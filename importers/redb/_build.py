@@ -53,6 +53,8 @@ typedef struct {
 int redb_map_init(redb_map *m, int fd, uint64_t size, uint64_t page_size,
                   uint64_t header_pages, uint64_t max_data_pages, uint64_t full_regions,
                   uint64_t trailing_pages);
+void redb_map_limits(redb_map *m, uint64_t on_disk, uint64_t budget);
+int redb_abi(void);
 redb_iter *redb_iter_new(void);
 void redb_iter_free(redb_iter *it);
 void redb_iter_tree(redb_iter *it, const redb_map *m, uint64_t page, uint64_t lo, uint64_t hi,

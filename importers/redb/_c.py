@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from bbg_core.errors import MigrateError
-from importers.redb.btree import MAX_DEPTH, SHRUNK, PageReader, Pair
+from importers.redb.btree import IN_A_HOLE, MAX_DEPTH, OVER_BUDGET, SHRUNK, PageReader, Pair
 from importers.redb.tables import TableInfo
 
 # Imported by name so type checkers need no stub for the compiled module.
@@ -22,7 +22,11 @@ _ext = importlib.import_module("importers.redb._redb_c")
 ffi: Any = _ext.ffi
 lib: Any = _ext.lib
 
+# The ABI this module speaks (redb.c's REDB_ABI): an older build has other structs.
+ABI = 2
 _NEEDED = (
+    "redb_abi",
+    "redb_map_limits",
     "redb_map_init",
     "redb_iter_new",
     "redb_iter_free",
@@ -33,7 +37,7 @@ _NEEDED = (
     "redb_xxh3_128",
     "redb_xxh3_simd",
 )
-if not all(hasattr(lib, name) for name in _NEEDED):
+if not all(hasattr(lib, name) for name in _NEEDED) or lib.redb_abi() != ABI:
     # An extension built from an older redb.c: treat it as absent (pure-Python fallback,
     # visible in `bbg-migrate --version`) rather than fail on first use.
     raise ImportError("importers.redb._redb_c is stale; rebuild with `pip install -e .`")
@@ -77,6 +81,7 @@ class _Native:
         )
         if not ok:  # the Python side refuses such layouts first; this is a second fence
             raise reader.corrupt("region layout does not fit the file")
+        lib.redb_map_limits(self.map, reader.on_disk, reader.budget)
 
 
 def _native(reader: PageReader) -> _Native:
@@ -124,6 +129,8 @@ _MESSAGES = {
     21: "region layout does not fit the file",
     23: SHRUNK,
     24: "out of memory reading a page of {a} bytes",
+    25: OVER_BUDGET,
+    26: IN_A_HOLE,
 }
 
 

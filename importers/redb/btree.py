@@ -30,6 +30,12 @@ BRANCH = 2
 MAX_DEPTH = 64
 Pair = tuple[bytes, bytes]
 SHRUNK = "the file ended inside a page (did it shrink while being read?)"
+#: Page buffers one open file may hold at once, by default (``open_redb(memory_budget=)``).
+MEMORY_BUDGET = 1 << 30
+OVER_BUDGET = "page of {a} bytes is over the reader's memory budget of {b} bytes per open file"
+IN_A_HOLE = (
+    "page of {a} bytes lies in a hole of a sparse file: the file holds only {b} bytes on disk"
+)
 
 _U16 = struct.Struct("<H")
 
@@ -55,10 +61,25 @@ class PageReader:
     of the file; read pages are freed as soon as they are consumed.
     """
 
-    def __init__(self, mm: mmap.mmap, fd: int, file_size: int, layout: Layout, path: str) -> None:
+    def __init__(
+        self,
+        mm: mmap.mmap,
+        fd: int,
+        file_size: int,
+        layout: Layout,
+        path: str,
+        *,
+        on_disk: int | None = None,
+        budget: int = MEMORY_BUDGET,
+    ) -> None:
         self.mm = mm
         self.fd = fd
         self.file_size = file_size
+        #: Bytes the file really holds (its allocated blocks; a sparse file holds fewer than
+        #: its length), and the most page memory one open may take: no buffer is sized by a
+        #: number read from the file beyond these (:meth:`check_span`).
+        self.on_disk = file_size if on_disk is None else on_disk
+        self.budget = budget
         self.layout = layout
         self.path = path
         #: Pages read so far (both paths count them; tests use it to see what a walk read).
@@ -104,6 +125,20 @@ class PageReader:
             context["offset"] = offset
         return RedbCorrupt(f"{self.path}: corrupt redb file: {what}{suffix}", **context)
 
+    def check_span(
+        self, start: int, end: int, *, table: str | None = None, page: int | None = None
+    ) -> None:
+        """RedbCorrupt unless ``end - start`` bytes may be read into memory: within the
+        per-open budget, and -- when longer than all the file holds on disk -- not lying in a
+        hole of a sparse file (a page that size must have been written out)."""
+        size = end - start
+        if size > self.budget:
+            what = OVER_BUDGET.format(a=size, b=self.budget)
+            raise self.corrupt(what, table=table, page=page, offset=start)
+        if size > self.on_disk and _has_hole(self.fd, start, end):
+            what = IN_A_HOLE.format(a=size, b=self.on_disk)
+            raise self.corrupt(what, table=table, page=page, offset=start)
+
     def page(self, raw: int, table: str) -> tuple[bytes, int]:
         """The bytes of page ``raw`` and its file offset, bounds-checked (not yet verified)."""
         span = self.layout.page_span(raw)
@@ -117,6 +152,7 @@ class PageReader:
                 page=raw,
                 offset=start,
             )
+        self.check_span(start, end, table=table, page=raw)
         self.check_open()
         try:
             data = os.pread(self.fd, end - start, start)
@@ -126,6 +162,18 @@ class PageReader:
             raise self.corrupt(SHRUNK, table=table, page=raw, offset=start)
         self.pages_read += 1
         return data, start
+
+
+def _has_hole(fd: int, start: int, end: int) -> bool:
+    """True when the file has a hole (bytes never written) inside ``[start, end)``; False
+    when it has none or the file system cannot say."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None:
+        return False
+    try:
+        return os.lseek(fd, start, seek_hole) < end
+    except OSError:
+        return False
 
 
 def _ends(buf: bytes, at: int, count: int) -> tuple[int, ...]:

@@ -30,10 +30,11 @@ from pathlib import Path
 from types import TracebackType
 
 from bbg_core.errors import RedbCorrupt, RedbUnsupported, SourceError
+from bbg_core.files import cannot_read
 from importers.redb import allocator_state
 from importers.redb import backend as backends
 from importers.redb._api import Backend
-from importers.redb.btree import PageReader, Pair
+from importers.redb.btree import MEMORY_BUDGET, PageReader, Pair
 from importers.redb.header import (
     DB_HEADER_SIZE,
     MAX_PAGE_INDEX,
@@ -69,7 +70,13 @@ class RedbFile:
     ``backend`` is the name of the implementation reading it ("c" or "python").
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, backend: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        backend: str | None = None,
+        memory_budget: int = MEMORY_BUDGET,
+    ) -> None:
         self._impl: Backend = backends.resolve(backend)
         self.backend = self._impl.NAME
         self._reader: PageReader | None = None
@@ -77,12 +84,11 @@ class RedbFile:
         self._label = str(self.path)
         self._tables: list[TableInfo] | None = None
         self._mm: mmap.mmap | None = None
+        self._budget = memory_budget
         try:
             fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
         except OSError as exc:
-            raise SourceError(
-                f"{self._label}: cannot open: {exc.strerror or exc}", path=self._label
-            ) from exc
+            raise cannot_read(self._label, exc) from exc
         self._fh = fh
         try:
             size = os.fstat(fh.fileno()).st_size
@@ -216,7 +222,17 @@ class RedbFile:
         raw = parse_raw_header(mm[:DB_HEADER_SIZE])
         self._check_geometry(raw)
         layout, needs_recovery = self._layout(raw)
-        reader = PageReader(mm, self._fh.fileno(), self.file_size, layout, self._label)
+        st = os.fstat(self._fh.fileno())
+        on_disk = getattr(st, "st_blocks", None)
+        reader = PageReader(
+            mm,
+            self._fh.fileno(),
+            self.file_size,
+            layout,
+            self._label,
+            on_disk=None if on_disk is None else on_disk * 512,
+            budget=self._budget,
+        )
         self._reader = reader  # so that close() releases what the backend holds on it
         primary = raw.slots[raw.primary_slot]
         if primary.version < 3:
@@ -267,6 +283,8 @@ class RedbFile:
         label = page_label(raw.region_tracker)
         if span is None or span[1] > self.file_size:
             raise self._corrupt(f"region tracker page {label} is outside the file", offset=32)
+        reader = self._open_reader()
+        reader.check_span(span[0], span[1], table="<region tracker>", page=raw.region_tracker)
         # Region 0's header (written when the file is created) holds the allocator state
         # whose size fixes the header page count: u8 version 1, 3 pad, u32 length, state.
         region0 = raw.page_size
@@ -293,6 +311,7 @@ class RedbFile:
             header_len = raw.region_header_pages * raw.page_size
             for region in range(layout.num_regions):
                 base = raw.page_size + region * layout.full_region_len
+                reader.check_span(base, base + header_len, table=f"<region {region} header>")
                 allocator_state.check_region_header(mm[base : base + header_len], base)
         except ValueError as exc:
             raise self._corrupt(f"malformed allocator state: {exc}", offset=span[0]) from exc
@@ -580,9 +599,17 @@ def _with_length(info: TableInfo, length: int) -> TableInfo:
     return replace(info, length=length)
 
 
-def open_redb(path: str | os.PathLike[str], *, backend: str | None = None) -> RedbFile:
+def open_redb(
+    path: str | os.PathLike[str],
+    *,
+    backend: str | None = None,
+    memory_budget: int = MEMORY_BUDGET,
+) -> RedbFile:
     """Open a redb file read-only (``RedbCorrupt`` / ``RedbUnsupported`` / ``SourceError``).
 
     ``backend`` ("c" or "python") overrides the default implementation for this file.
+    ``memory_budget``: the most page memory this open may hold; a page beyond it, or one that
+    lies in a hole of a sparse file bigger than all the file holds on disk, is RedbCorrupt
+    naming the page (memory is bounded by the input, not by a number inside it).
     """
-    return RedbFile(path, backend=backend)
+    return RedbFile(path, backend=backend, memory_budget=memory_budget)

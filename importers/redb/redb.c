@@ -15,7 +15,10 @@
  * most as many pages as the file holds (a cycle or shared sub-tree is stopped) and is at most
  * REDB_MAX_DEPTH levels deep.  Memory: one buffer per level of the current path plus one for
  * the leaf, each exactly one page (whose extent lies inside the file), reused from page to
- * page; nothing is sized by a count read from the file.
+ * page.  A page's size comes from order bits in the file, so before a buffer grows the page
+ * must fit the per-open memory budget (all of an iterator's buffers together), and a page
+ * larger than everything the file holds on disk must not lie in a hole (a sparse file can
+ * claim a 4 GiB page in a few KiB): the memory is bounded by the input, not by a number in it.
  */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
@@ -27,6 +30,10 @@
 #include <unistd.h>
 
 #include "redb_xxh3.h"
+
+#if !defined(SEEK_HOLE) && defined(__linux__)
+#define SEEK_HOLE 4 /* Linux's value; glibc names it only under _GNU_SOURCE */
+#endif
 
 #define REDB_MAX_DEPTH 64
 #define REDB_MAX_ORDER 20
@@ -65,8 +72,13 @@ enum {
     E_LAYOUT = 21,       /* the layout handed in is inconsistent (never from Python) */
     E_IO = 22,           /* pread failed: a = errno */
     E_SHORT = 23,        /* the file ended inside a page it had when opened (it shrank) */
-    E_NOMEM = 24         /* a = bytes wanted */
+    E_NOMEM = 24,        /* a = bytes wanted */
+    E_BUDGET_MEM = 25,   /* a = page bytes, b = the memory budget */
+    E_HOLE = 26          /* a = page bytes, b = bytes the file holds on disk */
 };
+
+/* The ABI of this file's functions and structs, checked by _c.py (a stale build is ignored). */
+#define REDB_ABI 2
 
 typedef struct {
     int fd;
@@ -78,6 +90,8 @@ typedef struct {
     uint64_t trailing_pages;
     uint64_t num_regions;
     uint64_t full_region_len;
+    uint64_t on_disk; /* bytes the file holds on disk (allocated blocks) */
+    uint64_t budget;  /* most page-buffer bytes one iterator may hold */
 } redb_map;
 
 typedef struct {
@@ -144,6 +158,7 @@ typedef struct {
     uint64_t pages;      /* pages read so far */
     uint64_t page_bytes; /* their bytes */
     uint64_t need;       /* REDB_NEED: data buffer size the next entry needs */
+    uint64_t held;       /* bytes of page buffers this iterator holds */
     redb_tree outer;
     redb_tree sub;
     /* multimap: the outer entry being expanded (its key lives in outer's leaf page) */
@@ -193,6 +208,8 @@ int redb_map_init(redb_map *m, int fd, uint64_t size, uint64_t page_size, uint64
     if (total > size || size > (uint64_t)INT64_MAX) return 0;
     m->fd = fd;
     m->size = size;
+    m->on_disk = size;
+    m->budget = UINT64_MAX;
     m->page_size = page_size;
     m->header_pages = header_pages;
     m->max_data_pages = max_data_pages;
@@ -202,6 +219,14 @@ int redb_map_init(redb_map *m, int fd, uint64_t size, uint64_t page_size, uint64
     m->full_region_len = full_len;
     return 1;
 }
+
+/* The memory limits of a file (btree.py's PageReader.on_disk and budget). */
+void redb_map_limits(redb_map *m, uint64_t on_disk, uint64_t budget) {
+    m->on_disk = on_disk;
+    m->budget = budget;
+}
+
+int redb_abi(void) { return REDB_ABI; }
 
 /* File span of page `raw` (layout.py's page_span); 0 when it is outside every region. */
 static int page_span(const redb_map *m, uint64_t raw, uint64_t *start, uint64_t *len) {
@@ -222,12 +247,21 @@ static int page_span(const redb_map *m, uint64_t raw, uint64_t *start, uint64_t 
 
 /* ---- buffers and reads ---------------------------------------------------------------------- */
 
-static int buf_reserve(redb_buf *b, uint64_t len, redb_err *e) {
+/* Grow b to len bytes, keeping *held (the bytes of all the iterator's buffers) within budget. */
+static int buf_reserve(redb_buf *b, uint64_t len, uint64_t *held, uint64_t budget,
+                       redb_err *e) {
     uint8_t *p;
     if (b->cap >= len) return 1;
+    if (len - b->cap > budget - *held) {
+        e->code = E_BUDGET_MEM;
+        e->a = len;
+        e->b = budget;
+        return 0;
+    }
     if (len > SIZE_MAX) goto nomem;
     p = (uint8_t *)realloc(b->p, (size_t)len);
     if (p == NULL) goto nomem;
+    *held += len - b->cap;
     b->p = p;
     b->cap = len;
     return 1;
@@ -235,6 +269,21 @@ nomem:
     e->code = E_NOMEM;
     e->a = len;
     return 0;
+}
+
+/* 1 when the file has a hole (bytes never written) in [off, off+len); 0 when it has none or
+ * the file system cannot say (btree.py's _has_hole). */
+static int has_hole(int fd, uint64_t off, uint64_t len) {
+#ifdef SEEK_HOLE
+    off_t h = lseek(fd, (off_t)off, SEEK_HOLE);
+    if (h < 0) return 0;
+    return (uint64_t)h < off + len;
+#else
+    (void)fd;
+    (void)off;
+    (void)len;
+    return 0;
+#endif
 }
 
 static void buf_free(redb_buf *b) {
@@ -250,9 +299,10 @@ static void buf_swap(redb_buf *a, redb_buf *b) {
 }
 
 /* Read len bytes at off (inside the file: checked by the caller) into b. */
-static int load(const redb_map *m, redb_buf *b, uint64_t off, uint64_t len, redb_err *e) {
+static int load(const redb_map *m, redb_buf *b, uint64_t off, uint64_t len, uint64_t *held,
+                redb_err *e) {
     uint64_t done = 0;
-    if (!buf_reserve(b, len, e)) return 0;
+    if (!buf_reserve(b, len, held, m->budget, e)) return 0;
     while (done < len) {
         uint64_t want = len - done;
         ssize_t got;
@@ -492,7 +542,21 @@ static int open_page(redb_iter *it, redb_tree *t, uint64_t raw, int depth, uint6
         e->b = it->map.size;
         return 0;
     }
-    if (!load(&it->map, &t->scratch, off, *len, e)) return 0;
+    /* The page's size comes from order bits in the file: bound it by the budget and by
+     * what the file really holds (btree.py's check_span, same order, same numbers). */
+    if (*len > it->map.budget) {
+        e->code = E_BUDGET_MEM;
+        e->a = *len;
+        e->b = it->map.budget;
+        return 0;
+    }
+    if (*len > it->map.on_disk && has_hole(it->map.fd, off, *len)) {
+        e->code = E_HOLE;
+        e->a = *len;
+        e->b = it->map.on_disk;
+        return 0;
+    }
+    if (!load(&it->map, &t->scratch, off, *len, &it->held, e)) return 0;
     it->pages++;
     it->page_bytes += *len;
     return 1;

@@ -7,13 +7,15 @@ become exit codes in exactly one place: :func:`main`.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
+from typing import Any, NoReturn
 
 import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError
-from migrate import __version__
+from migrate import api
 from migrate.cli._paths import path_arg
 from migrate.cli._render import err
 from migrate.cli._state import state
@@ -30,10 +32,9 @@ app = typer.Typer(
 
 def version_text() -> str:
     """``bbg-migrate --version``: the package version and which readers are active."""
-    from migrate import backends
-
-    lines = [f"bbg-migrate {__version__}"]
-    lines += [f"{name}: {impl}" for name, impl in backends.active().items()]
+    found = api.versions()
+    lines = [f"bbg-migrate {found.pop('bbg-migrate')}"]
+    lines += [f"{name}: {impl}" for name, impl in found.items()]
     return "\n".join(lines)
 
 
@@ -73,16 +74,88 @@ def _register() -> None:
 _register()
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app and map every outcome to a documented exit code."""
+# What a Ctrl-C leaves behind, by command: the pipeline keeps every completed step (a rerun
+# resumes), the share writers commit all or nothing, everything else only reads.
+_RESUMES = frozenset({"run", "seal", "stage", "validate", "activate", "transfer", "fleet"})
+_ALL_OR_NOTHING = frozenset({"apply", "restore", "backup"})
+
+
+def command_words(argv: list[str]) -> list[str]:
+    """The command (and sub-command) named in ``argv``, skipping the root options."""
+    groups = {g.name: g.typer_instance for g in app.registered_groups if g.name}
+    words: list[str] = []
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        if token == "--store":
+            skip = True
+            continue
+        if token.startswith("-"):
+            continue
+        words.append(token)
+        if token not in groups or len(words) == 2:
+            break
+    return words
+
+
+def interrupted_line(argv: list[str]) -> str:
+    """The one line a Ctrl-C ends with: what stopped, and what a rerun does."""
+    words = command_words(argv)
+    what = f"`bbg-migrate {' '.join(words)}`" if words else "bbg-migrate"
+    first = words[0] if words else ""
+    if first in _RESUMES:
+        hint = "every completed step is kept; run the same command again to resume"
+    elif first in _ALL_OR_NOTHING:
+        hint = "nothing was committed; run the same command again"
+    else:
+        hint = "nothing was changed; run the same command again"
+    return f"interrupted (Ctrl-C): {what} stopped; {hint}"
+
+
+class _CtrlC:
+    """While active, a SIGINT is noted (``seen``) and raised as KeyboardInterrupt as usual."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._previous: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _CtrlC:
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        except ValueError:  # not the main thread: leave signals alone
+            self._previous = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the app; every outcome becomes a documented exit code (returned), every error one
+    line on stderr.  This is the one place where exceptions become exit codes."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    # typer turns a Ctrl-C inside a command into a bare exit code 130; remember that one came.
+    ctrl_c = _CtrlC()
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
-        result = app(args=argv, standalone_mode=False)
+        with ctrl_c:
+            result = app(args=args, standalone_mode=False)
         code = result if isinstance(result, int) else 0
+        if code == Interrupted.exit_code and ctrl_c.seen:
+            err.print(interrupted_line(args), markup=False, soft_wrap=True)
     except typer.Exit as exc:
         code = exc.exit_code
-    except typer.Abort:
-        err.print("interrupted")
+        if code == Interrupted.exit_code and ctrl_c.seen:
+            err.print(interrupted_line(args), markup=False, soft_wrap=True)
+    except (typer.Abort, KeyboardInterrupt):
+        err.print(interrupted_line(args), markup=False, soft_wrap=True)
         code = Interrupted.exit_code
     except typer.TyperException as exc:
         show = getattr(exc, "show", None)
@@ -96,9 +169,6 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         err.print(f"error: {exc.message}", markup=False, soft_wrap=True)
         code = exc.exit_code
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        code = Interrupted.exit_code
     except BrokenPipeError:
         code = 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence
@@ -110,4 +180,10 @@ def main(argv: list[str] | None = None) -> None:
         )
         code = 1
     assert code in EXIT_CODES or code == 0, code
-    sys.exit(code)
+    return code
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Run the CLI with ``argv`` and exit with its code (library callers, tests).  The console
+    entry point is :func:`migrate.entry.main`, which also covers a Ctrl-C during start-up."""
+    sys.exit(run(argv))

@@ -16,7 +16,7 @@ fixtures_app = typer.Typer(
     help="Legacy fixtures with golden results, for CI.", no_args_is_help=True, rich_markup_mode=None
 )
 app.add_typer(fixtures_app, name="fixtures")
-DIR_ARG = typer.Argument(..., help="Directory of fixtures (*.expected.json).")
+DIR_ARG = typer.Argument(..., help="Directory of fixtures (*.expected.json).", readable=False)
 BLESS_OPT = typer.Option(False, "--bless", help="Write golden receipts that are missing.")
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
 KIND_OPT = typer.Option(
@@ -35,19 +35,23 @@ def check_cmd(
     as_json: bool = JSON_OPT,
 ) -> None:
     """Replay every fixture in DIRECTORY; exit 3 on any difference from its golden result."""
-
-    def show(result: dict[str, Any]) -> None:
-        if not as_json:
-            mark = "ok  " if result["ok"] else "FAIL"
-            err.print(f"{mark} {result['fixture']}", markup=False)
-            for diff in result["differences"]:
-                err.print(f"     {diff}", markup=False)
-            if result.get("unpinned"):
-                err.print(f"     not pinned: {', '.join(result['unpinned'])}", markup=False)
-
+    show = None if as_json else _show
     report = api.fixtures_check(directory, bless=bless, kinds=kind, on_result=show)
     if as_json:
         emit_json(report, "fixtures-check")
+    _verdict(directory, report, as_json)
+
+
+def _show(result: dict[str, Any]) -> None:
+    mark = "ok  " if result["ok"] else "FAIL"
+    err.print(f"{mark} {result['fixture']}", markup=False)
+    for diff in result["differences"]:
+        err.print(f"     {diff}", markup=False)
+    if result.get("unpinned"):
+        err.print(f"     not pinned: {', '.join(result['unpinned'])}", markup=False)
+
+
+def _verdict(directory: Path, report: dict[str, Any], as_json: bool) -> None:
     if report["failed"]:
         raise ValidationFailed(
             f"{directory}: {report['failed']} of {report['fixtures']} fixtures differ from their "

@@ -26,7 +26,10 @@ fleet_app = typer.Typer(
 app.add_typer(fleet_app, name="fleet")
 
 MANIFEST = typer.Argument(
-    ..., help="The fleet manifest (TOML, or JSON by its .json suffix).", show_default=False
+    ...,
+    help="The fleet manifest (TOML, or JSON by its .json suffix).",
+    show_default=False,
+    readable=False,
 )
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 WORKERS = typer.Option(None, "--workers", min=1, help="Worker processes (default: the cores).")
@@ -34,19 +37,22 @@ SHARD = typer.Option(
     None, "--shard", help="I/N: only the jobs of shard I (0-based) of N, chosen by a stable hash."
 )
 REPORT_DIR = typer.Option(
-    None, "--report-dir", help="Write each job's result (and the run report) here."
+    None, "--report-dir", help="Write each job's result (and the run report) here.", readable=False
 )
 SKIP_DONE = typer.Option(
     False, "--skip-done", help="Trust successful results already in --report-dir: no rerun."
 )
 DIRS = typer.Argument(
     ..., help="Report directories (--report-dir of fleet runs) or fleet report files.",
-    show_default=False,
+    show_default=False, readable=False,
 )  # fmt: skip
 REPORT_MANIFEST = typer.Option(
-    None, "--manifest", help="Also name every job of this manifest that has no result."
+    None, "--manifest", help="Also name every job of this manifest that has no result.",
+    readable=False,
+)  # fmt: skip
+HTML = typer.Option(
+    None, "--html", help="Also write a self-contained HTML page.", readable=False
 )
-HTML = typer.Option(None, "--html", help="Also write a self-contained HTML page.")
 
 
 @contextmanager
@@ -115,7 +121,12 @@ def plan_cmd(
         doc = api.fleet_plan(fleet, workers=workers, shard=part, watcher=view)
     if as_json:
         emit_json(doc, "fleet-plan")
-        raise typer.Exit(doc["exit_code"])
+    else:
+        _plan_human(doc, manifest)
+    raise typer.Exit(doc["exit_code"])
+
+
+def _plan_human(doc: dict[str, Any], manifest: Path) -> None:
     table = Table(title=f"fleet plan: {manifest}")
     for name in ("job", "store", "kind", "rows", "bytes", "namespaces", "predicted", "problems"):
         table.add_column(name, overflow="fold")
@@ -143,7 +154,6 @@ def plan_cmd(
     err.print(disks)
     for problem in doc["problems"]:
         err.print(f"PROBLEM: {problem}", markup=False, soft_wrap=True)
-    raise typer.Exit(doc["exit_code"])
 
 
 @fleet_app.command("run")

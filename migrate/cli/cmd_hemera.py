@@ -64,22 +64,31 @@ def hemera_cmd(
     if tree != "leaf" and (counter or (root and tree is None)):
         raise UsageError("--counter applies to --tree leaf; --root to --tree leaf or node")
     if tree == "node":
-        if not files or len(files) != 2:
-            raise UsageError("--tree node takes two chaining values: LEFT RIGHT (64 hex each)")
-        digest = api.hemera_node(files[0], files[1], root)
-        sys.stdout.buffer.write(digest.hex().encode() + b"\n")
-        return
-    if tree == "data":
-        if root:
-            raise UsageError("--root does not apply to --tree data (ids are never roots)")
-        if not files:
-            raise UsageError("--tree data takes one or more Data payloads in hex")
-        for payload in files:
-            got, node = api.nox_data_id(payload)
-            line = f"{got.hex()}  {node.scheme} {node.kind}\n"
-            sys.stdout.buffer.write(line.encode())
-        return
-    names = files or ["-"]
+        _node(files or [], root)
+    elif tree == "data":
+        _data(files or [], root)
+    else:
+        _files(files or ["-"], tree, counter, root)
+
+
+def _node(values: list[str], root: bool) -> None:
+    if len(values) != 2:
+        raise UsageError("--tree node takes two chaining values: LEFT RIGHT (64 hex each)")
+    digest = api.hemera_node(values[0], values[1], root)
+    sys.stdout.buffer.write(digest.hex().encode() + b"\n")
+
+
+def _data(payloads: list[str], root: bool) -> None:
+    if root:
+        raise UsageError("--root does not apply to --tree data (ids are never roots)")
+    if not payloads:
+        raise UsageError("--tree data takes one or more Data payloads in hex")
+    for payload in payloads:
+        got, node = api.nox_data_id(payload)
+        sys.stdout.buffer.write(f"{got.hex()}  {node.scheme} {node.kind}\n".encode())
+
+
+def _files(names: list[str], tree: str | None, counter: int, root: bool) -> None:
     unreadable = 0
     for name in names:
         try:
@@ -88,6 +97,8 @@ def hemera_cmd(
             else:
                 digest = api.hemera_file(name)
         except SourceError as exc:  # report it and go on with the other files, as sha256sum
+            if len(names) == 1:
+                raise  # one input: its one-line error is the whole story
             err.print(f"error: {exc.message}", markup=False, soft_wrap=True)
             unreadable += 1
             continue

@@ -14,7 +14,9 @@ from migrate.cli import app
 from migrate.cli._render import emit_json, err, progress_bar
 
 KINDS = ("redb", "bbg", "signal-log", "bbg-frame-log", "text-archive")
-PATH_ARG = typer.Argument(..., help="The file or store directory (read-only).", show_default=False)
+PATH_ARG = typer.Argument(
+    ..., help="The file or store directory (read-only).", show_default=False, readable=False
+)
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
 KIND_OPT = typer.Option(
     None,
@@ -94,12 +96,18 @@ def inspect_cmd(
         emit_json(doc, f"{doc['kind']}-inspect")
     else:
         _render(doc)
-    if not doc["valid"]:
-        first = doc["errors"][0]
-        text = first.get("message") or f"{first['code']}: {first.get('detail', '')}"
-        more = doc.get("error_count", len(doc["errors"])) - 1
-        raise ValidationFailed(
-            f"{path}: invalid: {text}" + (f" (and {more} more)" if more > 0 else ""),
-            path=str(path),
-            errors=doc["errors"],
-        )
+    _fail_if_invalid(path, doc)
+
+
+def _fail_if_invalid(path: Path, doc: dict[str, Any]) -> None:
+    """Exit 3 naming the first error (and how many more) when the input breaks a rule."""
+    if doc["valid"]:
+        return
+    first = doc["errors"][0]
+    text = first.get("message") or f"{first['code']}: {first.get('detail', '')}"
+    more = doc.get("error_count", len(doc["errors"])) - 1
+    raise ValidationFailed(
+        f"{path}: invalid: {text}" + (f" (and {more} more)" if more > 0 else ""),
+        path=str(path),
+        errors=doc["errors"],
+    )

@@ -8,18 +8,18 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from migrate import pipeline
+from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import path_arg, store_option
 from migrate.cli._render import emit_json, err, progress_bar
 from migrate.cli._state import state
 from migrate.cli.cmd_transfer import step as transfer_step
-from migrate.pipeline import mapping as mapping_mod
 
 SOURCE = typer.Argument(
     ...,
     help="The legacy cell.redb, Signal log, bbg frame log or TextArchive (never written).",
     show_default=False,
+    readable=False,  # an unreadable input is our exit 1 naming the reason, not a usage error
 )
 STORE = store_option("Destination BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
@@ -66,23 +66,31 @@ def _job(
     subject: str | None,
     maps: list[str] | None,
     mapping_file: Path | None,
-    bounds: pipeline.Bounds | None = None,
+    bounds: api.Bounds | None = None,
     accept_torn_tail: bool = False,
     kind: str | None = None,
     content_check: str = "codec",
-) -> pipeline.Job:
-    if nonce is not None:
-        nonce = mapping_mod.parse_hex(nonce, "--nonce")
+) -> api.Job:
     named = store if store is not None else (Path(state.store) if state.store else None)
-    return pipeline.Job(
-        source=source,
-        store=named,
-        mapping=mapping_mod.parse_cli(subject, maps, mapping_file),
-        nonce=nonce,
-        bounds=bounds or pipeline.Bounds(),
-        accept_torn_tail=accept_torn_tail,
-        kind=kind,
-        content_check=content_check,
+    return api.make_job(
+        source, named, nonce=nonce, subject=subject, maps=maps, mapping_file=mapping_file,
+        bounds=bounds, accept_torn_tail=accept_torn_tail, kind=kind, content_check=content_check,
+    )  # fmt: skip
+
+
+def _legacy(
+    subject: str | None, maps: list[str] | None, mapping: Path | None, kind: str | None,
+    accept_torn_tail: bool, content_check: str,
+) -> dict[str, Any]:  # fmt: skip
+    """The options that only apply to a legacy source (refused when SOURCE is a store)."""
+    return {"subject": subject, "map": maps, "mapping": mapping, "kind": kind,
+            "accept_torn_tail": accept_torn_tail,
+            "content_check": content_check != "codec"}  # fmt: skip
+
+
+def _bounds(max_rows: int, max_bytes: int, max_namespaces: int, page_rows: int) -> api.Bounds:
+    return api.Bounds(
+        max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
     )
 
 
@@ -111,7 +119,7 @@ def _receipt_table(receipt: dict[str, Any]) -> None:
     err.print(table)
 
 
-def _report(outcome: pipeline.Outcome, as_json: bool) -> None:
+def _report(outcome: api.Outcome, as_json: bool) -> None:
     if outcome.receipt is not None and outcome.status in ("complete", "retired"):
         if as_json:
             emit_json(outcome.receipt, "receipt")
@@ -128,28 +136,7 @@ def _report(outcome: pipeline.Outcome, as_json: bool) -> None:
         err.print("staging is not complete: run the same command again to continue")
 
 
-@app.command("plan")
-def plan_cmd(
-    source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, max_rows: int = MAX_ROWS,
-    max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
-    accept_torn_tail: bool = TORN, kind: str = KIND, content_check: str = CONTENT_CHECK,
-    as_json: bool = JSON,
-) -> None:  # fmt: skip
-    """Dry run of `run` (same options): what it would do, or the exit code and message it
-    would fail with (3, 4, 11, 1); writes nothing."""
-    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail,
-              "content_check": content_check != "codec"}  # fmt: skip
-    if transfer_step("plan", source, store, nonce, as_json, legacy):
-        return
-    bounds = pipeline.Bounds(
-        max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
-    )
-    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check)
-    with progress_bar("plan", enabled=not as_json) as progress:
-        doc = pipeline.plan(job, progress)
+def _plan_report(source: Path, doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(doc, "plan")
         return
@@ -166,9 +153,28 @@ def plan_cmd(
         table.add_row("items", str(doc["legacy"]["items"]))
         table.add_row("torn tail", str(doc["legacy"]["torn_tail"]))
     table.add_row("fences", str(len(doc["fences"])))
-    for c in doc["destination"]["conflicts"]:
-        table.add_row("CONFLICT", f"{c['code']}: {c['detail']}")
     err.print(table)
+
+
+@app.command("plan")
+def plan_cmd(
+    source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
+    map_: list[str] = MAP, mapping: Path = MAPPING, max_rows: int = MAX_ROWS,
+    max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
+    accept_torn_tail: bool = TORN, kind: str = KIND, content_check: str = CONTENT_CHECK,
+    as_json: bool = JSON,
+) -> None:  # fmt: skip
+    """Dry run of `run` (same options): what it would do, or the exit code and message it
+    would fail with (3, 4, 11, 1); writes nothing."""
+    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
+    if transfer_step("plan", source, store, nonce, as_json, legacy):
+        return
+    bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
+    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
+               content_check)  # fmt: skip
+    with progress_bar("plan", enabled=not as_json) as progress:
+        doc = api.plan(job, progress)
+    _plan_report(source, doc, as_json)
 
 
 @app.command("run")
@@ -180,21 +186,16 @@ def run_cmd(
     content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
-    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail,
-              "content_check": content_check != "codec"}  # fmt: skip
+    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
     legacy["retire_source"] = retire_source
-    if transfer_step(
-        "run", source, store, nonce, as_json, legacy, pages=pages, page_rows=page_rows
-    ):
+    if transfer_step("run", source, store, nonce, as_json, legacy, pages=pages,
+                     page_rows=page_rows):  # fmt: skip
         return
-    bounds = pipeline.Bounds(
-        max_rows=max_rows, max_bytes=max_bytes, max_namespaces=max_namespaces, page_rows=page_rows
-    )
+    bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check)
+               content_check)  # fmt: skip
     with progress_bar("run", enabled=not as_json) as progress:
-        outcome = pipeline.run(job, max_pages=pages, retire_source=retire_source, progress=progress)
+        outcome = api.run(job, max_pages=pages, retire_source=retire_source, progress=progress)
     _report(outcome, as_json)
 
 
@@ -205,14 +206,12 @@ def seal_cmd(
     kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
-    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail,
-              "content_check": content_check != "codec"}  # fmt: skip
+    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
     if transfer_step("seal", source, store, nonce, as_json, legacy):
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)
-    _report(pipeline.seal_only(job), as_json)
+               content_check)  # fmt: skip
+    _report(api.seal(job), as_json)
 
 
 @app.command("stage")
@@ -223,18 +222,14 @@ def stage_cmd(
     content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
-    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail,
-              "content_check": content_check != "codec"}  # fmt: skip
-    if transfer_step(
-        "stage", source, store, nonce, as_json, legacy, pages=pages, page_rows=page_rows
-    ):
+    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
+    if transfer_step("stage", source, store, nonce, as_json, legacy, pages=pages,
+                     page_rows=page_rows):  # fmt: skip
         return
-    bounds = pipeline.Bounds(page_rows=page_rows)
-    job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check)
+    job = _job(source, store, nonce, subject, map_, mapping, api.Bounds(page_rows=page_rows),
+               accept_torn_tail, kind, content_check)  # fmt: skip
     with progress_bar("stage", enabled=not as_json) as progress:
-        outcome = pipeline.stage(job, max_pages=pages, progress=progress)
+        outcome = api.stage(job, max_pages=pages, progress=progress)
     _report(outcome, as_json)
 
 
@@ -245,14 +240,12 @@ def validate_cmd(
     kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
-    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail,
-              "content_check": content_check != "codec"}  # fmt: skip
+    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
     if transfer_step("validate", source, store, nonce, as_json, legacy):
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)
-    _report(pipeline.validate(job), as_json)
+               content_check)  # fmt: skip
+    _report(api.validate(job), as_json)
 
 
 @app.command("activate")
@@ -262,14 +255,12 @@ def activate_cmd(
     kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
-    legacy = {"subject": subject, "map": map_, "mapping": mapping, "kind": kind,
-              "accept_torn_tail": accept_torn_tail,
-              "content_check": content_check != "codec"}  # fmt: skip
+    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
     if transfer_step("activate", source, store, nonce, as_json, legacy):
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)
-    _report(pipeline.activate(job), as_json)
+               content_check)  # fmt: skip
+    _report(api.activate(job), as_json)
 
 
 @app.command("discard")
@@ -282,4 +273,4 @@ def discard_cmd(
     """Give up an import in progress (its staged rows and namespaces are released), e.g. when
     its source changed since the seal; a published import cannot be discarded."""
     named = store if store is not None else (Path(state.store) if state.store else None)
-    _report(pipeline.discard(named, import_id), as_json)
+    _report(api.discard(named, import_id), as_json)

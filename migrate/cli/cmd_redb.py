@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from bbg_core.errors import UsageError
+from migrate import api
 from migrate.cli import app
 from migrate.cli._render import emit_json, out
 
@@ -23,53 +23,10 @@ redb_app = typer.Typer(
 )
 app.add_typer(redb_app, name="redb")
 
-FILE_ARG = typer.Argument(..., help="The redb file (opened read-only).", show_default=False)
+FILE_ARG = typer.Argument(
+    ..., help="The redb file (opened read-only).", show_default=False, readable=False
+)
 _CHUNK = 1 << 16
-
-
-def tables_doc(path: Path) -> dict[str, Any]:
-    """The ``redb tables --json`` document (schema ``redb-tables``)."""
-    from importers.redb import open_redb
-    from importers.redb.layout import page_label
-
-    with open_redb(path) as db:
-        h = db.header
-        tables = db.tables()
-        reader = db.backend
-    return {
-        "kind": "redb-tables",
-        "path": str(path),
-        "header": {
-            "format_version": h.format_version,
-            "page_size": h.page_size,
-            "god_byte": h.god_byte,
-            "primary_slot": h.primary_slot,
-            "selected_slot": h.selected_slot,
-            "recovery_required": h.recovery_required,
-            "two_phase_commit": h.two_phase_commit,
-            "transaction_id": h.transaction_id,
-            "file_size": h.file_size,
-            "slot_versions": list(h.slot_versions),
-            "region_header_pages": h.region_header_pages,
-            "region_max_data_pages": h.region_max_data_pages,
-            "num_regions": h.num_regions,
-            "reader": reader,
-        },
-        "tables": [
-            {
-                "name": t.name,
-                "kind": t.kind,
-                "key_type": t.key_type,
-                "value_type": t.value_type,
-                "key_width": t.key_width,
-                "value_width": t.value_width,
-                "len": t.length,
-                "root_page": t.root_page,
-                "root": None if t.root_page is None else page_label(t.root_page),
-            }
-            for t in tables
-        ],
-    }
 
 
 @redb_app.command("tables")
@@ -78,13 +35,17 @@ def tables_cmd(
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
 ) -> None:
     """List the tables of FILE: name, kind, key/value type, length, root page."""
-    doc = tables_doc(file)
+    doc = api.redb_tables(file)
     if as_json:
         emit_json(doc, "redb-tables")
-        return
+    else:
+        _show_tables(doc)
+
+
+def _show_tables(doc: dict[str, Any]) -> None:
     h = doc["header"]
     out.print(
-        f"{file}: redb file format {h['format_version']}, page size {h['page_size']}, "
+        f"{doc['path']}: redb file format {h['format_version']}, page size {h['page_size']}, "
         f"transaction {h['transaction_id']}, commit slot {h['selected_slot']}"
         + (", recovery was required" if h["recovery_required"] else ""),
         markup=False,
@@ -104,20 +65,14 @@ def dump_cmd(
     table: str | None = typer.Option(None, "--table", help="Dump only this table."),
 ) -> None:
     """Canonical JSONL dump of FILE (the oracle format), on stdout as UTF-8."""
-    from importers.redb import open_redb
-    from importers.redb.dump import dump_lines
-
-    with open_redb(file) as db:
-        if table is not None and table not in {t.name for t in db.tables()}:
-            raise UsageError(f"{file}: no table named {table!r}", path=str(file), table=table)
-        try:
-            _write_lines(dump_lines(db, table))
-        except BrokenPipeError:
-            # The reader of our output went away (``| head``): not an error.  Point stdout at
-            # /dev/null so the interpreter's final flush does not fail again.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+    try:
+        _write_lines(api.redb_dump(file, table))
+    except BrokenPipeError:
+        # The reader of our output went away (``| head``): not an error.  Point stdout at
+        # /dev/null so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 @redb_app.command("scan")
@@ -127,12 +82,14 @@ def scan_cmd(
 ) -> None:
     """Read every entry of every table of FILE, verifying every page checksum; report
     entries, key+value bytes, seconds and entries/s per table and in total."""
-    from importers.redb.scan import scan
-
-    doc = scan(file)
+    doc = api.redb_scan(file)
     if as_json:
         emit_json(doc, "redb-scan")
-        return
+    else:
+        _show_scan(file, doc)
+
+
+def _show_scan(file: Path, doc: dict[str, Any]) -> None:
     table = Table("table", "kind", "entries", "key+value bytes", "seconds", "entries/s")
     rows = [*doc["tables"], {**doc, "name": "total", "kind": ""}]
     for t in rows:

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 import typer
 
 from bbg_core.errors import UsageError, ValidationFailed
+from bbg_core.files import cannot_read
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
@@ -26,7 +27,14 @@ from migrate.cli._state import state
 STORE = store_option("The BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 STREAM = typer.Argument(..., help="A file, or - for standard input.", show_default=False)
-DEST = typer.Argument(..., help="A new directory for the copy.", show_default=False)
+OUTPUT = typer.Option(
+    None, "--output", "-o",
+    help="Append to this file and resume from what it holds (with --follow: a restarted "
+    "follower neither skips nor repeats an event).",
+)  # fmt: skip
+DEST = typer.Argument(
+    ..., help="A new directory for the copy.", show_default=False, readable=False
+)
 
 
 def _store(option: Path | None, *, create: bool = False) -> Path:
@@ -40,7 +48,7 @@ def _open_input(name: str) -> BinaryIO:
     try:
         return open(name, "rb")  # noqa: SIM115 - closed by the caller
     except OSError as exc:
-        raise UsageError(f"{name}: cannot read: {exc.strerror}", path=name) from exc
+        raise cannot_read(name, exc) from exc
 
 
 @contextmanager
@@ -74,22 +82,35 @@ def _write_whole(out: BinaryIO, data: bytes, *, flush: bool = False) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _summary(doc: dict[str, Any], as_json: bool) -> None:
+def _summary(doc: dict[str, Any], as_json: bool, schema: str | None = None) -> None:
     if as_json:
-        emit_json(doc)
+        emit_json(doc, schema)
     else:
         err.print(", ".join(f"{k}={v}" for k, v in doc.items() if k != "kind"), markup=False)
 
 
 @app.command("tail")
 def tail_cmd(
-    since: int = typer.Option(0, "--since", min=0, help="Skip the first N events."),
+    since: int = typer.Option(
+        0, "--since", min=0, help="Only the transactions after ledger transaction TX."
+    ),
     follow: bool = typer.Option(False, "--follow", help="Keep streaming new commits (Ctrl-C)."),
+    output: Path = OUTPUT,
     poll: float = typer.Option(0.5, "--poll", min=0.01, help="Seconds between polls (--follow)."),
     store: Path = STORE,
 ) -> None:
-    """Committed history as canonical event/1 NDJSON on stdout (same store, same bytes)."""
+    """History as canonical event/1 NDJSON in ledger (transaction) order, each event with its
+    `tx` and `at`; --since TX is stable forever (appending never renumbers)."""
     directory = _store(store)
+    if output is not None:
+        if not follow:
+            raise UsageError("--output resumes a follower: use it with --follow")
+        api.follow_into(directory, output, since, poll=poll)
+        return
+    _stream_to_stdout(directory, since, follow=follow, poll=poll)
+
+
+def _stream_to_stdout(directory: Path, since: int, *, follow: bool, poll: float) -> None:
     out = sys.stdout.buffer
     with _stdout_reader_may_leave():
         if follow:
@@ -100,6 +121,14 @@ def tail_cmd(
         for event in api.tail(directory, since):
             _write_whole(out, api.event_line(event))
         out.flush()
+
+
+@app.command("upgrade")
+def upgrade_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
+    """Upgrade a store of schema version 1 to version 2 (adds the transaction ledger), in
+    place, once: its current history becomes one ledger transaction. Older builds then
+    refuse the store; running it again changes nothing."""
+    _summary(api.upgrade(_store(store)), as_json, "upgrade")
 
 
 @app.command("apply")
@@ -121,7 +150,63 @@ def apply_cmd(
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
-    _summary(doc, as_json)
+    _summary(doc, as_json, "apply")
+
+
+DRY_RUN = typer.Option(False, "--dry-run", help="Show exactly what would go; change nothing.")
+NAMESPACES = typer.Argument(..., help="Namespace ids (64 hex digits).", show_default=False)
+CONTENTS = typer.Option([], "--content", help="A content id to excise (repeatable).")
+EXCISE_NS = typer.Option([], "--namespace", help="A namespace to excise (repeatable).")
+
+
+def _retention(doc: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(doc, doc["kind"].removeprefix("bbg-"))
+        return
+    verb = "would remove" if doc["dry_run"] else "removed"
+    if doc["kind"] == "bbg-nohistory":
+        for ns in doc["namespaces"]:
+            err.print(f"{ns['namespace']}: {verb} {ns['dropped']} history entries below "
+                      f"index {ns['index']} (head, receipts and claims kept)", markup=False)
+    else:
+        for cid in doc["contents"]:
+            err.print(f"content {cid}: {verb}", markup=False)
+        for ns in doc["namespaces"]:
+            err.print(f"namespace {ns['namespace']}: {verb} ({ns['history']} history entries, "
+                      f"{ns['requests']} receipts; fenced for good)", markup=False)
+        err.print(f"events of ledger transactions {doc['redacted_transactions']} "
+                  f"{'would be' if doc['dry_run'] else 'are'} redacted", markup=False)
+    if not doc["dry_run"]:
+        err.print(f"ledger transaction {doc['tx']}", markup=False)
+    err.print("cannot reach: " + "; ".join(doc["cannot_reach"]), markup=False)
+
+
+@app.command("nohistory")
+def nohistory_cmd(
+    namespaces: list[str] = NAMESPACES,
+    dry_run: bool = DRY_RUN,
+    store: Path = STORE,
+    as_json: bool = JSON,
+) -> None:
+    """Drop the superseded history rows of NAMESPACE... (one sealed transaction): each keeps
+    its head, every request receipt and every claim; the event stream marks the retained
+    boundary. Copies written before (backups, snapshots, collectors) are not reached."""
+    _retention(api.nohistory(_store(store), namespaces, dry_run=dry_run), as_json)
+
+
+@app.command("excise")
+def excise_cmd(
+    content: list[str] = CONTENTS,
+    namespace: list[str] = EXCISE_NS,
+    dry_run: bool = DRY_RUN,
+    store: Path = STORE,
+    as_json: bool = JSON,
+) -> None:
+    """Remove content rows (--content ID) or whole namespaces (--namespace NS) for good, and
+    redact every event that carried them (one sealed transaction; the ledger records the ids,
+    never the bytes). A redacted tail cannot rebuild the store: apply refuses it. Copies
+    written before (backups, snapshots, collectors) are not reached."""
+    _retention(api.excise(_store(store), content, namespace, dry_run=dry_run), as_json)
 
 
 @app.command("snapshot")
@@ -163,22 +248,26 @@ def doctor_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     if as_json:
         emit_json(report, "doctor")
     else:
-        verdict = "healthy" if report["healthy"] else "NOT healthy"
-        err.print(f"{report['path']}: {verdict}", markup=False)
-        gen = report["generation"]
-        err.print(
-            f"  integrity {report['sqlite']['integrity'][0]}, digest "
-            f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
-            f"({gen['generation']}), {len(report['fences'])} fences, "
-            f"{report['orphan_content']['count']} orphan content rows",
-            markup=False,
-        )
-        for kind in ("problems", "warnings"):
-            for f in report[kind][:20]:
-                err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)
+        _show_doctor(report)
     if not report["healthy"]:
         raise ValidationFailed(
             f"{report['path']}: not healthy ({report['problems'][0]['code']})",
             path=report["path"],
             errors=report["problems"],
         )
+
+
+def _show_doctor(report: dict[str, Any]) -> None:
+    verdict = "healthy" if report["healthy"] else "NOT healthy"
+    err.print(f"{report['path']}: {verdict}", markup=False)
+    gen = report["generation"]
+    err.print(
+        f"  integrity {report['sqlite']['integrity'][0]}, digest "
+        f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
+        f"({gen['generation']}), {len(report['fences'])} fences, "
+        f"{report['orphan_content']['count']} orphan content rows",
+        markup=False,
+    )
+    for kind in ("problems", "warnings"):
+        for f in report[kind][:20]:
+            err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)

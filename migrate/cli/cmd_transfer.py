@@ -19,6 +19,7 @@ SOURCE = typer.Argument(
     ...,
     help="The BBG store to transfer from (sealed for good: it refuses writes afterwards).",
     show_default=False,
+    readable=False,
 )
 STORE = store_option("The target BBG store directory (default ./bbg).")
 NONCE = typer.Option(
@@ -130,6 +131,7 @@ def transfer_cmd(
 ) -> None:  # fmt: skip
     """Seal a BBG store and move its history into another store; prints the receipt."""
     if not step("transfer", source, store, nonce, as_json, pages=pages, page_rows=page_rows):
+        api.detect(source)  # a path that cannot be read: exit 1, naming the OS's reason
         raise UsageError(
             f"{source} is not a BBG store; migrate a legacy file with `bbg-migrate run`",
             path=str(source),

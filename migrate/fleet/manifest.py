@@ -41,6 +41,7 @@ import jsonschema
 
 import schemas
 from bbg_core.errors import MigrateError, UsageError
+from bbg_core.files import cannot_read
 from migrate.pipeline import Bounds, Job
 from migrate.pipeline import mapping as mapping_mod
 
@@ -96,9 +97,7 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise UsageError(
-            f"{path}: cannot read the fleet manifest: {exc.strerror}", path=str(path)
-        ) from exc
+        raise cannot_read(path, exc) from exc
     try:
         text = data.decode("utf-8")
         if path.suffix.lower() == ".json":

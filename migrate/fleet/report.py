@@ -17,11 +17,13 @@ Anomalies (each makes the merged exit status at least 1):
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import schemas
 from bbg_core.errors import UsageError
+from bbg_core.files import cannot_read
 from migrate.fleet import results
 from migrate.fleet.manifest import Manifest
 from migrate.fleet.run import REPORT_FORMAT, sort_jobs, totals, worst
@@ -35,6 +37,10 @@ def _inputs(paths: list[Path]) -> tuple[Found, Found]:
     runs: Found = []
     for path in paths:
         if path.is_dir():
+            try:
+                os.listdir(path)  # an unreadable directory: one named error, exit 1
+            except OSError as exc:
+                raise cannot_read(path, exc) from exc
             jobs += [(str(p), doc) for p, doc in results.read_jobs(path)]
             runs += [
                 (str(p), results.read_json(p, "fleet-report"))
@@ -49,7 +55,11 @@ def _inputs(paths: list[Path]) -> tuple[Found, Found]:
         elif path.is_file():
             runs.append((str(path), results.read_json(path, "fleet-report")))
         else:
-            raise UsageError(f"{path}: no such report directory or file", path=str(path))
+            try:
+                os.stat(path)
+            except OSError as exc:
+                raise cannot_read(path, exc) from exc
+            raise UsageError(f"{path}: not a report directory or file", path=str(path))
     for file, run in runs:
         jobs += [(file, job) for job in run["jobs"]]
     return jobs, runs

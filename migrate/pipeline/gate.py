@@ -31,7 +31,10 @@ from migrate.store.connection import Connection
 from migrate.store.graph import head as live_head
 from migrate.store.layout import (
     DB_NAME,
+    PRE_LEDGER_VERSION,
     check_header,
+    needs_upgrade,
+    require_bbg,
     require_writable,
     resolve_store_dir,
     schema_state,
@@ -114,7 +117,10 @@ def gated(job: Job, progress: Progress | None, *, dry: bool) -> Iterator[Gate]:
                 conn.close()  # a WAL-only header: a store an older build never checkpointed
                 conn = None
             if conn is not None:
-                # The refusal ``run``'s open gives for a marker this build may not write.
+                # The refusals ``run``'s open gives: a store from before the ledger (it needs
+                # `upgrade`), a marker this build may not write.
+                if require_bbg(conn) == PRE_LEDGER_VERSION:
+                    raise needs_upgrade(db_path)
                 generations.require_readable(conn)
             yield Gate(held, pre, directory, conn)
         finally:

@@ -19,6 +19,7 @@ import jsonschema
 
 import schemas
 from bbg_core.errors import UsageError
+from bbg_core.files import cannot_read
 from migrate.pipeline import identity
 
 
@@ -113,9 +114,7 @@ def load_file(path: Path) -> Mapping:
         doc = json.loads(path.read_text("utf-8"))
         schemas.validate(doc, "mapping")
     except OSError as exc:
-        raise UsageError(
-            f"{path}: cannot read mapping file: {exc.strerror}", path=str(path)
-        ) from exc
+        raise cannot_read(path, exc) from exc
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}", path=str(path)) from exc
     except jsonschema.ValidationError as exc:

@@ -11,6 +11,15 @@ Content rows are then checked exactly as a migration checks them
 (:mod:`migrate.share.verify`: codec, Blob ids = hemera(payload), Data ids), once the whole
 stream is in the transaction; a bad row refuses the stream, naming its line.
 
+Ledger: the events of one source transaction (one ``tx`` of the stream) become one local
+ledger transaction (kind ``apply``) with its own ``tx``/``at``; the source's ``tx``/``at`` (or the
+event's own ``imported_at``, when it was applied from elsewhere before) is kept as that
+transaction's ``imported_at``, which ``tail`` prints.  Fence, generation and import events are
+applied too (a fence, a monotonic promotion, the import's seal and receipt), and so are the
+retention events (``boundary``, ``nohistory``, ``excise``), so what the store means travels.
+A ``redacted`` stream (a tail taken after ``excise``) is refused: it cannot rebuild the store
+(restore a snapshot instead); so is any event that would bring back an id this store excised.
+
 Merge semantics (an ordered logical merge, not a CRDT): a commit event is published through
 the GraphPort (:func:`migrate.store.graph.publish`) with its retracted head as the expected
 head, so a namespace that moved differently on the receiver is a HeadMismatch (exit 4).  An
@@ -26,12 +35,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from bbg_core.errors import MigrateError, ValidationFailed
+from bbg_core.errors import Conflict, HeadMismatch, MigrateError, ValidationFailed
+from fences import generations
+from fences import namespaces as fence_ns
 from migrate.share.common import MAX_LINE, canonical, schema_problem
-from migrate.share.events import commit_event_id, rows_event_id
+from migrate.share.events import boundary_event, commit_event_id, meta_event, rows_event_id
 from migrate.share.verify import ContentLedger
-from migrate.store import Store
+from migrate.store import Store, imports, ledger, retention
 from migrate.store.codec import CODECS, CONTENT, MAX_PAYLOAD, Head, history_key
+from migrate.store.graph import head as head_of
 from migrate.store.graph import publish, resolve
 from migrate.store.store import provisional_store
 from migrate.store.tx import Tx
@@ -82,10 +94,50 @@ def parse_event(raw: bytes, number: int) -> dict[str, Any]:
     if canonical(doc) != raw:
         raise _bad(number, "not-canonical", "not in canonical form (sorted keys, no spaces)")
     event = str(doc["event"])
-    problem = _check_commit(doc) if doc["kind"] == "commit" else _check_rows(doc)
+    if doc.get("redacted") or doc["kind"] == "redacted":
+        raise _bad(
+            number, "redacted-stream", "this stream was redacted by excise (it no longer holds "
+            "every byte of the store), so it cannot rebuild one; restore a snapshot instead",
+            event,
+        )  # fmt: skip
+    kind = doc["kind"]
+    if kind == "commit":
+        problem = _check_commit(doc)
+    elif kind == "rows":
+        problem = _check_rows(doc)
+    else:
+        problem = _check_meta(doc)
     if problem:
         raise _bad(number, "inconsistent-event", problem, event)
     return doc
+
+
+def _check_meta(doc: dict[str, Any]) -> str | None:
+    try:
+        expected = meta_event(_meta_doc(doc))["event"] if doc["kind"] != "boundary" else (
+            boundary_event(*_boundary_args(doc))["event"])  # fmt: skip
+    except (KeyError, ValueError, TypeError) as exc:
+        return f"malformed {doc['kind']} event ({exc})"
+    if doc["event"] != expected:
+        return f"event id does not match its {doc['kind']} fact"
+    return None
+
+
+def _meta_doc(doc: dict[str, Any]) -> dict[str, Any]:
+    """The ledger detail form of a meta event (what :func:`meta_event` renders)."""
+    fact = dict(doc["asserted"][0])
+    kind = doc["kind"]
+    del fact["fact"]
+    return {"kind": kind, **fact}
+
+
+def _boundary_args(doc: dict[str, Any]) -> tuple[bytes, int, Head]:
+    fact = doc["asserted"][0]
+    prev = fact["previous"]
+    if prev["namespace"] != fact["namespace"]:
+        raise ValueError("previous head of another namespace")
+    return (bytes.fromhex(fact["namespace"]), int(fact["index"]),
+            Head(int(prev["index"]), bytes.fromhex(prev["commit"])))  # fmt: skip
 
 
 def _check_value(value: bytes) -> str | None:
@@ -140,6 +192,8 @@ def _check_rows(doc: dict[str, Any]) -> str | None:
 
 def content_keys(doc: dict[str, Any]) -> list[bytes]:
     """The ids of the content rows an event carries."""
+    if doc["kind"] not in ("commit", "rows"):
+        return []
     if doc["kind"] == "commit":
         return [bytes.fromhex(doc["asserted"][1]["id"])]
     if doc["provenance"]["table"] == CONTENT:
@@ -147,11 +201,104 @@ def content_keys(doc: dict[str, Any]) -> list[bytes]:
     return []
 
 
+def _apply_meta(tx: Tx, doc: dict[str, Any], deltas: dict[str, int]) -> None:
+    kind = doc["kind"]
+    fact = doc["asserted"][0]
+    if kind == "fence":
+        ns = bytes.fromhex(fact["namespace"])
+        if fence_ns.fence(tx, ns, import_id=fact["import_id"], reason=fact["reason"]):
+            deltas["fences"] += 1
+    elif kind == "generation":
+        generation = generations.generation_of(fact["status"])
+        if generation is None:
+            raise Conflict(
+                f"{tx.path}: status {fact['status']!r} is not a reader generation; a store in "
+                "that state does not travel as events", path=str(tx.path),
+            )  # fmt: skip
+        before = generations.read_status(tx)[0]
+        if fact["status"] == "complete":
+            generations.settle(tx)
+        else:
+            generations.promote(tx, generation)
+        if generations.read_status(tx)[0] != before:
+            deltas["generation"] += 1
+    elif kind == "import":
+        if _apply_import(tx, fact):
+            deltas["imports"] += 1
+    elif kind == "boundary":
+        ns, first, prev = _boundary_args(doc)
+        retention.refuse_excised(tx, "namespace", ns, f"event {doc['event']}")
+        if retention.apply_boundary(tx, ns, first, prev):
+            deltas["boundaries"] += 1
+    elif kind == "nohistory":
+        ns = bytes.fromhex(fact["namespace"])
+        current = head_of(tx, ns)
+        known = ledger.boundary_of(tx, ns)
+        if known is not None and known[0] >= int(fact["index"]):
+            if retention.mark_boundary(tx, _meta_doc(doc)):
+                deltas["boundaries"] += 1
+            return
+        if current is None or current.index < int(fact["index"]):
+            raise HeadMismatch(
+                f"{tx.path}: nohistory of namespace {ns.hex()} at index {fact['index']} but "
+                f"the namespace is at {current.describe() if current else 'no head'}",
+                path=str(tx.path), namespace=ns.hex(),
+            )  # fmt: skip
+        if current.index == int(fact["index"]):
+            if retention.drop_history(tx, ns)["dropped"]:
+                deltas["boundaries"] += 1
+    elif kind == "excise":
+        done = retention.excise(
+            tx, [bytes.fromhex(x) for x in fact["contents"]],
+            [bytes.fromhex(x) for x in fact["namespaces"]],
+        )  # fmt: skip
+        deltas["excised"] += len(done["contents"]) + len(done["namespaces"])
+
+
+def _apply_import(tx: Tx, fact: dict[str, Any]) -> bool:
+    """Record an import (state active, seal, receipt); True if it was not recorded yet."""
+    iid = str(fact["import_id"])
+    state = imports.import_state(tx, iid)
+    known = imports.receipt_of(tx, iid)
+    if known is not None:
+        if known != fact["receipt"]:
+            raise Conflict(f"{tx.path}: import {iid} is recorded here with another receipt",
+                           path=str(tx.path), import_id=iid)  # fmt: skip
+        return False
+    if state is None:
+        tx.execute(
+            "INSERT INTO bbg_import_v1_imports (import_id, state, created_transaction) "
+            "VALUES (?, 'active', ?)",
+            (iid, tx.number),
+        )
+    elif state != "active":
+        raise Conflict(f"{tx.path}: import {iid} is {state} here; the stream says it is active",
+                       path=str(tx.path), import_id=iid)  # fmt: skip
+    if fact.get("seal") is not None:
+        imports.record_seal(tx, iid, fact["seal"])
+    imports.record_receipt(tx, iid, fact["receipt"])
+    return True
+
+
+def _deltas() -> dict[str, int]:
+    return dict.fromkeys(DELTA_KEYS, 0)
+
+
+DELTA_KEYS = ("content", "claims", "history", "fences", "generation", "imports",
+              "boundaries", "excised")  # fmt: skip
+
+
 def apply_event(tx: Tx, doc: dict[str, Any], reader_generation: str) -> Receipt:
     """Apply one checked event inside ``tx``; returns its receipt."""
-    deltas = {"content": 0, "claims": 0, "history": 0}
+    deltas = _deltas()
+    if doc["kind"] not in ("commit", "rows"):
+        _apply_meta(tx, doc, deltas)
+        return {"event": doc["event"], "head": None, "deltas": deltas}
+    for cid in content_keys(doc):
+        retention.refuse_excised(tx, "content", cid, f"event {doc['event']}")
     if doc["kind"] == "commit":
         ns, request = bytes.fromhex(doc["namespace"]), bytes.fromhex(doc["request"])
+        retention.refuse_excised(tx, "namespace", ns, f"event {doc['event']}")
         fingerprint = bytes.fromhex(doc["fingerprint"])
         head_fact, content = doc["asserted"]
         new_head = Head(int(head_fact["index"]), bytes.fromhex(head_fact["commit"]))
@@ -194,11 +341,12 @@ def apply_stream(
     on_receipt: Callable[[Receipt], None] | None = None,
 ) -> dict[str, Any]:
     """Apply every event of ``stream`` in one transaction; returns counters and the basis."""
-    totals = {"content": 0, "claims": 0, "history": 0}
+    totals = _deltas()
     events = replayed = 0
     basis: str | None = None
-    with store.transaction(action="apply") as tx:
-        ledger = ContentLedger(tx, "applied")
+    group: int | None = None
+    with store.transaction(kind="apply", action="apply") as tx:
+        content_ledger = ContentLedger(tx, "applied")
         number = 0
         while True:
             number += 1
@@ -207,6 +355,11 @@ def apply_stream(
                 if raw is None:
                     break
                 doc = parse_event(raw, number)
+                if doc["tx"] != group:
+                    # One local ledger transaction per source transaction.
+                    group = int(doc["tx"])
+                    origin = doc.get("imported_at") or {"tx": doc["tx"], "at": doc["at"]}
+                    tx.next_entry("apply", (int(origin["tx"]), int(origin["at"])))
                 try:
                     receipt = apply_event(tx, doc, store.reader_generation)
                 except MigrateError as exc:
@@ -216,9 +369,9 @@ def apply_stream(
                         **{**exc.context, "line": number, "event": doc["event"]},
                     ) from exc
             except MigrateError:
-                ledger.check(before=number)  # an earlier bad content row is named first
+                content_ledger.check(before=number)  # an earlier bad content row first
                 raise
-            ledger.add_many(content_keys(doc), number)
+            content_ledger.add_many(content_keys(doc), number)
             events += 1
             basis = doc["event"]
             if not any(receipt["deltas"].values()):
@@ -227,7 +380,9 @@ def apply_stream(
                 totals[key] += n
             if on_receipt is not None:
                 on_receipt(receipt)
-        ledger.check()
+        content_ledger.check()
+        tx.close_entry()
+        basis_tx = tx.last_written
     return {
         "kind": "bbg-apply",
         "events": events,
@@ -235,6 +390,7 @@ def apply_stream(
         "applied": events - replayed,
         "deltas": totals,
         "basis": basis,
+        "basis_tx": basis_tx,
     }
 
 

@@ -17,6 +17,7 @@ import schemas
 from bbg_core.errors import StoreError, ValidationFailed
 from migrate.store.connection import Connection
 from migrate.store.imports import canonical_json
+from migrate.store.layout import PRE_LEDGER_VERSION, needs_upgrade
 from migrate.store.readonly import db_file, open_readonly
 
 # apply refuses longer lines.  A content payload may be 16 MiB (BRIEF §2.1), i.e. 32 MiB as
@@ -113,7 +114,15 @@ def require_sound(conn: Connection, what: str) -> None:
         history = conn.one("SELECT count(*) FROM application_history")
         requests = conn.one("SELECT count(*) FROM application_requests")
         counts = (int(history[0]) if history else 0, int(requests[0]) if requests else 0)
-        if not problems and counts != (expected, expected):
+        # nohistory dropped the entries below each retained boundary; their receipts stay
+        # (or, in a copy that started at the boundary, never came).
+        dropped = 0
+        if schema_version(conn) != PRE_LEDGER_VERSION:
+            row = conn.one("SELECT coalesce(sum(first_index), 0) FROM bbg_retention_v1_boundaries")
+            dropped = int(row[0]) if row else 0
+        if not problems and (
+            counts[0] != expected - dropped or not expected - dropped <= counts[1] <= expected
+        ):
             problems.append(
                 f"the heads account for {expected} history entries, the store holds "
                 f"{counts[0]} history entries and {counts[1]} receipts"
@@ -144,12 +153,26 @@ def table_names(conn: Connection) -> list[str]:
     ]
 
 
+def schema_version(conn: Connection) -> int:
+    """The store's schema version (``PRAGMA user_version``)."""
+    row = conn.one("PRAGMA user_version")
+    return 0 if row is None else int(row[0])
+
+
+def require_ledger(conn: Connection) -> None:
+    """StoreRefused (naming ``upgrade``) for a store from before the transaction ledger."""
+    if schema_version(conn) == PRE_LEDGER_VERSION:
+        raise needs_upgrade(conn.path)
+
+
 __all__ = [
     "MAX_LINE",
     "canonical",
     "db_file",
     "open_readonly",
+    "require_ledger",
     "schema_problem",
+    "schema_version",
     "stable_uuid",
     "table_names",
 ]

@@ -12,7 +12,12 @@ check reads one consistent snapshot.  Checks:
 * ``leftovers``: imports still in state ``staging``, staged rows and staged namespaces;
 * ``transfer``: this store as a sealed transfer source (seal, whether it recomputes, progress
   read from the target) and transfers into it (:mod:`migrate.transfer.report`);
-* ``orphan_content``: content rows whose id is not the commit of any history entry.
+* ``orphan_content``: content rows whose id is not the commit of any history entry;
+* ``ledger``: the transaction ledger (schema version, transactions, last tx, retention
+  records); a ledger that does not end at the store's last transaction, or a head the ledger
+  did not put there, is a problem (``ledger-mismatch``); a version-1 store is a warning
+  (``needs-upgrade``).  Retained boundaries (``nohistory``) and excised ids are part of the
+  links (:mod:`migrate.links`).
 
 Problems (the report is unhealthy, exit 3): SQLite corruption, a shape or link error, a status
 marker that is not a reader generation (except ``export-v1`` with a seal that recomputes: a
@@ -34,9 +39,11 @@ from bbg_core.errors import StoreError
 from fences import generations
 from migrate.inspect import cell_report
 from migrate.share.common import DAMAGE as READ_DAMAGE
-from migrate.share.common import db_file, open_readonly
-from migrate.store.codec import ARCHIVE_ORDER
+from migrate.share.common import db_file, open_readonly, schema_version
+from migrate.store import ledger
+from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.connection import Connection
+from migrate.store.layout import PRE_LEDGER_VERSION
 from migrate.store.sanity import column_problems
 from migrate.store.tables import StoreTables
 
@@ -58,6 +65,52 @@ class _Source:
 
     def get(self, table: str, key: bytes) -> bytes | None:
         return self._tables.get(table, key)
+
+    def boundary(self, namespace: bytes) -> tuple[int, Head] | None:
+        return self._tables.boundary(namespace)
+
+    def excised(self, content_id: bytes) -> bool:
+        return self._tables.excised(content_id)
+
+
+def _ledger_section(
+    conn: Connection, last_transaction: int, problems: list[dict[str, str]],
+    warnings: list[dict[str, str]],
+) -> dict[str, Any]:  # fmt: skip
+    """The transaction ledger: its extent, and whether it agrees with the store."""
+    if schema_version(conn) == PRE_LEDGER_VERSION:
+        warnings.append({
+            "code": "needs-upgrade",
+            "detail": "schema version 1: no transaction ledger; run `bbg-migrate --store S "
+            "upgrade` once before writing",
+        })
+        return {"schema_version": PRE_LEDGER_VERSION, "transactions": 0, "last_tx": None,
+                "boundaries": 0, "excised": 0}  # fmt: skip
+    last = ledger.last_tx(conn)
+    count = _count(conn, f"SELECT count(*) FROM {ledger.LEDGER}")
+    # Contiguous from its first row: tx 1 (the creation) or the upgrade that started it.
+    first = _count(conn, f"SELECT min(tx) FROM {ledger.LEDGER}")
+    if last != last_transaction or count != last - first + 1:
+        problems.append({
+            "code": "ledger-mismatch",
+            "detail": f"the ledger holds {count} transactions up to {last}; the store "
+            f"counts {last_transaction}",
+        })
+    # Every live head must be the last head the ledger moved it to.
+    bad = _count(conn,
+        "SELECT count(*) FROM application_heads AS h WHERE h.value IS NOT (SELECT l.after FROM "
+        f"{ledger.HEADS} AS l WHERE l.namespace = h.key ORDER BY l.tx DESC LIMIT 1)")  # fmt: skip
+    if bad:
+        problems.append({"code": "ledger-mismatch", "detail": f"{bad} namespace heads are not "
+                         "where the ledger's last transaction on them left them (a write "
+                         "bypassed the ledger)"})  # fmt: skip
+    return {
+        "schema_version": schema_version(conn),
+        "transactions": count,
+        "last_tx": last or None,
+        "boundaries": _count(conn, f"SELECT count(*) FROM {ledger.BOUNDARIES}"),
+        "excised": _count(conn, f"SELECT count(*) FROM {ledger.EXCISED}"),
+    }
 
 
 def orphan_content(conn: Connection) -> Iterator[bytes]:
@@ -167,6 +220,12 @@ def doctor(store_dir: Path) -> dict[str, Any]:
         marker, reached = f.read("status marker", lambda: generations.read_status(conn),
                                  unknown)  # fmt: skip
         generation = generations.generation_of(marker) if reached is not None else None
+        last = storage["last_transaction"]
+        empty_ledger: dict[str, Any] = {"schema_version": schema_version(conn),
+                                        "transactions": 0, "last_tx": None, "boundaries": 0,
+                                        "excised": 0}  # fmt: skip
+        ledger_doc = f.read("transaction ledger", lambda: _ledger_section(
+            conn, int(last or 0), problems, warnings), empty_ledger)  # fmt: skip
         from migrate.transfer.report import section as transfer_section
 
         no_transfer: dict[str, Any] = {"sealed_source": None, "transfers": []}
@@ -232,6 +291,7 @@ def doctor(store_dir: Path) -> dict[str, Any]:
         "namespaces": len(tables["namespaces"]),
         "generation": {"status": marker, "generation": generation, "highest_reached": reached},
         "fences": fences,
+        "ledger": ledger_doc,
         "leftovers": leftovers,
         "transfer": transfer,
         "orphan_content": {"count": orphan_count, "sample": orphans},

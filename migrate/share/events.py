@@ -1,23 +1,35 @@
-"""``tail``: a store's committed history as canonical event/1 NDJSON.
+"""``tail``: a store's history as canonical event/1 NDJSON, in ledger order.
 
-The store records no per-commit transaction table and no commit time, so events are derived
-from the five tables alone, and the same state always gives the same bytes:
+Events are derived from the transaction ledger (:mod:`migrate.store.ledger`) and the five
+tables, so the same store always gives the same bytes.  For each ledger transaction, in ``tx``
+order, its events come in this order:
 
-* **commit events**, one per history entry, in canonical order: namespaces in byte order,
-  each namespace's entries by index.  Interleaving across namespaces is not recorded by the
-  store, and nothing depends on it (every namespace's history is linear on its own), so it is
-  not invented.  The event carries the head move (asserted new head, retracted previous head),
-  the request and fingerprint of its receipt, and the commit's own content row.
-* **rows events** after them: retained rows that no history entry names as its commit —
-  content rows (e.g. record payloads imported from a legacy store) and unique claims.  They
-  are grouped by table and first key byte and cut at 256 rows / 4 MiB of value bytes, so a
-  new row changes only the events of its own group.
+1. **commit events**, one per history entry the transaction added: namespaces in byte order,
+   each namespace's entries by index.  A commit event carries the head move (asserted new head,
+   retracted previous head), the request and fingerprint of its receipt, and the commit's own
+   content row.  Where ``nohistory`` dropped the entries below a namespace's boundary, a
+   **boundary** event (the first retained index and the head just below it) comes just before
+   the first retained entry, and the dropped entries are not emitted.
+2. **rows events**: the content and claim rows it added that are not the commit of one of its
+   history entries, grouped by table and first key byte, cut at 256 rows / 4 MiB of values.
+3. its **fence**, **generation**, **import**, **nohistory** and **excise** events, in the order
+   they happened.
 
-Event ids are UUIDv8 from SHA-256: ``commit`` ← (namespace, request); ``rows`` ← (table,
-keys).  ``at`` is always null: the store keeps no source time.  Only portable ids (hex of
-stored keys) appear, never SQLite row ids or transaction numbers.  ``provenance`` names the
-table and key (or key group) the event was read from.  ``since=N`` skips the first N events
-of this order; :func:`migrate.share.follow.follow` keeps streaming new commits.
+Every event has ``tx`` (its ledger transaction) and ``at`` (that transaction's time, UTC µs);
+an event written into this store by ``apply`` also has ``imported_at`` (the source's ``tx`` and
+``at``).  ``since=TX`` emits the events of the transactions after TX: appending never changes
+what an earlier transaction emits, so a collector resumes exactly where it stopped.
+
+Event ids are UUIDv8 from SHA-256 (:func:`migrate.share.common.stable_uuid`): ``commit`` ←
+(namespace, request); ``rows`` ← (table, keys); ``fence`` ← namespace; ``generation`` ←
+status; ``import`` ← import id; ``boundary``/``nohistory`` ← (namespace, index); ``excise`` ←
+the excised ids; ``redacted`` ← (namespace, first, last index).  Ids are the same in every store
+holding the same change; ``tx``/``at`` are local.
+
+Redaction (``excise``): a content row that was excised appears as ``{"fact": "content", "id",
+"redacted": true}`` (no value) and its event has ``"redacted": true``; the entries of an excised
+namespace become one ``redacted`` event per transaction.  A redacted stream cannot rebuild the
+store and ``apply`` refuses it.
 """
 
 from __future__ import annotations
@@ -28,7 +40,14 @@ from typing import Any
 
 from bbg_core.errors import ValidationFailed
 from fences import generations
-from migrate.share.common import damaged_reads, open_readonly, require_sound, stable_uuid
+from migrate.share.common import (
+    damaged_reads,
+    open_readonly,
+    require_ledger,
+    require_sound,
+    stable_uuid,
+)
+from migrate.store import ledger
 from migrate.store.codec import (
     CLAIMS,
     CONTENT,
@@ -36,6 +55,7 @@ from migrate.store.codec import (
     U64_MAX,
     Head,
     history_key,
+    request_key,
     split_history_key,
     split_request_value,
 )
@@ -44,6 +64,7 @@ from migrate.store.connection import Connection
 FORMAT = "event/1"
 ROWS_PER_EVENT = 256
 BYTES_PER_EVENT = 4 * 1024 * 1024
+META_KINDS = ("fence", "generation", "import", "nohistory", "excise")
 # Requests of one namespace in head-index order: the index is u64 LE at value[32:40], so
 # its bytes taken last-to-first compare as a big-endian number.
 _BY_INDEX = ", ".join(f"substr(value, {40 - i}, 1)" for i in range(8))
@@ -61,6 +82,11 @@ def rows_event_id(table: str, keys: list[bytes]) -> str:
     return stable_uuid(b"event/1/rows", bytes([ORDINAL[table]]), *keys)
 
 
+def meta_event_id(kind: str, *parts: bytes) -> str:
+    """The stable id of a fence, generation, import, boundary, nohistory or excise event."""
+    return stable_uuid(b"event/1/" + kind.encode(), *parts)
+
+
 def _head(namespace: bytes, head: Head) -> dict[str, Any]:
     return {
         "fact": "head",
@@ -70,31 +96,46 @@ def _head(namespace: bytes, head: Head) -> dict[str, Any]:
     }
 
 
+def content_fact(cid: bytes, value: bytes | None) -> dict[str, Any]:
+    """A content fact; ``value`` None: the row was excised (the fact says so, no bytes)."""
+    if value is None:
+        return {"fact": "content", "id": cid.hex(), "redacted": True}
+    return {"fact": "content", "id": cid.hex(), "value": value.hex()}
+
+
 def commit_event(
-    namespace: bytes, head: Head, prev: Head | None, request: bytes, fp: bytes, content: bytes
+    namespace: bytes,
+    head: Head,
+    prev: Head | None,
+    request: bytes,
+    fp: bytes,
+    content: bytes | None,
+    tx: int = 0,
+    at: int = 0,
 ) -> Event:
-    """The event/1 document of one commit."""
+    """The event/1 document of one commit (``content`` None: excised)."""
     cid = head.commit.hex()
-    return {
+    doc: Event = {
         "bbg": FORMAT,
         "kind": "commit",
         "event": commit_event_id(namespace, request),
-        "at": None,
+        "tx": tx,
+        "at": at,
         "namespace": namespace.hex(),
         "index": head.index,
         "request": request.hex(),
         "fingerprint": fp.hex(),
         "created": [cid],
-        "asserted": [
-            _head(namespace, head),
-            {"fact": "content", "id": cid, "value": content.hex()},
-        ],
+        "asserted": [_head(namespace, head), content_fact(head.commit, content)],
         "retracted": [] if prev is None else [_head(namespace, prev)],
         "provenance": {
             "table": "application_history",
             "key": history_key(namespace, head.index).hex(),
         },
     }
+    if content is None:
+        doc["redacted"] = True
+    return doc
 
 
 def _broken(conn: Connection, detail: str) -> ValidationFailed:
@@ -105,15 +146,35 @@ def _broken(conn: Connection, detail: str) -> ValidationFailed:
     )
 
 
-def namespace_events(conn: Connection, namespace: bytes, start: int = 0) -> Iterator[Event]:
-    """Commit events of ``namespace`` with index ≥ ``start``, in index order."""
-    prev: Head | None = None
-    if start > 0:
-        row = conn.one(
-            "SELECT value FROM application_history WHERE key = ?",
-            (history_key(namespace, start - 1),),
-        )
-        prev = None if row is None else Head(start - 1, bytes(row[0]))
+def _content(conn: Connection, cid: bytes) -> bytes | None:
+    """A commit's content row; None if it was excised; ValidationFailed if simply missing."""
+    row = conn.one("SELECT value FROM application_content WHERE key = ?", (cid,))
+    if row is not None:
+        return bytes(row[0])
+    if ledger.is_excised(conn, "content", cid) is not None:
+        return None
+    raise _broken(conn, f"commit {cid.hex()} has no content")
+
+
+def _history_head(conn: Connection, namespace: bytes, index: int) -> Head | None:
+    row = conn.one(
+        "SELECT value FROM application_history WHERE key = ?", (history_key(namespace, index),)
+    )
+    return None if row is None else Head(index, bytes(row[0]))
+
+
+def namespace_events(
+    conn: Connection,
+    namespace: bytes,
+    start: int = 0,
+    stop: int | None = None,
+    prev: Head | None = None,
+) -> Iterator[Event]:
+    """Commit events of ``namespace`` with ``start`` ≤ index ≤ ``stop``, in index order
+    (``prev``: the head just below ``start``, else read from the history)."""
+    if prev is None and start > 0:
+        prev = _history_head(conn, namespace, start - 1)
+    last = U64_MAX if stop is None else stop
     requests = _rows(conn,
         "SELECT key, value FROM application_requests WHERE key > ? AND key <= ? "
         f"ORDER BY {_BY_INDEX}",
@@ -122,7 +183,7 @@ def namespace_events(conn: Connection, namespace: bytes, start: int = 0) -> Iter
     try:
         for key, value in conn.rows(
             "SELECT key, value FROM application_history WHERE key >= ? AND key <= ? ORDER BY key",
-            (history_key(namespace, start), history_key(namespace, U64_MAX)),
+            (history_key(namespace, start), history_key(namespace, last)),
         ):
             _, index = split_history_key(bytes(key))
             head = Head(index, bytes(value))
@@ -140,21 +201,31 @@ def namespace_events(conn: Connection, namespace: bytes, start: int = 0) -> Iter
                     conn, f"namespace {namespace.hex()} index {index}: receipt head "
                     f"{rhead.describe()} is not history {head.describe()}",
                 )  # fmt: skip
-            content = conn.one(
-                "SELECT value FROM application_content WHERE key = ?", (head.commit,)
-            )
-            if content is None:
-                raise _broken(conn, f"commit {head.commit.hex()} has no content")
-            yield commit_event(namespace, head, prev, bytes(found[0])[32:], fp, bytes(content[0]))
+            content = _content(conn, head.commit)
+            yield commit_event(namespace, head, prev, bytes(found[0])[32:], fp, content)
             prev = head
-        extra = next(requests, None)
-        if extra is not None:
-            raise _broken(
-                conn, f"namespace {namespace.hex()}: receipt {bytes(extra[0]).hex()} for head "
-                f"{split_request_value(bytes(extra[1]))[1].describe()} past the history",
-            )  # fmt: skip
     finally:
         requests.close()
+
+
+def _single(
+    conn: Connection, namespace: bytes, prev: Head | None, head: Head, request: bytes
+) -> Event:
+    """The event of one commit whose request is known (no scan of the namespace)."""
+    row = conn.one(
+        "SELECT value FROM application_requests WHERE key = ?", (request_key(namespace, request),)
+    )
+    if row is None:
+        raise _broken(conn, f"namespace {namespace.hex()} index {head.index}: no receipt")
+    fp, rhead = split_request_value(bytes(row[0]))
+    if rhead != head:
+        raise _broken(conn, f"namespace {namespace.hex()} request {request.hex()}: receipt "
+                      f"head {rhead.describe()} is not {head.describe()}")  # fmt: skip
+    stored = _history_head(conn, namespace, head.index)
+    if stored != head:
+        raise _broken(conn, f"namespace {namespace.hex()} index {head.index}: the ledger's head "
+                      f"{head.describe()} is not in the history")  # fmt: skip
+    return commit_event(namespace, head, prev, request, fp, _content(conn, head.commit))
 
 
 def _rows(conn: Connection, sql: str, params: tuple[Any, ...]) -> Generator[tuple[Any, ...]]:
@@ -166,64 +237,167 @@ def _index(value: Any) -> int:
     return split_request_value(bytes(value))[1].index
 
 
-_ROWS_SQL = {
-    CLAIMS: "SELECT key, value FROM application_unique_claims WHERE key >= ?",
-    # NOT IN builds one ephemeral index of the history's commits (a correlated NOT EXISTS
-    # would scan the history once per content row: no index on history values).
-    CONTENT: "SELECT key, value FROM application_content WHERE key >= ? AND key NOT IN "
-    "(SELECT value FROM application_history)",
-}
+def _meta(kind: str, ident: str, fact: dict[str, Any], provenance: dict[str, Any]) -> Event:
+    return {
+        "bbg": FORMAT,
+        "kind": kind,
+        "event": ident,
+        "created": [],
+        "asserted": [fact],
+        "retracted": [],
+        "provenance": provenance,
+    }
 
 
-def _rows_source(conn: Connection, table: str, low: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
-    """Rows of ``table`` that rows events carry, key ≥ ``low``, in key order."""
-    for key, value in conn.rows(_ROWS_SQL[table] + " ORDER BY key", (low,)):
-        yield bytes(key), bytes(value)
+def boundary_event(namespace: bytes, first: int, prev: Head) -> Event:
+    """The marker of a retained boundary: entries below ``first`` were dropped."""
+    return _meta(
+        "boundary",
+        meta_event_id("boundary", namespace, first.to_bytes(8, "big")),
+        {"fact": "boundary", "namespace": namespace.hex(), "index": first,
+         "previous": _head(namespace, prev)},
+        {"table": ledger.BOUNDARIES, "key": namespace.hex()},
+    )  # fmt: skip
 
 
-def rows_events(
-    conn: Connection, tables: tuple[str, ...] = (CONTENT, CLAIMS), *, last_bucket: bool = False
-) -> Iterator[tuple[tuple[str, int], Event]]:
-    """``((table, bucket), event)`` for every rows event, in stream order.
+def meta_event(doc: dict[str, Any]) -> Event:
+    """The event/1 document of a ledger detail event (fence, generation, import, retention)."""
+    kind = doc["kind"]
+    if kind == "fence":
+        ns = bytes.fromhex(doc["namespace"])
+        fact = {"fact": "fence", "namespace": doc["namespace"], "import_id": doc["import_id"],
+                "reason": doc["reason"]}  # fmt: skip
+        return _meta(kind, meta_event_id(kind, ns), fact,
+                     {"table": "bbg_import_v1_fences", "key": doc["namespace"]})  # fmt: skip
+    if kind == "generation":
+        fact = {"fact": "status", "status": doc["status"], "generation": doc["generation"]}
+        return _meta(kind, meta_event_id(kind, doc["status"].encode()), fact,
+                     {"table": "bbg_import_v1"})  # fmt: skip
+    if kind == "import":
+        fact = {"fact": "import", "import_id": doc["import_id"], "receipt": doc["receipt"],
+                "seal": doc["seal"]}  # fmt: skip
+        return _meta(kind, meta_event_id(kind, doc["import_id"].encode()), fact,
+                     {"table": "bbg_import_v1_receipts", "key": doc["import_id"]})  # fmt: skip
+    if kind == "nohistory":
+        ns = bytes.fromhex(doc["namespace"])
+        fact = {"fact": "nohistory", "namespace": doc["namespace"], "index": doc["index"],
+                "commit": doc["commit"], "dropped": doc["dropped"]}  # fmt: skip
+        return _meta(kind, meta_event_id(kind, ns, int(doc["index"]).to_bytes(8, "big")), fact,
+                     {"table": ledger.BOUNDARIES, "key": doc["namespace"]})  # fmt: skip
+    if kind == "excise":
+        ids = [bytes.fromhex(x) for x in doc["contents"] + doc["namespaces"]]
+        fact = {"fact": "excise", "contents": doc["contents"], "namespaces": doc["namespaces"]}
+        return _meta(kind, meta_event_id(kind, *ids), fact, {"table": ledger.EXCISED})
+    raise ValueError(f"unknown ledger event kind {kind!r}")
 
-    ``last_bucket``: only the events of each table's last key group (to find the last event
-    without reading the whole table).
-    """
-    for table in tables:
-        low = b""
-        if last_bucket:
-            top = conn.one(_ROWS_SQL[table] + " ORDER BY key DESC LIMIT 1", (b"",))
-            if top is None:
-                continue
-            low = bytes(top[0])[:1]
-        chunk: list[tuple[bytes, bytes]] = []
+
+def redacted_event(namespace: bytes, first: int, last: int) -> Event:
+    """What remains of the entries ``first..last`` of an excised namespace: their range."""
+    return {
+        "bbg": FORMAT,
+        "kind": "redacted",
+        "event": meta_event_id("redacted", namespace, first.to_bytes(8, "big"),
+                               last.to_bytes(8, "big")),  # fmt: skip
+        "namespace": namespace.hex(),
+        "first": first,
+        "last": last,
+        "created": [],
+        "asserted": [],
+        "retracted": [],
+        "redacted": True,
+        "provenance": {"table": "application_history", "key": namespace.hex()},
+    }
+
+
+def tx_rows_events(conn: Connection, tx: int) -> Iterator[Event]:
+    """The rows events of ledger transaction ``tx`` (see the module docstring)."""
+    for table in (CONTENT, CLAIMS):
+        chunk: list[tuple[bytes, bytes | None]] = []
         size = 0
-        for key, value in _rows_source(conn, table, low):
+        for key, value in conn.rows(
+            f"SELECT r.key, t.value FROM {ledger.ROWS} AS r LEFT JOIN {table} AS t "
+            "ON t.key = r.key WHERE r.tx = ? AND r.tbl = ? ORDER BY r.key",
+            (tx, ORDINAL[table]),
+        ):
+            key = bytes(key)
+            value = None if value is None else bytes(value)
             if chunk and (
                 key[0] != chunk[0][0][0] or len(chunk) >= ROWS_PER_EVENT
-                or size + len(value) > BYTES_PER_EVENT
+                or size + len(value or b"") > BYTES_PER_EVENT
             ):  # fmt: skip
-                yield (table, chunk[0][0][0]), _rows_event(table, chunk)
+                yield rows_event(table, chunk)
                 chunk, size = [], 0
             chunk.append((key, value))
-            size += len(value)
+            size += len(value or b"")
         if chunk:
-            yield (table, chunk[0][0][0]), _rows_event(table, chunk)
+            yield rows_event(table, chunk)
 
 
-def _rows_event(table: str, rows: list[tuple[bytes, bytes]]) -> Event:
-    fact = "content" if table == CONTENT else "claim"
-    field = "id" if table == CONTENT else "key"
-    return {
+def rows_event(table: str, rows: list[tuple[bytes, bytes | None]]) -> Event:
+    """A rows event of ``table`` (a None value: the row was excised)."""
+    if table == CONTENT:
+        asserted = [content_fact(k, v) for k, v in rows]
+    else:
+        asserted = [{"fact": "claim", "key": k.hex(), "value": (v or b"").hex()} for k, v in rows]
+    doc: Event = {
         "bbg": FORMAT,
         "kind": "rows",
         "event": rows_event_id(table, [k for k, _ in rows]),
-        "at": None,
         "created": [k.hex() for k, _ in rows],
-        "asserted": [{"fact": fact, field: k.hex(), "value": v.hex()} for k, v in rows],
+        "asserted": asserted,
         "retracted": [],
         "provenance": {"table": table, "bucket": f"{rows[0][0][0]:02x}"},
     }
+    if any(v is None for _, v in rows):
+        doc["redacted"] = True
+    return doc
+
+
+def _commit_events(conn: Connection, tx: int) -> Iterator[Event]:
+    for ns, before, after, request in ledger.heads_of(conn, tx):
+        start = 0 if before is None else before.index + 1
+        if ledger.is_excised(conn, "namespace", ns) is not None:
+            yield redacted_event(ns, start, after.index)
+            continue
+        prev = before
+        boundary = ledger.boundary_of(conn, ns)
+        if boundary is not None and start <= boundary[0]:
+            if after.index < boundary[0]:
+                continue  # every entry of this transaction was dropped by nohistory
+            # The first retained entry: a receiver starts the namespace from here.
+            start, prev = boundary
+            yield boundary_event(ns, start, prev)
+        if request is not None and start == after.index:
+            yield _single(conn, ns, prev, after, request)
+        else:
+            yield from namespace_events(conn, ns, start, after.index, prev)
+
+
+def entry_events(conn: Connection, entry: ledger.Entry) -> Iterator[Event]:
+    """Every event of one ledger transaction, stamped with its ``tx``, ``at`` and origin."""
+    stamp: dict[str, Any] = {"tx": entry.tx, "at": entry.at}
+    if entry.origin is not None:
+        stamp["imported_at"] = {"tx": entry.origin[0], "at": entry.origin[1]}
+    for event in _commit_events(conn, entry.tx):
+        yield {**event, **stamp}
+    for event in tx_rows_events(conn, entry.tx):
+        yield {**event, **stamp}
+    for doc in entry.events:
+        yield {**meta_event(doc), **stamp}
+
+
+def iter_events(conn: Connection, since: int = 0, skip: int = 0) -> Iterator[Event]:
+    """Every event of the transactions after ``since`` (inside the caller's read snapshot);
+    ``skip``: leave out the first ``skip`` events of the first such transaction."""
+    generations.require_readable(conn)
+    require_ledger(conn)
+    for entry in ledger.entries(conn, since):
+        for event in entry_events(conn, entry):
+            if skip:
+                skip -= 1
+                continue
+            yield event
+        skip = 0
 
 
 def namespaces(conn: Connection) -> Iterator[tuple[bytes, Head]]:
@@ -232,30 +406,13 @@ def namespaces(conn: Connection) -> Iterator[tuple[bytes, Head]]:
         yield bytes(key), Head.decode(bytes(value))
 
 
-def iter_events(conn: Connection, since: int = 0) -> Iterator[Event]:
-    """Every event of the store (inside the caller's read snapshot), skipping ``since``."""
-    generations.require_readable(conn)
-    skip = since
-    for namespace, head in namespaces(conn):
-        count = head.index + 1
-        if skip >= count:
-            skip -= count  # a whole namespace skipped without reading its history
-            continue
-        yield from namespace_events(conn, namespace, skip)
-        skip = 0
-    for _, event in rows_events(conn):
-        if skip:
-            skip -= 1
-            continue
-        yield event
-
-
-def tail(store_dir: Path, since: int = 0) -> Iterator[Event]:
+def tail(store_dir: Path, since: int = 0, skip: int = 0) -> Iterator[Event]:
     """The events of the store in ``store_dir`` from one consistent read snapshot.
 
     A store that breaks the cheap invariants (:func:`migrate.share.common.require_sound`)
     is refused before the first event; a value damaged beyond them is a named StoreError.
     """
     with open_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
+        require_ledger(conn)
         require_sound(conn, "exported")
-        yield from iter_events(conn, since)
+        yield from iter_events(conn, since, skip)

@@ -33,7 +33,7 @@ from migrate.share.backup import _fsync
 from migrate.share.common import MAX_LINE, canonical, schema_problem
 from migrate.share.snapshot import STORAGE, columns, line_hash, retained_tables
 from migrate.share.verify import ContentLedger
-from migrate.store import open_store
+from migrate.store import ledger, open_store
 from migrate.store.codec import ARCHIVE_ORDER, CONTENT
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
@@ -42,6 +42,7 @@ from migrate.store.tables import StoreTables
 from migrate.store.tx import Tx
 
 _BATCH = 512
+_BATCH_BYTES = 4 * 1024 * 1024  # a value may be 16 MiB: never hold 512 of them
 _ROW_KEYS = frozenset({"table", "key", "value", "h"})
 # Linear-time forms of the hex patterns (a repeated group costs memory per repetition).
 _HEX = re.compile(r"[0-9a-f]*")
@@ -111,11 +112,12 @@ class _Loader:
     """Inserts records into the new store inside one transaction, checking table shapes."""
 
     def __init__(self, conn: Connection) -> None:
-        self.tx = Tx(conn, 0)
+        self.tx = Tx(conn, 0, ledgered=False)  # the snapshot carries the ledger
         self.content = ContentLedger(self.tx, "restored")
         self.columns = {t: columns(conn, t) for t in retained_tables(conn)}
         self.counts: dict[str, int] = {}
         self.pending: dict[str, list[tuple[bytes, bytes]]] = {t: [] for t in ARCHIVE_ORDER}
+        self.pending_bytes: dict[str, int] = dict.fromkeys(ARCHIVE_ORDER, 0)
         self.storage: dict[str, Any] | None = None
 
     def add(self, doc: dict[str, Any], number: int) -> None:
@@ -127,7 +129,8 @@ class _Loader:
             batch.append((key, bytes.fromhex(doc["value"])))
             if table == CONTENT:
                 self.content.add(key, number)
-            if len(batch) >= _BATCH:
+            self.pending_bytes[table] += len(batch[-1][1])
+            if len(batch) >= _BATCH or self.pending_bytes[table] >= _BATCH_BYTES:
                 self.flush(table)
         elif table == STORAGE:
             if self.storage is not None or set(doc["row"]) != {"hash_suite", "last_transaction"}:
@@ -149,6 +152,7 @@ class _Loader:
         for name in [table] if table else list(self.pending):
             self.tx.put_many(name, self.pending[name])
             self.pending[name] = []
+            self.pending_bytes[name] = 0
 
 
 def _cell(value: Any) -> Any:
@@ -199,12 +203,20 @@ def _load(stream: BinaryIO, directory: Path, max_line: int) -> dict[str, Any]:
         raise _bad(1, "empty stream: no snapshot header")
     header = _decode(first, 1, "snapshot-header")
     digest = hashlib.sha256(first)
+    second = read_line(stream, 2, max_line)
+    if second is None:
+        raise _bad(2, "the stream ends after the header (truncated)")
+    _decode(second, 2, "snapshot-time")  # the creation time: not in the footer's digest
     open_store(directory, create=True).close()
     conn = Connection(directory / DB_NAME)
     try:
         with conn.write(action="restore"):
+            # The snapshot carries the whole ledger, creation included: it replaces ours.
+            for table in ledger.TABLES:
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute(f"UPDATE {STORAGE} SET store_id = ? WHERE id = 1", (header["store_id"],))
             loader = _Loader(conn)
-            number = 1
+            number = 2
             while True:
                 number += 1
                 raw = read_line(stream, number, max_line)
@@ -225,7 +237,8 @@ def _load(stream: BinaryIO, directory: Path, max_line: int) -> dict[str, Any]:
         conn.close()
     return {
         "kind": "bbg-restore",
-        "basis": header["basis"],
+        "basis_tx": header["basis_tx"],
+        "store_id": header["store_id"],
         "records": footer["records"],
         "archive_digest_sha256": footer["archive_digest_sha256"],
     }
@@ -252,6 +265,9 @@ def _check_footer(
         )
     if archive_digest(tables).hex() != footer["archive_digest_sha256"]:
         raise _bad(number, "the restored tables' archive digest differs from the footer's")
+    if ledger.last_tx(conn) != loader.storage["last_transaction"]:
+        raise _bad(number, f"the ledger ends at transaction {ledger.last_tx(conn)}, the storage "
+                   f"record says {loader.storage['last_transaction']}")  # fmt: skip
     conn.execute(
         f"UPDATE {STORAGE} SET hash_suite = ?, last_transaction = ? WHERE id = 1",
         (loader.storage["hash_suite"], loader.storage["last_transaction"]),

@@ -1,30 +1,34 @@
-"""``snapshot``: every retained row of a store as bbg-snapshot/1 NDJSON.
+"""``snapshot``: every retained row of a store as bbg-snapshot/1 NDJSON (docs/snapshot1.md).
 
 Lines (each canonical JSON, LF-terminated; each carries ``h``, the first 16 hex digits of
 SHA-256 over the line's canonical JSON without ``h``, so a damaged byte names its line):
 
-1. header ``{"bbg": "snapshot/1", "basis": <last event id of tail, or null>,
-   "created_at": <µs since the epoch, UTC>, "h"}`` — ``created_at`` is the only field that
-   differs between two snapshots of one state;
-2. one record per row of the five application tables, archive order (§6), key order:
+1. header ``{"bbg": "snapshot/1", "format": 2, "basis_tx": <last ledger transaction>,
+   "store_id", "hash_suite", "h"}``;
+2. the creation time ``{"created_at": <µs since the epoch, UTC>, "h"}`` — the only line that
+   differs between two snapshots of one state, and the only line the footer's SHA-256 leaves
+   out, so the rest of the file is a pure function of the store's state;
+3. one record per row of the five application tables, archive order (§6), key order:
    ``{"table", "key", "value", "h"}`` (hex);
-3. one record per row of every other retained table (status marker, fences, imports, seals,
+4. one record per row of every other retained table (the transaction ledger and its heads and
+   rows, retention boundaries and excised ids, status marker, fences, imports, seals,
    receipts, journal, and any table a later schema adds), by table name, rows ordered by all
    columns: ``{"table", "row": {column: int | text | {"hex": blob} | null}, "h"}``;
-4. the storage record ``{"table": "bbg_storage_v1", "row": {"hash_suite",
-   "last_transaction"}, "h"}`` (the store id is not retained: a restored store is a new store);
-5. footer ``{"bbg": "end", "counts": {table: rows}, "records": n, "archive_digest_sha256",
-   "sha256": <SHA-256 over the bytes of every prior line, LF included>, "h"}``.
+5. the storage record ``{"table": "bbg_storage_v1", "row": {"hash_suite",
+   "last_transaction"}, "h"}``;
+6. footer ``{"bbg": "end", "counts": {table: rows}, "records": n, "archive_digest_sha256",
+   "sha256": <SHA-256 over the bytes of every prior line but line 2, LF included>, "h"}``.
 
-Not retained: in-flight import machinery (``bbg_import_v1_staged``, ``_staged_namespaces``,
-``_cursors``).  A store with an import in state ``staging`` is refused: finish or discard it.
-The snapshot is read from one read transaction on a read-only connection.
+``restore`` rebuilds the same store (same store id, same ledger), so snapshot → restore →
+snapshot gives the same bytes except line 2.  Not retained: in-flight import machinery
+(``bbg_import_v1_staged``, ``_staged_namespaces``, ``_cursors``).  A store with an import in
+state ``staging`` is refused: finish or discard it.  The snapshot is read from one read
+transaction on a read-only connection.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -35,21 +39,22 @@ from migrate.share.common import (
     canonical,
     damaged_reads,
     open_readonly,
+    require_ledger,
     require_sound,
     table_names,
 )
-from migrate.share.events import commit_event_id, rows_events
-from migrate.store.codec import ARCHIVE_ORDER, CLAIMS, CONTENT
+from migrate.store import clock, ledger
+from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
 from migrate.store.tables import StoreTables
 
 FORMAT = "snapshot/1"
+SNAPSHOT_FORMAT = 2  # version 1 (no ledger, basis event id) is not read any more
 STORAGE = "bbg_storage_v1"
 IN_FLIGHT = frozenset(
     {"bbg_import_v1_staged", "bbg_import_v1_staged_namespaces", "bbg_import_v1_cursors"}
 )
-_BY_INDEX_DESC = ", ".join(f"substr(value, {40 - i}, 1) DESC" for i in range(8))
 
 
 def line_hash(doc: dict[str, Any]) -> str:
@@ -81,29 +86,10 @@ def columns(conn: Connection, table: str) -> list[str]:
     return [str(r[1]) for r in conn.rows(f"PRAGMA table_info({table})")]
 
 
-def basis_event(conn: Connection) -> str | None:
-    """The id of the last event ``tail`` would print, or None for an empty store."""
-    for table in (CLAIMS, CONTENT):
-        last: str | None = None
-        for _, event in rows_events(conn, tables=(table,), last_bucket=True):
-            last = str(event["event"])
-        if last is not None:
-            return last
-    row = conn.one("SELECT key FROM application_heads ORDER BY key DESC LIMIT 1")
-    if row is None:
-        return None
-    ns = bytes(row[0])
-    req = conn.one(
-        "SELECT key FROM application_requests WHERE key > ? AND key <= ? "
-        f"ORDER BY {_BY_INDEX_DESC} LIMIT 1",
-        (ns, ns + b"\xff" * 32),
-    )
-    return None if req is None else commit_event_id(ns, bytes(req[0])[32:])
-
-
 def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
     """Every line of the snapshot of ``conn`` (call inside a read transaction)."""
     generations.require_readable(conn)
+    require_ledger(conn)
     staging = conn.one("SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging'")
     if staging is not None:
         raise StoreRefused(
@@ -120,7 +106,11 @@ def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
         digest.update(line)
         return line
 
-    yield emit({"bbg": FORMAT, "basis": basis_event(conn), "created_at": created_at})
+    info = conn.one(f"SELECT store_id, hash_suite FROM {STORAGE} WHERE id = 1")
+    assert info is not None
+    yield emit({"bbg": FORMAT, "format": SNAPSHOT_FORMAT, "basis_tx": ledger.last_tx(conn),
+                "store_id": info[0], "hash_suite": info[1]})  # fmt: skip
+    yield sealed({"created_at": created_at})  # the time line: not in the footer's digest
     tables = StoreTables(conn)
     for table in ARCHIVE_ORDER:
         counts[table] = 0
@@ -155,7 +145,7 @@ def write_snapshot(
     store_dir: Path, out: BinaryIO, *, created_at: int | None = None
 ) -> dict[str, Any]:
     """Write the snapshot of the store in ``store_dir`` to ``out``; returns a summary."""
-    when = time.time_ns() // 1000 if created_at is None else created_at
+    when = clock.now_us() if created_at is None else created_at
     lines = size = 0
     with open_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
         require_sound(conn, "exported")

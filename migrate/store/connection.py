@@ -53,6 +53,7 @@ CommitHook = Callable[[CommitPhase], None]
 Params = tuple[Any, ...] | list[Any]
 
 DEFAULT_BUSY_TIMEOUT = 30.0
+ROWS_BYTES = 4 * 1024 * 1024  # about how many bytes of rows :meth:`Connection.rows` holds
 
 
 def translate(
@@ -171,17 +172,26 @@ class Connection:
         return row
 
     def rows(self, sql: str, params: Params = (), batch: int = 512) -> Iterator[tuple[Any, ...]]:
-        """Stream a query's rows in batches (bounded memory)."""
+        """Stream a query's rows in batches of at most ``batch`` rows and about
+        ``ROWS_BYTES`` bytes (bounded memory: a content value may be 16 MiB, so a batch
+        starts at one row and grows only while its rows stay small)."""
         cur = self.execute(sql, params)
+        size = 1
         try:
             while True:
                 try:
-                    chunk = cur.fetchmany(batch)
+                    chunk = cur.fetchmany(size)
                 except sqlite3.Error as exc:
                     raise translate(exc, self.path, "read") from exc
                 if not chunk:
                     return
                 yield from chunk
+                if size < batch or len(chunk) > 1:
+                    held = sum(len(v) for row in chunk for v in row if isinstance(v, bytes | str))
+                    if held * 2 <= ROWS_BYTES:
+                        size = min(batch, size * 2)
+                    elif held > ROWS_BYTES:
+                        size = max(1, size // 2)
         finally:
             try:
                 cur.close()

@@ -85,7 +85,8 @@ def history(
     """Up to ``limit`` (≤ 4096) history entries with index > ``after``, in index order.
 
     A gap inside the page is corruption and raises StoreError: a gap is never reported as
-    a short history.
+    a short history.  History below a ``nohistory`` boundary was dropped on purpose: the
+    first page then starts at the boundary (:mod:`migrate.store.retention`).
     """
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be 1..{MAX_PAGE}, not {limit}")
@@ -100,6 +101,8 @@ def history(
         (low, history_key(namespace, U64_MAX), limit),
     ):
         _, index = split_history_key(bytes(key))
+        if index != expect and not page and _retained_from(db, namespace) == index > expect:
+            expect = index  # history below the namespace's nohistory boundary was dropped
         if index != expect:
             raise StoreError(
                 f"{db.path}: namespace {namespace.hex()} history index {expect} is missing "
@@ -111,6 +114,17 @@ def history(
         page.append(Head(index, bytes(value)))
         expect += 1
     return page
+
+
+def _retained_from(db: PageReader, namespace: bytes) -> int | None:
+    """The first retained history index of a ``nohistory`` namespace, or None."""
+    has = db.one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                 ("bbg_retention_v1_boundaries",))  # fmt: skip
+    if has is None:
+        return None
+    row = db.one("SELECT first_index FROM bbg_retention_v1_boundaries WHERE namespace = ?",
+                 (namespace,))  # fmt: skip
+    return None if row is None else int(row[0])
 
 
 def publish(
@@ -172,8 +186,10 @@ def publish(
             current=current.encode().hex() if current else None,
             **ctx,
         )
+    # New content and claim rows are recorded in the ledger entry by the puts themselves,
+    # except the commit's own content, which its commit event carries.
     for cid in sorted(contents):
-        tx.put(CONTENT, cid, contents[cid])
+        tx.put(CONTENT, cid, contents[cid], note=cid != new_head.commit)
     for claim in sorted(claims):
         tx.put(CLAIMS, claim, claims[claim])
     if new_head.commit not in contents and tx.get(CONTENT, new_head.commit) is None:
@@ -196,6 +212,9 @@ def publish(
         (namespace, new_head.encode()),
     )
     tx.put(REQUESTS, rkey, request_value(fingerprint, new_head))
+    # The ledger entry: the head move, and the rows that are not this commit's own content.
+    tx.mark("commit")
+    tx.note_head(namespace, current, new_head, request)
     return new_head
 
 

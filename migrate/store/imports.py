@@ -30,7 +30,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from bbg_core.errors import Conflict, StoreError
-from migrate.store.codec import ARCHIVE_ORDER, ID_LEN, MAX_KEY_LEN, ORDINAL
+from migrate.store.codec import (
+    ARCHIVE_ORDER,
+    CLAIMS,
+    CONTENT,
+    HEADS,
+    HISTORY,
+    ID_LEN,
+    MAX_KEY_LEN,
+    ORDINAL,
+    Head,
+)
 from migrate.store.tx import Tx, check_table
 
 
@@ -107,8 +117,15 @@ def seal_of(db: _Reader, import_id: str) -> dict[str, Any] | None:
 
 
 def record_receipt(tx: Tx, import_id: str, receipt: Mapping[str, Any]) -> None:
-    """Store the import's receipt (immutable like the seal)."""
+    """Store the import's receipt (immutable like the seal); the ledger entry gets the
+    ``import`` event naming the import, its seal and its receipt."""
+    had = receipt_of(tx, import_id) is not None
     _put_doc(tx, "bbg_import_v1_receipts", "receipt", import_id, receipt)
+    if not had:
+        tx.note_event(
+            {"kind": "import", "import_id": import_id, "receipt": dict(receipt),
+             "seal": seal_of(tx, import_id)}
+        )  # fmt: skip
 
 
 def receipt_of(db: _Reader, import_id: str) -> dict[str, Any] | None:
@@ -250,8 +267,40 @@ def stage_rows(
 
 
 def activate(tx: Tx, import_id: str) -> dict[str, int]:
-    """Publish the import's staged rows into the five tables; returns new rows per table."""
+    """Publish the import's staged rows into the five tables; returns new rows per table.
+
+    The ledger entry records each head the activation moves (before → after) and the content
+    and claim rows it adds that are not the commit of a staged history entry.
+    """
     _require_staging(tx, import_id)
+    tx.mark("activate", import_id)
+    moved: list[tuple[bytes, Head | None, Head]] = []
+    for key, value in tx.rows(
+        "SELECT key, value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? "
+        "ORDER BY key",
+        (import_id, ORDINAL[HEADS]),
+    ):
+        after = Head.decode(bytes(value))
+        row = tx.one("SELECT value FROM application_heads WHERE key = ?", (bytes(key),))
+        before = None if row is None else Head.decode(bytes(row[0]))
+        if before != after:
+            moved.append((bytes(key), before, after))
+    if tx.ledgered:
+        for table in (CONTENT, CLAIMS):
+            not_commits = (
+                " AND s.key NOT IN (SELECT value FROM bbg_import_v1_staged "
+                "WHERE import_id = ? AND tbl = ?)" if table == CONTENT else ""
+            )  # fmt: skip
+            params: tuple[Any, ...] = (tx.number, ORDINAL[table], import_id, ORDINAL[table])
+            if table == CONTENT:
+                params += (import_id, ORDINAL[HISTORY])
+            tx.execute(
+                "INSERT INTO bbg_ledger_v1_rows (tx, tbl, key) SELECT ?, ?, s.key "
+                "FROM bbg_import_v1_staged AS s WHERE s.import_id = ? AND s.tbl = ? "
+                f"AND s.key NOT IN (SELECT key FROM {table}){not_commits} "
+                "ON CONFLICT DO NOTHING",
+                params,
+            )
     inserted: dict[str, int] = {}
     for ordinal, table in enumerate(ARCHIVE_ORDER):
         clash = tx.one(
@@ -274,6 +323,8 @@ def activate(tx: Tx, import_id: str) -> dict[str, int]:
             (import_id, ordinal),
         )
         inserted[table] = max(cur.rowcount, 0)
+    for ns, before, after in moved:
+        tx.note_head(ns, before, after)
     _clear(tx, import_id, "active")
     return inserted
 

@@ -2,7 +2,9 @@
 
 A store is a directory (default ``./bbg``) holding ``bbg.sqlite3`` (plus SQLite's ``-wal``
 and ``-shm`` files).  The file carries ``PRAGMA application_id = 0x42424731`` ("BBG1") and
-``PRAGMA user_version = 1``; any other SQLite file is refused, naming the file.
+``PRAGMA user_version = 2`` (version 1 is a store from before the transaction ledger: it is
+read, and written only after ``bbg-migrate --store S upgrade``); any other SQLite file is
+refused, naming the file.
 
 The default-store guard lives in :func:`resolve_store_dir` and nowhere else: with no store
 named and ``./cell.redb`` present, an empty default store is never created (or opened).
@@ -19,13 +21,18 @@ from pathlib import Path
 import schemas
 from bbg_core.errors import StoreError, StoreRefused
 from importers import hemera
+from migrate.store import ledger
 from migrate.store.connection import Connection
 
 DB_NAME = "bbg.sqlite3"
 DEFAULT_DIR = "bbg"
 LEGACY_NAME = "cell.redb"
 APPLICATION_ID = 0x42424731  # b"BBG1"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions this build opens: the current one, and version 1 (no ledger) for reading and for
+# `upgrade`; a writer refuses version 1 with a message naming `upgrade`.
+PRE_LEDGER_VERSION = 1
+READABLE_VERSIONS = frozenset({PRE_LEDGER_VERSION, SCHEMA_VERSION})
 # The hash suite recorded in bbg_storage_v1: the pinned hemera variant.
 DEFAULT_HASH_SUITE = hemera.SUITE
 
@@ -99,23 +106,39 @@ def create_schema(conn: Connection, hash_suite: str) -> bool:
         objects = conn.one("SELECT count(*) FROM sqlite_master")
         if app_id or version or (objects is not None and objects[0]):
             raise _foreign(conn.path, app_id, version)
-        for statement in _statements(schemas.sql("store")):
+        for statement in statements(schemas.sql("store")):
             conn.execute(statement)
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute(
             "INSERT INTO bbg_storage_v1 (id, store_id, hash_suite, last_transaction) "
             "VALUES (1, ?, ?, 1)",
-            (uuid.uuid4().hex, hash_suite),
+            (new_store_id(), hash_suite),
         )
+        # Ledger row 1: the creation (the ledger covers every transaction of the store).
+        ledger.append(conn, 1, "create", None, [])
     return True
 
 
+STORE_ID_ENV = "BBG_MIGRATE_STORE_ID"
+
+
+def new_store_id() -> str:
+    """A fresh store id (32 hex digits); ``BBG_MIGRATE_STORE_ID`` fixes it (conformance
+    fixtures and tests that need reproducible bytes)."""
+    fixed = os.environ.get(STORE_ID_ENV)
+    if fixed:
+        if len(fixed) != 32 or any(c not in "0123456789abcdef" for c in fixed):
+            raise ValueError(f"{STORE_ID_ENV} must be 32 lowercase hex digits")
+        return fixed
+    return uuid.uuid4().hex
+
+
 def schema_state(conn: Connection) -> str:
-    """``"bbg"`` (a store of this schema), ``"empty"`` (an empty SQLite file a writer would
-    turn into one), or StoreRefused naming what the file is (reads only)."""
+    """``"bbg"`` (a BBG store of a version this build reads), ``"empty"`` (an empty SQLite file
+    a writer would turn into one), or StoreRefused naming what the file is (reads only)."""
     app_id, version = _identity(conn)
-    if (app_id, version) == (APPLICATION_ID, SCHEMA_VERSION):
+    if app_id == APPLICATION_ID and version in READABLE_VERSIONS:
         return "bbg"
     objects = conn.one("SELECT count(*) FROM sqlite_master")
     if app_id or version or (objects is not None and objects[0]):
@@ -123,20 +146,39 @@ def schema_state(conn: Connection) -> str:
     return "empty"
 
 
-def require_bbg(conn: Connection) -> None:
-    """StoreRefused unless the file is a BBG store of the schema version this build reads
-    (reads only: safe on a read-only handle)."""
+def require_bbg(conn: Connection) -> int:
+    """The schema version; StoreRefused unless the file is a BBG store of a version this build
+    reads (version 1, before the ledger, included; reads only: safe on a read-only handle)."""
     app_id, version = _identity(conn)
-    if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
+    if app_id != APPLICATION_ID or version not in READABLE_VERSIONS:
         raise _foreign(conn.path, app_id, version)
+    return version
 
 
-def check_identity(conn: Connection) -> None:
-    """:func:`require_bbg`, then make sure the file is in WAL mode (a writer's open)."""
-    require_bbg(conn)
+def check_identity(conn: Connection, *, allow_pre_ledger: bool = False) -> int:
+    """:func:`require_bbg`, refusing a version-1 store (it needs ``upgrade``) unless
+    ``allow_pre_ledger``, then make sure the file is in WAL mode (a writer's open); returns
+    the schema version."""
+    version = require_bbg(conn)
+    if version == PRE_LEDGER_VERSION and not allow_pre_ledger:
+        raise needs_upgrade(conn.path)
     mode = conn.one("PRAGMA journal_mode")
     if mode is None or str(mode[0]).lower() != "wal":
         conn.execute("PRAGMA journal_mode = WAL").fetchall()
+    return version
+
+
+def needs_upgrade(path: Path) -> StoreRefused:
+    """The refusal of a writer (or a ledger reader) facing a schema-version-1 store."""
+    store_dir = path.parent
+    return StoreRefused(
+        f"{path}: a BBG store of schema version 1 (before the transaction ledger); this build "
+        f"writes version {SCHEMA_VERSION}. Upgrade it once, in place: `bbg-migrate --store "
+        f"{store_dir} upgrade` (older builds then refuse it); nothing was changed",
+        path=str(path),
+        user_version=PRE_LEDGER_VERSION,
+        code="needs-upgrade",
+    )
 
 
 def check_hash_suite(conn: Connection) -> str:
@@ -207,7 +249,7 @@ def check_header(path: Path) -> None:
             application_id=app_id,
             user_version=version,
         )
-    if (app_id, version) == (APPLICATION_ID, SCHEMA_VERSION):
+    if app_id == APPLICATION_ID and version in READABLE_VERSIONS:
         return
     wal = Path(f"{path}-wal")
     in_wal = head[18] == 2 and head[19] == 2 and wal.exists() and wal.stat().st_size > 0
@@ -225,7 +267,10 @@ def _identity(conn: Connection) -> tuple[int, int]:
 
 def _foreign(path: Path, app_id: int, version: int) -> StoreRefused:
     if app_id == APPLICATION_ID:
-        why = f"it is a BBG store of schema version {version}; this build reads {SCHEMA_VERSION}"
+        why = (
+            f"it is a BBG store of schema version {version}; this build reads versions "
+            f"{PRE_LEDGER_VERSION} and {SCHEMA_VERSION} (a newer bbg-migrate wrote it)"
+        )
     elif app_id == 0 and version == 0:
         why = "it is an SQLite database that is not a BBG store"
     else:
@@ -238,7 +283,7 @@ def _foreign(path: Path, app_id: int, version: int) -> StoreRefused:
     )
 
 
-def _statements(script: str) -> list[str]:
+def statements(script: str) -> list[str]:
     # executescript() would COMMIT first; split so the DDL runs inside our transaction.
     out: list[str] = []
     buf = ""

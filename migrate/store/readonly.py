@@ -9,12 +9,15 @@ file's identity is checked before anything else is read.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import StoreRefused
+from bbg_core.files import cannot_read
 from fences import generations
 from migrate.store.connection import Connection
 from migrate.store.layout import DB_NAME, check_header, require_bbg
@@ -24,7 +27,13 @@ from migrate.store.sanity import check_bookkeeping
 def db_file(store_dir: Path) -> Path:
     """The store's database file, or StoreRefused naming the directory."""
     db = Path(store_dir) / DB_NAME
-    if not db.is_file():
+    try:
+        is_file = stat.S_ISREG(os.stat(db).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        is_file = False
+    except OSError as exc:  # e.g. a directory this user may not search: say so
+        raise cannot_read(store_dir, exc) from exc
+    if not is_file:
         raise StoreRefused(
             f"{store_dir}: no BBG store here ({DB_NAME} missing); name an existing store",
             path=str(store_dir),

@@ -46,6 +46,7 @@ class Store:
         self.db_path = conn.path
         self.reader_generation = reader_generation
         self.generation = generation
+        self.schema_version = layout.SCHEMA_VERSION
         self._conn = conn
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -154,7 +155,10 @@ class Store:
         once: bool,
     ) -> Head:
         # publish checks the status marker itself, after the request-replay check.
-        with self.transaction(check_status=False, namespace=namespace, request=request) as tx:
+        with self.transaction(
+            check_status=False, kind="commit_once" if once else "commit",
+            namespace=namespace, request=request,
+        ) as tx:  # fmt: skip
             return graph.publish(
                 tx,
                 reader_generation=self.reader_generation,
@@ -170,7 +174,9 @@ class Store:
 
     # -- transactions and snapshots -----------------------------------------------------
     @contextmanager
-    def transaction(self, *, check_status: bool = True, **context: Any) -> Iterator[Tx]:
+    def transaction(
+        self, *, check_status: bool = True, kind: str | None = None, **context: Any
+    ) -> Iterator[Tx]:
         """``BEGIN IMMEDIATE`` … ``COMMIT`` around the block; see :mod:`migrate.store.tx`.
 
         Every write transaction first re-reads the status marker under the write lock and
@@ -182,20 +188,43 @@ class Store:
 
         Transactions do not nest: inside one, publish with ``graph.publish(tx, ...)`` rather
         than ``store.commit``.
+
+        This is the one place every write transaction of a store handle passes through, so it
+        is where the ledger row is appended (:mod:`migrate.store.ledger`): after the block, in
+        the same SQLite transaction, before ``COMMIT``.  ``kind`` names the transaction (else
+        ``stage`` for import bookkeeping, ``write`` otherwise; the code inside may raise it
+        with ``tx.mark``).
         """
+        if self.schema_version != layout.SCHEMA_VERSION:
+            raise layout.needs_upgrade(self.db_path)
         with self._conn.write(**context) as mark_clean:
             row = self._conn.one("SELECT last_transaction FROM bbg_storage_v1 WHERE id = 1")
             if row is None:
                 raise StoreError(
                     f"{self.db_path}: bbg_storage_v1 has no row", path=str(self.db_path)
                 )
-            tx = Tx(self._conn, int(row[0]) + 1)
+            ref = context.get("import_id")
+            if ref is None and isinstance(context.get("request"), bytes):
+                ref = context["request"].hex()
+            tx = Tx(
+                self._conn,
+                int(row[0]) + 1,
+                kind=kind or ("stage" if "import_id" in context else "write"),
+                ref=None if ref is None else str(ref),
+            )
             if check_status:
                 generations.require_readable(tx, self.reader_generation)
             yield tx
+            if tx.discarded:
+                tx.last_written = None
+                mark_clean()  # a dry run: ROLLBACK, no ledger row
+                return
             if tx.wrote:
+                tx.close_entry()
+            if tx.last_written is not None:
                 self._conn.execute(
-                    "UPDATE bbg_storage_v1 SET last_transaction = ? WHERE id = 1", (tx.number,)
+                    "UPDATE bbg_storage_v1 SET last_transaction = ? WHERE id = 1",
+                    (tx.last_written,),
                 )
             else:
                 mark_clean()
@@ -269,7 +298,7 @@ def open_store(
         lock.release()
         raise
     try:
-        layout.check_identity(conn)
+        version = layout.check_identity(conn, allow_pre_ledger=maintenance)
         sanity.check_bookkeeping(conn)  # damaged records are named here, not as a TypeError
         layout.check_hash_suite(conn)
         generation = generations.read_status(conn)[1]
@@ -279,7 +308,38 @@ def open_store(
         conn.close()
         lock.release()
         raise
-    return Store(directory, conn, reader_generation, generation, lock)
+    store = Store(directory, conn, reader_generation, generation, lock)
+    store.schema_version = version
+    return store
+
+
+def upgrade_store(path: str | Path | None, *, cwd: Path | None = None,
+                  busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> dict[str, Any]:  # fmt: skip
+    """``bbg-migrate upgrade``: bring a schema-version-1 store to version 2, in place, once.
+
+    One write transaction: the ledger and retention tables are created, and ledger row
+    ``last_transaction + 1`` (kind ``upgrade``) takes in everything the store held (it was
+    recorded without order or time): every head (from no head to the current one), every
+    content row that is no history entry's commit and every claim, and the import, fence and
+    generation events of the store.  Then ``user_version`` becomes 2, so older builds refuse
+    the store.  Running it on a version-2 store changes nothing.
+    """
+    directory = layout.resolve_store_dir(path, create=False, cwd=cwd)
+    lock = creation.acquire(directory, create=False, hash_suite=layout.DEFAULT_HASH_SUITE,
+                            timeout=busy_timeout)  # fmt: skip
+    try:
+        db = directory / layout.DB_NAME
+        layout.check_header(db)
+        conn = Connection(db, busy_timeout=busy_timeout)
+        try:
+            layout.check_identity(conn, allow_pre_ledger=True)
+            from migrate.store.upgrade import upgrade
+
+            return {"path": str(directory), **upgrade(conn)}
+        finally:
+            conn.close()
+    finally:
+        lock.release()
 
 
 @contextmanager

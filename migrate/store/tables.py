@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from bbg_core.errors import StoreError
-from migrate.store.codec import ORDINAL
+from migrate.store import ledger
+from migrate.store.codec import ORDINAL, Head
 from migrate.store.tx import check_table
 
 
@@ -64,6 +65,7 @@ class StoreTables:
 
     def __init__(self, db: _Db) -> None:
         self._db = db
+        self._has_retention: bool | None = None
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         """Every row of ``table`` in key (memcmp) order."""
@@ -76,6 +78,24 @@ class StoreTables:
         """The value under ``key``, or None."""
         row = self._db.one(f"SELECT value FROM {check_table(table)} WHERE key = ?", (key,))
         return None if row is None else _blob(self._db, table, row[0])
+
+    def _retention(self) -> bool:
+        if self._has_retention is None:
+            self._has_retention = self._db.one(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                (ledger.BOUNDARIES,),
+            ) is not None
+        return self._has_retention
+
+    def boundary(self, namespace: bytes) -> tuple[int, Head] | None:
+        """The retained boundary of a ``nohistory`` namespace (see :mod:`migrate.links`)."""
+        return ledger.boundary_of(self._db, namespace) if self._retention() else None  # type: ignore[arg-type]
+
+    def excised(self, content_id: bytes) -> bool:
+        """True if ``content_id`` was excised from this store."""
+        if not self._retention():
+            return False
+        return ledger.is_excised(self._db, "content", content_id) is not None  # type: ignore[arg-type]
 
 
 class StagedTables:

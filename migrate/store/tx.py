@@ -8,10 +8,14 @@
 * ``tx.get(table, key)``: read a row as this transaction sees it;
 * ``tx.execute(sql, params)`` / ``tx.one(sql, params)``: the import/fence tables
   (used by :mod:`migrate.store.imports` and :mod:`fences`);
-* ``tx.number``: the transaction number this commit will get (``bbg_storage_v1``).
+* ``tx.number``: the ledger transaction number this commit will get (``bbg_storage_v1``);
+* the ledger entry being built (:mod:`migrate.store.ledger`): ``tx.mark(kind)`` names what it
+  did, ``tx.note_head`` / ``tx.note_rows`` / ``tx.note_event`` record what it changed;
+  ``tx.next_entry(origin)`` starts another ledger transaction inside the same SQLite
+  transaction (``apply``: one per source transaction).
 
-A transaction that wrote nothing ends in ROLLBACK, so it never bumps the counter and can
-never end in an unknown outcome.
+A transaction that wrote nothing ends in ROLLBACK, so it never bumps the counter, appends no
+ledger row and can never end in an unknown outcome.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import Conflict, StoreError
-from migrate.store.codec import ARCHIVE_ORDER, MAX_KEY_LEN
+from migrate.store import ledger
+from migrate.store.codec import ARCHIVE_ORDER, MAX_KEY_LEN, ORDINAL, Head
 from migrate.store.connection import Connection, Params
 
 _TABLES = frozenset(ARCHIVE_ORDER)
+_NOTED = frozenset({"application_content", "application_unique_claims"})
 
 
 def check_table(table: str) -> str:
@@ -38,19 +44,94 @@ def check_table(table: str) -> str:
 class Tx:
     """An open write transaction (see the module docstring)."""
 
-    def __init__(self, conn: Connection, number: int) -> None:
+    def __init__(
+        self, conn: Connection, number: int, *, kind: str = "write", ref: str | None = None,
+        ledgered: bool = True,
+    ) -> None:  # fmt: skip
         self._conn = conn
         self.number = number
         self.wrote = False
+        # The ledger entry being built (False: a v1 store being upgraded, or restore).
+        self.ledgered = ledgered
+        self.kind = kind
+        self.ref = ref
+        self.events: list[dict[str, Any]] = []
+        self.origin: tuple[int, int] | None = None
+        self.entry_wrote = False
+        self.last_written: int | None = None
+        self.at: int | None = None
+        self.discarded = False
+
+    # -- the ledger entry ---------------------------------------------------------------
+    def mark(self, kind: str, ref: str | None = None) -> None:
+        """Say what this transaction does; the highest-ranked kind wins (ledger.KIND_RANK)."""
+        if ledger.KIND_RANK[kind] > ledger.KIND_RANK.get(self.kind, 0):
+            self.kind = kind
+        if ref is not None and self.ref is None:
+            self.ref = ref
+
+    def note_head(self, namespace: bytes, before: Head | None, after: Head,
+                  request: bytes | None = None) -> None:  # fmt: skip
+        """Record that this entry moved ``namespace``'s head (the first ``before`` is kept)."""
+        if not self.ledgered:
+            return
+        self.execute(
+            f"INSERT INTO {ledger.HEADS} (tx, namespace, before, after, request) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tx, namespace) DO UPDATE SET "
+            "after = excluded.after, request = NULL",
+            (self.number, namespace, None if before is None else before.encode(),
+             after.encode(), request),
+        )  # fmt: skip
+
+    def note_rows(self, table: str, keys: Iterable[bytes]) -> None:
+        """Record content/claim rows this entry added (not commits of its history entries)."""
+        if not self.ledgered:
+            return
+        ordinal = ORDINAL[table]
+        self.executemany(
+            f"INSERT INTO {ledger.ROWS} (tx, tbl, key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [(self.number, ordinal, k) for k in keys],
+        )
+
+    def note_event(self, doc: dict[str, Any]) -> None:
+        """Record a fence, generation, import or retention event of this entry."""
+        self.wrote = self.entry_wrote = True
+        self.events.append(doc)
+
+    def discard(self) -> None:
+        """Roll the whole transaction back at the end of its block (a dry run: the same code
+        ran, nothing is kept)."""
+        self.discarded = True
+
+    def close_entry(self) -> None:
+        """Append the ledger row of the current entry if it changed anything."""
+        if not self.entry_wrote:
+            return
+        if self.ledgered:
+            self.at = ledger.append(
+                self._conn, self.number, self.kind, self.ref, self.events, self.origin
+            )
+        self.last_written = self.number
+        self.entry_wrote = False
+
+    def next_entry(self, kind: str, origin: tuple[int, int] | None, ref: str | None = None) -> None:
+        """Close the current entry and start the next ledger transaction (same SQLite one)."""
+        if self.entry_wrote:
+            self.close_entry()
+            self.number += 1
+        self.kind, self.ref, self.origin, self.events = kind, ref, origin, []
 
     @property
     def path(self) -> Path:
         return self._conn.path
 
     def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
-        """Run one writing statement inside the transaction."""
-        self.wrote = True
-        return self._conn.execute(sql, params)
+        """Run one writing statement inside the transaction (one that changed no row, e.g.
+        an ``INSERT … ON CONFLICT DO NOTHING`` that found its row, is not a write)."""
+        cur = self._conn.execute(sql, params)
+        if cur.rowcount != 0:
+            self.wrote = self.entry_wrote = True
+        return cur
 
     def one(self, sql: str, params: Params = ()) -> tuple[Any, ...] | None:
         """The first row of a read query, or None."""
@@ -65,15 +146,23 @@ class Tx:
         row = self._conn.one(f"SELECT value FROM {check_table(table)} WHERE key = ?", (key,))
         return None if row is None else bytes(row[0])
 
-    def put(self, table: str, key: bytes, value: bytes) -> bool:
-        """Immutable put; True if the row is new, False if the same bytes were there."""
+    def put(self, table: str, key: bytes, value: bytes, *, note: bool = True) -> bool:
+        """Immutable put; True if the row is new, False if the same bytes were there.
+
+        A new content or claim row is recorded in the ledger entry (``note=False``: the caller
+        records it otherwise, e.g. the commit content of a history entry it adds)."""
         _check_key(table, key, self.path)
-        cur = self.execute(
+        cur = self._conn.execute(
             f"INSERT INTO {check_table(table)} (key, value) VALUES (?, ?) "
             "ON CONFLICT (key) DO NOTHING",
             (key, value),
         )
         if cur.rowcount == 1:
+            self.wrote = self.entry_wrote = True
+            if note and table in _NOTED:
+                self.note_rows(table, [key])
+            elif table == "application_heads":
+                self.note_head(key, None, Head.decode(value))
             return True
         existing = self.get(table, key)
         if existing != value:
@@ -94,12 +183,28 @@ class Tx:
             _check_key(table, key, self.path)
         if not batch:
             return 0
+        noted = table in _NOTED and self.ledgered
+        present: set[bytes] = set()
+        # Which keys exist already: only the others are this entry's new rows.
+        if noted or (table == "application_heads" and self.ledgered):
+            for i in range(0, len(batch), 500):
+                keys = [k for k, _ in batch[i : i + 500]]
+                marks = ", ".join("?" for _ in keys)
+                present.update(bytes(r[0]) for r in self._conn.rows(
+                    f"SELECT key FROM {table} WHERE key IN ({marks})", keys))  # fmt: skip
         before = self.total_changes()
-        self.wrote = True
         self._conn.executemany(
             f"INSERT INTO {table} (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", batch
         )
         inserted = self.total_changes() - before
+        if inserted:
+            self.wrote = self.entry_wrote = True
+            if noted:
+                self.note_rows(table, [k for k, _ in batch if k not in present])
+            elif table == "application_heads" and self.ledgered:
+                for k, v in batch:
+                    if k not in present:
+                        self.note_head(k, None, Head.decode(v))
         if inserted != len(batch):
             # Some keys were present already: each must hold exactly these bytes.
             for key, value in batch:
@@ -124,7 +229,7 @@ class Tx:
 
     def executemany(self, sql: str, rows: Any) -> None:
         """Run one writing statement for each parameter row."""
-        self.wrote = True
+        self.wrote = self.entry_wrote = True
         self._conn.executemany(sql, rows)
 
     def total_changes(self) -> int:

@@ -285,7 +285,7 @@ class SourceStore:
             return state.seal
         prior = prior_of(state.last_transaction)
         manifest = manifest_of(target, nonce, prior, state.sources)
-        with self.store.transaction(action="seal the transfer source") as tx:
+        with self.store.transaction(kind="transfer-seal", action="seal the transfer source") as tx:
             # Under the store's write lock: nothing committed since the read, every pinned
             # head is still the head (bbg re-checks the heads in the sealing transaction).
             if tx.number - 1 != state.last_transaction:

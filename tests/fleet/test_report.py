@@ -93,7 +93,9 @@ def test_report_of_nothing_is_a_usage_error(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "not a fleet report directory" in res.stderr
     res = fleet_cli("report", str(tmp_path / "nope"))
-    assert res.returncode == 2
+    # An input that cannot be read is exit 1 naming the OS's reason (README, exit codes).
+    assert res.returncode == 1
+    assert res.stderr == f"error: {tmp_path / 'nope'}: cannot read: No such file or directory\n"
 
 
 def _html_run(tmp_path: Path) -> tuple[Path, dict]:  # type: ignore[type-arg]

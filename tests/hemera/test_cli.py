@@ -52,7 +52,7 @@ def test_missing_file_is_named_and_fails(tmp_path: Path) -> None:
     # The readable file is still hashed, as sha256sum does.
     assert res.stdout.decode() == f"{HELLO}  {a}\n"
     assert res.stderr.decode().splitlines() == [
-        f"error: cannot read {missing}: No such file or directory",
+        f"error: {missing}: cannot read: No such file or directory",
         "error: 1 of 2 inputs could not be read",
     ]
 
@@ -60,7 +60,7 @@ def test_missing_file_is_named_and_fails(tmp_path: Path) -> None:
 def test_directory_fails(tmp_path: Path) -> None:
     res = run(str(tmp_path))
     assert res.returncode == 1
-    assert f"error: cannot read {tmp_path}: Is a directory" in res.stderr.decode()
+    assert res.stderr.decode() == f"error: {tmp_path}: cannot read: Is a directory\n"
 
 
 def test_name_with_newline_is_escaped(tmp_path: Path) -> None:

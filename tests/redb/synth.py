@@ -152,3 +152,28 @@ def large_table_file(leaves: int, value_len: int = 4000) -> bytes:
     defn = definition((root, csum, leaves), leaves, 8, None, "u64", "&[u8]")
     tt = f.add(leaf([(b"big", defn)], None, None))
     return f.build((tt[0], tt[1], 1))
+
+
+def big_page_file(path: str, order: int, *, sparse: bool = True) -> int:
+    """Write a valid file whose one table's root is a leaf page of ``order`` (``PAGE << order``
+    bytes) holding one small u64 -> u64 entry; returns the raw page number.
+
+    ``sparse``: only the page's first bytes are written and the rest of the file is a hole
+    (the file claims a huge page but holds a few KiB); else the page is written out in full.
+    """
+
+    body = leaf([(u64(1), u64(2))], 8, 8)
+    raw = (order << 59) | 1  # index 1 of its order: right after the table tree's page
+    size = PAGE << order
+    data_pages = 2 * (1 << order)
+    tt_body = leaf([(b"big", definition((raw, checksum(body), 1), 1))], None, None)
+    f = File()
+    tt = f.add(tt_body)
+    head = f.build((tt[0], tt[1], 1), spare_pages=data_pages - 1)[: 2 * PAGE]
+    start = PAGE + size  # super-header page, then page index 1 of this order
+    with open(path, "wb") as out:
+        out.write(head)
+        out.seek(start)
+        out.write(body if sparse else body.ljust(size, b"\x00"))
+        out.truncate(PAGE + data_pages * PAGE)
+    return raw

@@ -139,7 +139,7 @@ def test_missing_and_foreign_files(
     missing = tmp_path / "nope.redb"
     code, _, err = run(capsysbinary, "redb", "dump", str(missing))
     assert code == 1
-    assert err == f"error: {missing}: cannot open: No such file or directory\n"
+    assert err == f"error: {missing}: cannot read: No such file or directory\n"
     foreign = tmp_path / "foreign.redb"
     foreign.write_bytes(b"SQLite format 3\x00" + bytes(4096))
     code, _, err = run(capsysbinary, "redb", "tables", str(foreign))

@@ -18,6 +18,18 @@ def tail_bytes(store: Path, since: int = 0) -> bytes:
     return b"".join(canonical(e) for e in tail(store, since))
 
 
+LOCAL = ("tx", "at", "imported_at")
+
+
+def logical(data: bytes) -> list[dict[str, Any]]:
+    """The events of a stream without their local ledger stamps (``tx``, ``at``,
+    ``imported_at``): what two stores holding the same changes agree on."""
+    return [
+        {k: v for k, v in json.loads(line).items() if k not in LOCAL}
+        for line in data.split(b"\n")[:-1]
+    ]
+
+
 def check_event_lines(data: bytes) -> list[dict[str, Any]]:
     """Every line is canonical event/1 (sorted, no spaces, LF, schema); returns the docs."""
     assert data == b"" or data.endswith(b"\n")

@@ -70,7 +70,8 @@ def test_share_schemas_are_valid_and_inlining_keeps_their_meaning(any_store: Pat
     from migrate.share import tail, write_snapshot
     from migrate.share.common import schema_problem
 
-    for name in ("event", "snapshot-header", "snapshot-record", "snapshot-footer", "doctor"):
+    for name in ("event", "snapshot-header", "snapshot-time", "snapshot-record",
+                 "snapshot-footer", "doctor"):  # fmt: skip
         jsonschema.Draft202012Validator.check_schema(schemas.load(name))
     # The inlined validator used on input agrees with the schema file, good and bad lines.
     for event in tail(any_store):
@@ -83,7 +84,8 @@ def test_share_schemas_are_valid_and_inlining_keeps_their_meaning(any_store: Pat
     out = io.BytesIO()
     write_snapshot(any_store, out)
     lines = out.getvalue().splitlines()
-    for line in lines[1:-1]:
+    assert schema_problem(json.loads(lines[1]), "snapshot-time") is None
+    for line in lines[2:-1]:
         assert schema_problem(json.loads(line), "snapshot-record") is None
 
 

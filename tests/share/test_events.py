@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -12,8 +13,8 @@ from migrate.share import apply_stream, doctor, tail
 from migrate.share.events import commit_event_id
 from migrate.store import DB_NAME, open_store
 from tests.share.conftest import run_cli
-from tests.share.helpers import check_event_lines, digest, stream, tail_bytes
-from tests.share.stores import graph_writes
+from tests.share.helpers import check_event_lines, digest, logical, stream, tail_bytes
+from tests.share.stores import birth, follow, graph_writes
 
 
 def test_every_line_is_canonical_event_1(any_store: Path) -> None:
@@ -21,7 +22,9 @@ def test_every_line_is_canonical_event_1(any_store: Path) -> None:
     docs = check_event_lines(data)
     assert b" " not in data  # hex and fixed keys only: no spaces anywhere
     assert len({d["event"] for d in docs}) == len(docs)  # ids are unique
-    assert all(d["at"] is None for d in docs)  # the store keeps no source time
+    # every event names its ledger transaction and that transaction's time, in ledger order
+    txs = [d["tx"] for d in docs]
+    assert txs == sorted(txs) and all(isinstance(d["at"], int) and d["at"] > 0 for d in docs)
 
 
 def test_cell_small_event_counts(cell_store: Path) -> None:
@@ -30,8 +33,12 @@ def test_cell_small_event_counts(cell_store: Path) -> None:
     rows = [d for d in docs if d["kind"] == "rows"]
     assert len(commits) == 50  # one per history entry
     assert sum(len(d["asserted"]) for d in rows) == 55 + 12  # orphan content + claims
-    assert docs.index(rows[0]) == len(commits)  # rows events come after every commit
-    # canonical order: namespaces in byte order, indices ascending, heads chained
+    # the migration's activation is one ledger transaction: commits, then rows, then the
+    # generation and import events of the activation
+    assert {d["tx"] for d in commits + rows} == {commits[0]["tx"]}
+    assert docs.index(rows[0]) == len(commits)
+    assert [d["kind"] for d in docs[len(commits) + len(rows):]] == ["generation", "import"]
+    # within it: namespaces in byte order, indices ascending, heads chained
     keys = [(d["namespace"], d["index"]) for d in commits]
     assert keys == sorted(keys)
     for prev, cur in zip(commits, commits[1:], strict=False):
@@ -45,10 +52,36 @@ def test_same_store_same_bytes_and_since(any_store: Path) -> None:
     data = tail_bytes(any_store)
     assert tail_bytes(any_store) == data
     lines = data.splitlines(keepends=True)
-    for n in (0, 1, 7, len(lines) - 1, len(lines), len(lines) + 5):
-        assert tail_bytes(any_store, n) == b"".join(lines[n:])
-    done = run_cli("tail", "--since", "3", "--store", str(any_store))
-    assert done.returncode == 0 and done.stdout == b"".join(lines[3:])
+    txs = [json.loads(line)["tx"] for line in lines]
+    # --since TX: exactly the events of the transactions after TX
+    for since in sorted({0, *txs, max(txs) + 5}):
+        assert tail_bytes(any_store, since) == b"".join(
+            line for line, tx in zip(lines, txs, strict=True) if tx > since
+        )
+    done = run_cli("tail", "--since", str(txs[0]), "--store", str(any_store))
+    assert done.returncode == 0
+    assert done.stdout == b"".join(line for line, tx in zip(lines, txs, strict=True)
+                                   if tx > txs[0])  # fmt: skip
+
+
+def test_since_is_stable_when_an_early_namespace_grows(graph: Path) -> None:
+    """Appending never renumbers: a new commit in the first namespace (by bytes) leaves
+    every earlier transaction's events as they were, and lands after them."""
+    before = tail_bytes(graph)
+    last = json.loads(before.splitlines()[-1])["tx"]
+    fenced = birth("g-2").namespace
+    first_ns = min(w.namespace for w in graph_writes() if w.namespace != fenced)
+    with open_store(graph) as st:
+        head = st.head(first_ns)
+        assert head is not None
+        follow(head, first_ns, "early").apply(st)
+    after = tail_bytes(graph)
+    assert after.startswith(before)
+    new = [json.loads(line) for line in after[len(before):].splitlines()]
+    assert {d["tx"] for d in new} == {last + 1}  # one transaction: the commit, its extra row
+    assert [d["kind"] for d in new] == ["commit", "rows"]
+    assert new[0]["namespace"] == first_ns.hex()
+    assert tail_bytes(graph, last) == after[len(before):]
 
 
 def test_event_id_is_derived_from_the_request(graph: Path) -> None:
@@ -64,16 +97,28 @@ def test_round_trip_tail_apply_tail(any_store: Path, tmp_path: Path) -> None:
     data = tail_bytes(any_store)
     with open_store(tmp_path / "copy", create=True) as st:
         apply_stream(st, stream(data))
-    assert tail_bytes(tmp_path / "copy") == data
+    copied = tail_bytes(tmp_path / "copy")
+    # the same events (ids, facts, order), each source transaction one local transaction
+    assert logical(copied) == logical(data)
+    src = [json.loads(line) for line in data.splitlines()]
+    dst = [json.loads(line) for line in copied.splitlines()]
+    for a, b in zip(src, dst, strict=True):
+        assert b["imported_at"] == {"tx": a["tx"], "at": a["at"]}  # the source's stamps
+    assert len({d["tx"] for d in dst}) == len({d["tx"] for d in src})
     assert digest(tmp_path / "copy") == digest(any_store)
     assert doctor(tmp_path / "copy")["healthy"]
+    # a copy of the copy keeps the first origin's stamps
+    with open_store(tmp_path / "copy2", create=True) as st:
+        apply_stream(st, stream(copied))
+    again = [json.loads(line) for line in tail_bytes(tmp_path / "copy2").splitlines()]
+    assert [d["imported_at"] for d in again] == [{"tx": a["tx"], "at": a["at"]} for a in src]
 
 
 def test_cli_round_trip_through_stdin(cell_store: Path, tmp_path: Path) -> None:
     data = run_cli("--store", str(cell_store), "tail").stdout
     done = run_cli("--store", str(tmp_path / "new"), "apply", "-", stdin=data)
     assert done.returncode == 0, done.stderr
-    assert run_cli("--store", str(tmp_path / "new"), "tail").stdout == data
+    assert logical(run_cli("--store", str(tmp_path / "new"), "tail").stdout) == logical(data)
 
 
 def test_broken_links_stop_tail(cell_store: Path) -> None:

@@ -10,7 +10,14 @@ import pytest
 from migrate.demo import unpack_demo
 from migrate.share import doctor
 from tests.share.conftest import run_cli
-from tests.share.helpers import check_event_lines
+from tests.share.helpers import check_event_lines, logical
+
+
+def _receipt(store: Path, import_id: str) -> object:
+    from migrate.store import imports, open_store
+
+    with open_store(store) as st:
+        return imports.receipt_of(st, import_id)
 
 ORIGINS = (
     "01d0f39cc19e6bfe39f546efb98941a9b5b5fdf403d12dba1c46811b419b6d28",
@@ -43,14 +50,29 @@ def test_migrated_demo_round_trips(tmp_path: Path, mapped: bool) -> None:
     events = run_cli("--store", str(store), "tail").stdout
     docs = check_event_lines(events)
     assert sum(d["kind"] == "commit" for d in docs) == 50 + (2 if mapped else 0)
+    kinds = [d["kind"] for d in docs]
+    # what the store means travels too: the fences, the generation, the import record
+    assert kinds.count("fence") == (3 if mapped else 0)
+    assert kinds.count("generation") == 1 and kinds.count("import") == 1
     assert run_cli("--store", str(tmp_path / "a"), "apply", "-", stdin=events).returncode == 0
-    assert run_cli("--store", str(tmp_path / "a"), "tail").stdout == events
+    assert logical(run_cli("--store", str(tmp_path / "a"), "tail").stdout) == logical(events)
     assert _digest(tmp_path / "a") == _digest(store)
+    copied = doctor(tmp_path / "a")
+    assert copied["healthy"]
+    # a neuron-v1 store copied by tail/apply is neuron-v1, with the same fences
+    assert copied["generation"] == report["generation"]
+    assert copied["generation"]["generation"] == ("neuron-v1" if mapped else "original")
+    assert copied["fences"] == report["fences"]
+    receipt = [d for d in docs if d["kind"] == "import"][0]["asserted"][0]
+    assert _receipt(tmp_path / "a", receipt["import_id"]) == receipt["receipt"]
 
     snap = run_cli("--store", str(store), "snapshot").stdout
     assert run_cli("--store", str(tmp_path / "r"), "restore", "-", stdin=snap).returncode == 0
     again = run_cli("--store", str(tmp_path / "r"), "snapshot").stdout
-    assert snap.splitlines()[1:-1] == again.splitlines()[1:-1]
+    # byte-identical but for the creation-time line (line 2)
+    assert snap.splitlines()[:1] + snap.splitlines()[2:] == (
+        again.splitlines()[:1] + again.splitlines()[2:])  # fmt: skip
+    assert run_cli("--store", str(tmp_path / "r"), "tail").stdout == events  # the same ledger
     assert _digest(tmp_path / "r") == _digest(store)
     restored = doctor(tmp_path / "r")
     assert restored["healthy"]

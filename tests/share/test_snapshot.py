@@ -30,41 +30,41 @@ def test_every_line_matches_its_schema(any_store: Path) -> None:
     lines = snap(any_store).splitlines()
     docs = [json.loads(x) for x in lines]
     schemas.validate(docs[0], "snapshot-header")
-    for doc in docs[1:-1]:
+    schemas.validate(docs[1], "snapshot-time")
+    for doc in docs[2:-1]:
         schemas.validate(doc, "snapshot-record")
     schemas.validate(docs[-1], "snapshot-footer")
     assert all(d["h"] == line_hash(d) for d in docs)
-    assert docs[-1]["records"] == len(docs) - 2
-    assert docs[0]["basis"] == json.loads(tail_bytes(any_store).splitlines()[-1])["event"]
+    assert docs[-1]["records"] == len(docs) - 3
+    assert docs[0]["basis_tx"] == json.loads(tail_bytes(any_store).splitlines()[-1])["tx"]
+    assert docs[0]["store_id"] == doctor(any_store)["store"]["store_id"]
+    assert docs[1] == {"created_at": 1_700_000_000_000_000, "h": line_hash(docs[1])}
+    # the ledger travels: one record per ledger transaction
+    ledger_rows = [d["row"] for d in docs if d.get("table") == "bbg_ledger_v1"]
+    assert [r["tx"] for r in ledger_rows] == list(range(1, docs[0]["basis_tx"] + 1))
 
 
 def test_round_trip_is_byte_identical_but_for_the_time(any_store: Path, tmp_path: Path) -> None:
     first = snap(any_store, created_at=1)
     summary = restore(stream(first), tmp_path / "r")
     assert snap(tmp_path / "r", created_at=1) == first  # same time: every byte equal
-    assert summary["records"] == len(first.splitlines()) - 2
+    assert summary["records"] == len(first.splitlines()) - 3
     second = snap(tmp_path / "r", created_at=2)
     l1, l2 = first.splitlines(), second.splitlines()
-    assert l1[1:-1] == l2[1:-1]  # every record, byte for byte
-    # The footer's sha256 covers the header, so it differs by the time alone: recompute it.
-    f1, f2 = json.loads(l1[-1]), json.loads(l2[-1])
-    same = ("sha256", "h")
-    assert {k: v for k, v in f1.items() if k not in same} == {
-        k: v for k, v in f2.items() if k not in same
-    }
-    assert f2["sha256"] == hashlib.sha256(b"".join(x + b"\n" for x in l2[:-1])).hexdigest()
-    h1, h2 = json.loads(l1[0]), json.loads(l2[0])
-    assert (h1["created_at"], h2["created_at"]) == (1, 2)
-    assert {k: v for k, v in h1.items() if k not in ("created_at", "h")} == {
-        k: v for k, v in h2.items() if k not in ("created_at", "h")
-    }
+    # every line but the creation time, byte for byte: the footer's sha256 leaves it out
+    assert l1[:1] + l1[2:] == l2[:1] + l2[2:]
+    assert (json.loads(l1[1])["created_at"], json.loads(l2[1])["created_at"]) == (1, 2)
+    assert json.loads(l2[-1])["sha256"] == hashlib.sha256(
+        b"".join(x + b"\n" for x in l2[:1] + l2[2:-1])
+    ).hexdigest()
     a, b = inspect_bbg(any_store), inspect_bbg(tmp_path / "r")
     assert a["archive_digest_sha256"] == b["archive_digest_sha256"]
     assert a["archive_digest_hemera"] == b["archive_digest_hemera"]
     report = doctor(tmp_path / "r")
     assert report["healthy"]
     assert report["store"]["last_transaction"] == doctor(any_store)["store"]["last_transaction"]
-    assert report["store"]["store_id"] != doctor(any_store)["store"]["store_id"]
+    # the same store, ledger included: same id, same events with the same tx and at
+    assert report["store"]["store_id"] == doctor(any_store)["store"]["store_id"]
     assert tail_bytes(tmp_path / "r") == tail_bytes(any_store)
 
 
@@ -153,7 +153,7 @@ def test_fast_row_check_never_accepts_what_the_schema_refuses(graph: Path) -> No
     from migrate.share.common import schema_problem
     from migrate.share.restore import _plain_row_ok
 
-    good = [json.loads(x) for x in snap(graph).splitlines()[1:-1]]
+    good = [json.loads(x) for x in snap(graph).splitlines()[2:-1]]
     variants = []
     for doc in good[:40]:
         variants.append(doc)

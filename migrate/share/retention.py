@@ -1,0 +1,139 @@
+"""``nohistory`` and ``excise``: retention with redaction, as sealed operations.
+
+Each verb runs in ONE write transaction of the store (its ledger row, kind ``nohistory`` or
+``excise``, records what went: ids and counts, never the bytes) and returns a receipt.
+``dry_run`` runs exactly the same code in the same transaction and then rolls it back, so the
+plan is what the operation would do, to the row (it takes the write lock for a moment and
+writes nothing).  The store-level operations are :mod:`migrate.store.retention`.
+
+What neither can reach, and every receipt says so: backups, snapshots and event streams
+written before the operation (collectors of ``tail --follow``, files, source control) still
+hold what was removed; copies made by ``apply`` keep it until the same operation is applied
+there (its event travels in the stream).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bbg_core.errors import ValidationFailed
+from migrate.store import ledger, open_store
+from migrate.store import retention as ops
+from migrate.store.codec import ID_LEN, U64_MAX, Head, history_key
+
+CANNOT_REACH = [
+    "backups taken before this transaction (bbg-migrate backup, file copies, replicas)",
+    "snapshots written before this transaction",
+    "event streams already written: tail --follow collectors, files, source control",
+    "stores this one was copied into by apply (until this operation's event is applied there)",
+]
+
+
+def _ids(values: list[str], what: str) -> list[bytes]:
+    out = []
+    for value in values:
+        try:
+            raw = bytes.fromhex(value)
+        except ValueError:
+            raw = b""
+        if len(raw) != ID_LEN:
+            raise ValidationFailed(
+                f"{value!r} is not a {what} id (64 hex digits)",
+                errors=[{"code": "bad-id", "detail": f"{what} {value!r}"}],
+            )
+        out.append(raw)
+    return out
+
+
+def nohistory(store_dir: Path, namespaces: list[str], *, dry_run: bool = False) -> dict[str, Any]:
+    """Drop the superseded history rows of ``namespaces`` (hex), keeping their heads, every
+    receipt and every claim; the plan (``dry_run``) or the receipt."""
+    wanted = _ids(namespaces, "namespace")
+    with open_store(store_dir) as store, store.transaction(kind="nohistory") as tx:
+        done = []
+        for ns in sorted(set(wanted)):
+            if store.head(ns) is None:
+                raise ValidationFailed(
+                    f"namespace {ns.hex()} has no head in {store_dir}; nothing to keep or drop",
+                    errors=[{"code": "unknown-namespace", "detail": ns.hex()}],
+                )
+            done.append(ops.drop_history(tx, ns))
+        if dry_run:
+            tx.discard()
+        report = {
+            "kind": "bbg-nohistory",
+            "dry_run": dry_run,
+            "namespaces": done,
+            "dropped": sum(d["dropped"] for d in done),
+        }
+    return _sealed(report, tx, dry_run)
+
+
+def _sealed(report: dict[str, Any], tx: Any, dry_run: bool) -> dict[str, Any]:
+    wrote = not dry_run and tx.last_written is not None
+    return {
+        **report,
+        "tx": tx.last_written if wrote else None,
+        "at": tx.at if wrote else None,
+        "cannot_reach": CANNOT_REACH,
+    }
+
+
+def _redacted_transactions(tx: Any, contents: list[bytes], namespaces: list[bytes]) -> list[int]:
+    """The ledger transactions whose events the excision redacts (read before it runs)."""
+    found: set[int] = set()
+    for cid in contents:
+        for (t,) in tx.rows(f"SELECT tx FROM {ledger.ROWS} WHERE key = ?", (cid,)):
+            found.add(int(t))
+        for (key,) in tx.rows("SELECT key FROM application_history WHERE value = ?", (cid,)):
+            ns, index = bytes(key[:ID_LEN]), int.from_bytes(bytes(key[ID_LEN:]), "big")
+            for t, before, after in tx.rows(
+                f"SELECT tx, before, after FROM {ledger.HEADS} WHERE namespace = ?", (ns,)
+            ):
+                low = -1 if before is None else Head.decode(bytes(before)).index
+                if low < index <= Head.decode(bytes(after)).index:
+                    found.add(int(t))
+    for ns in namespaces:
+        for (t,) in tx.rows(f"SELECT tx FROM {ledger.HEADS} WHERE namespace = ?", (ns,)):
+            found.add(int(t))
+    return sorted(found)
+
+
+def excise(
+    store_dir: Path, contents: list[str], namespaces: list[str], *, dry_run: bool = False
+) -> dict[str, Any]:
+    """Remove content rows (ids) and whole namespaces, and redact every event that carried
+    them; the plan (``dry_run``) or the receipt."""
+    cids, nss = _ids(contents, "content"), _ids(namespaces, "namespace")
+    if not cids and not nss:
+        raise ValidationFailed("name at least one --content ID or --namespace NS",
+                               errors=[{"code": "nothing-to-excise", "detail": ""}])  # fmt: skip
+    with open_store(store_dir) as store, store.transaction(kind="excise") as tx:
+        for cid in cids:
+            if tx.get("application_content", cid) is None:
+                raise ValidationFailed(
+                    f"content {cid.hex()} is not in {store_dir}",
+                    errors=[{"code": "unknown-content", "detail": cid.hex()}],
+                )
+        for ns in nss:
+            if store.head(ns) is None and tx.one(
+                "SELECT 1 FROM application_history WHERE key > ? AND key <= ?",
+                (ns, history_key(ns, U64_MAX)),
+            ) is None:
+                raise ValidationFailed(
+                    f"namespace {ns.hex()} is not in {store_dir}",
+                    errors=[{"code": "unknown-namespace", "detail": ns.hex()}],
+                )
+        redacted = _redacted_transactions(tx, cids, nss)
+        done = ops.excise(tx, list(cids), list(nss))
+        if dry_run:
+            tx.discard()
+        report = {
+            "kind": "bbg-excise",
+            "dry_run": dry_run,
+            "contents": done["contents"],
+            "namespaces": done["namespaces"],
+            "redacted_transactions": redacted,
+        }
+    return _sealed(report, tx, dry_run)

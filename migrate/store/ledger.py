@@ -1,0 +1,184 @@
+"""The transaction ledger: the store's only global order (schema version 2).
+
+Every write transaction of a store passes through :meth:`migrate.store.Store.transaction`
+(GraphPort ``commit``/``commit_once``, the pipeline's and the transfer's stages and
+activations, ``apply``, fences, promotions, ``nohistory``, ``excise``); when it wrote
+anything, the same SQLite transaction appends one row to ``bbg_ledger_v1`` (this module's
+:func:`append`) before ``COMMIT``.  A writer cannot forget it: the row is written by the
+transaction context itself, not by the code inside it.  (The two writes that do not go through
+a store handle are the store's creation, which writes ledger row 1 itself, and ``restore``,
+which copies a snapshot's ledger verbatim.)
+
+A ledger row: ``tx`` (= ``bbg_storage_v1.last_transaction`` after it; never renumbered),
+``at`` (UTC µs, strictly increasing, :mod:`migrate.store.clock`), ``kind`` (the most significant
+thing the transaction did, :data:`KIND_RANK`), ``ref`` (the import or request it belongs to),
+``origin_tx``/``origin_at`` (for ``apply``: the source transaction it reproduces) and ``detail``
+(canonical JSON ``{"events": [...]}``: the fence, generation, import and retention events it
+made, in order).  Beside it: ``bbg_ledger_v1_heads`` (each head it moved, before → after, and the
+request when it was one commit) and ``bbg_ledger_v1_rows`` (content and claim rows it added
+that are not the commit of a history entry it added).  From these and the five tables
+:mod:`migrate.share.events` derives the transaction's event/1 events.
+
+``apply`` is the one writer that appends several ledger rows in one SQLite transaction: one
+per source transaction of the stream (all or none of them commit).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from migrate.store import clock
+from migrate.store.codec import Head
+
+LEDGER = "bbg_ledger_v1"
+HEADS = "bbg_ledger_v1_heads"
+ROWS = "bbg_ledger_v1_rows"
+BOUNDARIES = "bbg_retention_v1_boundaries"
+EXCISED = "bbg_retention_v1_excised"
+TABLES = (LEDGER, HEADS, ROWS, BOUNDARIES, EXCISED)
+
+# When one transaction does several things, its kind is the highest-ranked of them.
+KIND_RANK: dict[str, int] = {
+    "write": 0,
+    "stage": 10,
+    "promote": 20,
+    "fence": 30,
+    "commit": 40,
+    "commit_once": 41,
+    "transfer-seal": 50,
+    "activate": 60,
+    "apply": 70,
+    "nohistory": 80,
+    "excise": 81,
+    "upgrade": 90,
+    "create": 100,
+}
+
+
+class _Db(Protocol):
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...
+
+    def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]: ...
+
+    def execute(self, sql: str, params: Any = ()) -> Any: ...
+
+
+def canonical_json(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def last_at(db: _Db) -> int | None:
+    """The time of the newest ledger row, or None for an empty ledger."""
+    row = db.one(f"SELECT at FROM {LEDGER} ORDER BY tx DESC LIMIT 1")
+    return None if row is None else int(row[0])
+
+
+def append(
+    db: _Db,
+    number: int,
+    kind: str,
+    ref: str | None,
+    events: list[dict[str, Any]],
+    origin: tuple[int, int] | None = None,
+) -> int:
+    """Append ledger row ``number``; returns its time."""
+    at = clock.next_at(last_at(db))
+    db.execute(
+        f"INSERT INTO {LEDGER} (tx, at, kind, ref, origin_tx, origin_at, detail) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            number,
+            at,
+            kind,
+            ref,
+            None if origin is None else origin[0],
+            None if origin is None else origin[1],
+            canonical_json({"events": events}),
+        ),
+    )
+    return at
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One ledger row."""
+
+    tx: int
+    at: int
+    kind: str
+    ref: str | None
+    origin: tuple[int, int] | None
+    events: list[dict[str, Any]]
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    origin = None if row[4] is None else (int(row[4]), int(row[5]))
+    return Entry(int(row[0]), int(row[1]), str(row[2]), row[3], origin,
+                 list(json.loads(row[6])["events"]))  # fmt: skip
+
+
+_COLUMNS = "tx, at, kind, ref, origin_tx, origin_at, detail"
+
+
+def entries(db: _Db, after: int = 0, upto: int | None = None) -> Iterator[Entry]:
+    """Ledger rows with ``after < tx`` (and ``tx <= upto``), in order (paged: bounded memory)."""
+    last = after
+    while True:
+        page = list(
+            db.rows(
+                f"SELECT {_COLUMNS} FROM {LEDGER} WHERE tx > ? AND tx <= ? ORDER BY tx LIMIT 256",
+                (last, (1 << 62) if upto is None else upto),
+            )
+        )
+        if not page:
+            return
+        for row in page:
+            yield _entry(row)
+        last = int(page[-1][0])
+
+
+def entry(db: _Db, tx: int) -> Entry | None:
+    """Ledger row ``tx``, or None."""
+    row = db.one(f"SELECT {_COLUMNS} FROM {LEDGER} WHERE tx = ?", (tx,))
+    return None if row is None else _entry(row)
+
+
+def last_tx(db: _Db) -> int:
+    """The newest ledger transaction number (0 for an empty ledger)."""
+    row = db.one(f"SELECT max(tx) FROM {LEDGER}")
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def heads_of(db: _Db, tx: int) -> Iterator[tuple[bytes, Head | None, Head, bytes | None]]:
+    """``(namespace, before, after, request)`` of every head ``tx`` moved, namespace order."""
+    for ns, before, after, request in db.rows(
+        f"SELECT namespace, before, after, request FROM {HEADS} WHERE tx = ? ORDER BY namespace",
+        (tx,),
+    ):
+        yield (
+            bytes(ns),
+            None if before is None else Head.decode(bytes(before)),
+            Head.decode(bytes(after)),
+            None if request is None else bytes(request),
+        )
+
+
+def has_rows(db: _Db, tx: int) -> bool:
+    return db.one(f"SELECT 1 FROM {ROWS} WHERE tx = ? LIMIT 1", (tx,)) is not None
+
+
+def boundary_of(db: _Db, namespace: bytes) -> tuple[int, Head] | None:
+    """``(first retained index, the head just below it)`` of a ``nohistory`` namespace."""
+    row = db.one(
+        f"SELECT first_index, prev FROM {BOUNDARIES} WHERE namespace = ?", (namespace,)
+    )
+    return None if row is None else (int(row[0]), Head.decode(bytes(row[1])))
+
+
+def is_excised(db: _Db, what: str, ident: bytes) -> int | None:
+    """The ledger transaction that excised ``ident`` (``what``: content/namespace), or None."""
+    row = db.one(f"SELECT tx FROM {EXCISED} WHERE what = ? AND id = ?", (what, ident))
+    return None if row is None else int(row[0])

@@ -1,0 +1,163 @@
+"""Retention with redaction: ``nohistory`` and ``excise``, as operations inside a write
+transaction (the verbs with their plans and receipts are :mod:`migrate.share.retention`).
+
+* :func:`drop_history`: delete the history rows of a namespace below its head.  The head, every
+  request receipt (so ``resolve`` still answers) and every claim stay; the content rows stay
+  too (content is immutable and may be shared; ``excise`` is what removes bytes).  The
+  namespace's **boundary** (its first retained index and the head just below it) is recorded in
+  ``bbg_retention_v1_boundaries``; links, ``doctor`` and ``tail`` read history from there.
+* :func:`excise`: delete content rows by id, or a whole namespace (its history, head, receipts,
+  boundary, and the content of its commits that no other history entry names), record the ids
+  in ``bbg_retention_v1_excised`` and fence an excised namespace for good.  Nothing else records
+  the bytes, so every event ``tail`` derives that carried them is redacted from then on.
+* :func:`apply_boundary`: what ``apply`` does with a ``boundary`` event: a namespace that starts
+  at a retained boundary (its head set to the head just below it, no history rows).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bbg_core.errors import Conflict, HeadMismatch, StoreError
+from fences import namespaces as fence_ns
+from migrate.store import ledger
+from migrate.store.codec import CONTENT, U64_MAX, Head, history_key
+from migrate.store.graph import head as live_head
+from migrate.store.tx import Tx
+
+
+def drop_history(tx: Tx, namespace: bytes) -> dict[str, Any]:
+    """Drop ``namespace``'s superseded history rows; what went (``dropped`` 0: nothing)."""
+    current = live_head(tx, namespace)
+    if current is None:
+        raise StoreError(f"{tx.path}: namespace {namespace.hex()} has no head; nothing to drop",
+                         path=str(tx.path), namespace=namespace.hex())  # fmt: skip
+    prior = ledger.boundary_of(tx, namespace)
+    low = 0 if prior is None else prior[0]
+    first = current.index
+    report = {"namespace": namespace.hex(), "index": first, "commit": current.commit.hex(),
+              "dropped": max(first - low, 0)}  # fmt: skip
+    if first <= low:
+        report["dropped"] = 0
+        return report
+    below = tx.one(
+        "SELECT value FROM application_history WHERE key = ?", (history_key(namespace, first - 1),)
+    )
+    if below is None:
+        raise StoreError(f"{tx.path}: namespace {namespace.hex()} history index {first - 1} is "
+                         "missing; run doctor", path=str(tx.path))  # fmt: skip
+    prev = Head(first - 1, bytes(below[0]))
+    tx.execute(
+        "DELETE FROM application_history WHERE key >= ? AND key < ?",
+        (history_key(namespace, low), history_key(namespace, first)),
+    )
+    tx.execute(
+        f"INSERT INTO {ledger.BOUNDARIES} (namespace, first_index, prev, tx) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (namespace) DO UPDATE SET first_index = excluded.first_index, "
+        "prev = excluded.prev, tx = excluded.tx",
+        (namespace, first, prev.encode(), tx.number),
+    )
+    tx.mark("nohistory", namespace.hex())
+    tx.note_event({"kind": "nohistory", **report})
+    return report
+
+
+def apply_boundary(tx: Tx, namespace: bytes, first: int, prev: Head) -> bool:
+    """A ``boundary`` event: ``namespace`` starts at ``first`` after ``prev``; True if this
+    changed the store (a namespace already at ``prev`` or past the boundary is left alone)."""
+    current = live_head(tx, namespace)
+    known = ledger.boundary_of(tx, namespace)
+    if known is not None and known[0] >= first:
+        return False
+    if current is not None:
+        if current.index >= prev.index:
+            at = tx.one("SELECT value FROM application_history WHERE key = ?",
+                        (history_key(namespace, prev.index),))  # fmt: skip
+            if current == prev or (at is not None and bytes(at[0]) == prev.commit):
+                return False  # the receiver holds this history itself (more than the sender)
+        raise HeadMismatch(
+            f"{tx.path}: namespace {namespace.hex()} is at {current.describe()}; the stream "
+            f"starts it at a retained boundary after {prev.describe()}",
+            path=str(tx.path), namespace=namespace.hex(),
+        )  # fmt: skip
+    if first != prev.index + 1 or not 0 < first <= U64_MAX:
+        raise StoreError(f"boundary {first} does not follow head {prev.describe()}")
+    tx.execute("INSERT INTO application_heads (key, value) VALUES (?, ?)",
+               (namespace, prev.encode()))  # fmt: skip
+    # tx 0: received from a stream, not yet marked by its nohistory event (mark_boundary).
+    tx.execute(
+        f"INSERT INTO {ledger.BOUNDARIES} (namespace, first_index, prev, tx) VALUES (?, ?, ?, 0)",
+        (namespace, first, prev.encode()),
+    )
+    tx.note_head(namespace, None, prev)
+    return True
+
+
+def mark_boundary(tx: Tx, doc: dict[str, Any]) -> bool:
+    """A ``nohistory`` event whose boundary a ``boundary`` event already set up here: record
+    the event (as the sender's ledger has it); True if it was not recorded yet."""
+    namespace = bytes.fromhex(doc["namespace"])
+    cur = tx.execute(
+        f"UPDATE {ledger.BOUNDARIES} SET tx = ? WHERE namespace = ? AND first_index = ? "
+        "AND tx = 0",
+        (tx.number, namespace, int(doc["index"])),
+    )
+    if not cur.rowcount:
+        return False
+    tx.mark("nohistory", namespace.hex())
+    tx.note_event({"kind": "nohistory", **doc})
+    return True
+
+
+def excise(tx: Tx, contents: list[bytes], namespaces: list[bytes]) -> dict[str, Any]:
+    """Remove ``contents`` (ids) and ``namespaces``; what went (ids and counts, no bytes)."""
+    gone_contents: list[str] = []
+    gone_namespaces: list[dict[str, Any]] = []
+    for ns in sorted(set(namespaces)):
+        if ledger.is_excised(tx, "namespace", ns) is not None:
+            continue
+        current = live_head(tx, ns)
+        commits = [bytes(r[0]) for r in tx.rows(
+            "SELECT value FROM application_history WHERE key > ? AND key <= ?",
+            (ns, history_key(ns, U64_MAX)))]  # fmt: skip
+        history = tx.execute("DELETE FROM application_history WHERE key > ? AND key <= ?",
+                             (ns, history_key(ns, U64_MAX))).rowcount  # fmt: skip
+        requests = tx.execute("DELETE FROM application_requests WHERE key > ? AND key <= ?",
+                              (ns, ns + b"\xff" * 32)).rowcount  # fmt: skip
+        tx.execute("DELETE FROM application_heads WHERE key = ?", (ns,))
+        tx.execute(f"DELETE FROM {ledger.BOUNDARIES} WHERE namespace = ?", (ns,))
+        for cid in sorted(set(commits)):
+            if tx.one("SELECT 1 FROM application_history WHERE value = ? LIMIT 1", (cid,)) is None:
+                contents.append(cid)
+        tx.execute(f"INSERT INTO {ledger.EXCISED} (what, id, tx) VALUES ('namespace', ?, ?)",
+                   (ns, tx.number))  # fmt: skip
+        fence_ns.fence(tx, ns, import_id="excise", reason=f"excised at transaction {tx.number}")
+        gone_namespaces.append({"namespace": ns.hex(), "history": history, "requests": requests,
+                                "head": None if current is None else current.index})  # fmt: skip
+    for cid in sorted(set(contents)):
+        if ledger.is_excised(tx, "content", cid) is not None:
+            continue
+        row = tx.execute(f"DELETE FROM {CONTENT} WHERE key = ?", (cid,))
+        tx.execute(f"INSERT INTO {ledger.EXCISED} (what, id, tx) VALUES ('content', ?, ?)",
+                   (cid, tx.number))  # fmt: skip
+        if row.rowcount:
+            gone_contents.append(cid.hex())
+        else:
+            gone_contents.append(cid.hex())  # recorded even if absent: apply must refuse it
+    if not gone_contents and not gone_namespaces:
+        return {"contents": [], "namespaces": []}
+    tx.mark("excise")
+    tx.note_event({"kind": "excise", "contents": gone_contents,
+                   "namespaces": [n["namespace"] for n in gone_namespaces]})  # fmt: skip
+    return {"contents": gone_contents, "namespaces": gone_namespaces}
+
+
+def refuse_excised(tx: Tx, what: str, ident: bytes, line_event: str) -> None:
+    """Conflict if ``ident`` was excised here (``apply`` of an older, unredacted stream)."""
+    when = ledger.is_excised(tx, what, ident)
+    if when is not None:
+        raise Conflict(
+            f"{tx.path}: {what} {ident.hex()} was excised from this store at transaction {when}; "
+            f"{line_event} would bring it back, so the stream is refused",
+            path=str(tx.path), what=what, id=ident.hex(), excised_tx=when,
+        )  # fmt: skip

@@ -1,0 +1,98 @@
+"""Meta-tests of the layers (BRIEF layout; issue 12, item 13): ``bbg_core`` at the bottom;
+``importers/`` and ``fences/`` never import ``migrate``; the library never imports the CLI;
+the CLI reaches the library only through ``migrate.api`` (plus its own render helpers), and
+every command is a thin layer: parse, call ``migrate.api``, render (at most 15 lines)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+CLI = ROOT / "migrate" / "cli"
+MAX_COMMAND_LINES = 15
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, dotted name) of everything ``path`` imports (``from a import b`` gives a.b)."""
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                yield node.lineno, f"{node.module}.{alias.name}"
+
+
+def _sources(*parts: str) -> list[Path]:
+    return sorted(p for part in parts for p in (ROOT / part).rglob("*.py"))
+
+
+def _cli_may_import(name: str) -> bool:
+    top = name.split(".")[0]
+    if top not in ("migrate", "importers", "fences"):
+        return True  # the standard library, typer, rich, bbg_core (the error tree)
+    if name == "migrate.api" or name.startswith("migrate.api."):
+        return True
+    # The CLI's own modules: the app, its render/state/path helpers and other commands.
+    return name.startswith("migrate.cli.") or name == "migrate.cli"
+
+
+def test_the_cli_reaches_the_library_only_through_the_api() -> None:
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line}: {name}"
+        for p in sorted(CLI.glob("*.py"))
+        for line, name in _imports(p)
+        if not _cli_may_import(name)
+    ]
+    assert not offenders, offenders
+
+
+@pytest.mark.parametrize("package", ["importers", "fences", "bbg_core"])
+def test_lower_layers_do_not_import_migrate(package: str) -> None:
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line}: {name}"
+        for p in _sources(package)
+        for line, name in _imports(p)
+        if name.split(".")[0] == "migrate" or (package == "bbg_core" and name.split(".")[0]
+                                                in ("importers", "fences"))
+    ]
+    assert not offenders, offenders
+
+
+def test_the_library_never_imports_the_cli() -> None:
+    entry = {ROOT / "migrate" / "entry.py", ROOT / "migrate" / "__main__.py"}
+    offenders = [
+        f"{p.relative_to(ROOT)}:{line}: {name}"
+        for p in _sources("migrate")
+        if CLI not in p.parents and p not in entry
+        for line, name in _imports(p)
+        if name == "migrate.cli" or name.startswith("migrate.cli.")
+    ]
+    assert not offenders, offenders
+
+
+def _commands() -> Iterator[tuple[str, int]]:
+    for path in sorted(CLI.glob("cmd_*.py")):
+        for fn in ast.parse(path.read_text("utf-8")).body:
+            if not isinstance(fn, ast.FunctionDef) or not any(
+                isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "command"
+                for d in fn.decorator_list
+            ):
+                continue
+            body = fn.body
+            if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]  # the docstring is help text, not logic
+            end = body[-1].end_lineno or body[-1].lineno
+            yield f"{path.name}:{fn.name}", end - body[0].lineno + 1
+
+
+def test_every_command_is_a_thin_layer() -> None:
+    found = dict(_commands())
+    assert len(found) > 20
+    fat = {name: n for name, n in found.items() if n > MAX_COMMAND_LINES}
+    assert not fat, f"commands longer than {MAX_COMMAND_LINES} lines: {fat}"
