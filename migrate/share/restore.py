@@ -48,6 +48,9 @@ _ROW_KEYS = frozenset({"table", "key", "value", "h"})
 _HEX = re.compile(r"[0-9a-f]*")
 _H = re.compile(r"[0-9a-f]{16}")
 _FIVE = frozenset(ARCHIVE_ORDER)
+_NAMED_KEYS = frozenset({"table", "row", "h"})
+_BBG_TABLE = re.compile(r"bbg_[a-z0-9_]+")
+_COLUMN = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 def _plain_row_ok(doc: dict[str, Any]) -> bool:
@@ -67,6 +70,28 @@ def _plain_row_ok(doc: dict[str, Any]) -> bool:
         and isinstance(value, str) and len(value) % 2 == 0 and _HEX.fullmatch(value) is not None
         and isinstance(h, str) and _H.fullmatch(h) is not None
     )  # fmt: skip
+
+
+def _named_row_ok(doc: dict[str, Any]) -> bool:
+    """True only for a record of another retained table (columns by name: the ledger's rows,
+    most of them) that schemas/snapshot-record accepts; the rest goes to the schema."""
+    if doc.keys() != _NAMED_KEYS:
+        return False
+    table, row, h = doc["table"], doc["row"], doc["h"]
+    if not (isinstance(table, str) and _BBG_TABLE.fullmatch(table) and isinstance(row, dict)
+            and row and isinstance(h, str) and _H.fullmatch(h)):  # fmt: skip
+        return False
+    for name, value in row.items():
+        if not (isinstance(name, str) and _COLUMN.fullmatch(name)):
+            return False
+        if value is None or type(value) is int or type(value) is str:
+            continue
+        if not (type(value) is dict and value.keys() == {"hex"}):
+            return False
+        blob = value["hex"]
+        if not (type(blob) is str and len(blob) % 2 == 0 and _HEX.fullmatch(blob)):
+            return False
+    return True
 
 
 def _bad(line: int, detail: str, code: str = "bad-snapshot") -> ValidationFailed:
@@ -91,7 +116,7 @@ def _decode(raw: bytes, number: int, schema: str | None = None) -> dict[str, Any
     if doc.get("h") != line_hash(doc):
         raise _bad(number, "line hash h does not match: the line was changed", "bad-line-hash")
     if schema is None:
-        if _plain_row_ok(doc):
+        if _plain_row_ok(doc) or _named_row_ok(doc):
             return doc
         schema = "snapshot-footer" if doc.get("bbg") == "end" else "snapshot-record"
     problem = schema_problem(doc, schema)

@@ -173,3 +173,46 @@ def test_fast_row_check_never_accepts_what_the_schema_refuses(graph: Path) -> No
             accepted += 1
             assert schema_problem(doc, "snapshot-record") is None, doc
     assert accepted >= 20  # the fast path is really taken for plain rows
+
+
+def test_fast_named_row_check_never_accepts_what_the_schema_refuses(graph: Path) -> None:
+    """The same for records of the other retained tables (the ledger's rows, by column)."""
+    from migrate.share.common import schema_problem
+    from migrate.share.restore import _named_row_ok
+
+    good = [d for d in (json.loads(x) for x in snap(graph).splitlines()[2:-1]) if "row" in d]
+    assert {d["table"] for d in good} >= {"bbg_ledger_v1", "bbg_ledger_v1_heads",
+                                          "bbg_ledger_v1_rows", "bbg_storage_v1"}  # fmt: skip
+    variants = []
+    for doc in good[:60]:
+        variants.append(doc)
+        name = next(iter(doc["row"]))
+        variants += [
+            {**doc, "table": "application_content"},
+            {**doc, "table": "bbg_Ledger"},
+            {**doc, "table": 7},
+            {**doc, "h": "0" * 15},
+            {**doc, "h": "0" * 15 + "G"},
+            {**doc, "extra": 1},
+            {k: v for k, v in doc.items() if k != "h"},
+            {**doc, "row": {}},
+            {**doc, "row": []},
+            {**doc, "row": {**doc["row"], "Bad": 1}},
+            {**doc, "row": {**doc["row"], "9x": 1}},
+            {**doc, "row": {**doc["row"], name: 1.5}},
+            {**doc, "row": {**doc["row"], name: True}},
+            {**doc, "row": {**doc["row"], name: [1]}},
+            {**doc, "row": {**doc["row"], name: {"hex": "abc"}}},
+            {**doc, "row": {**doc["row"], name: {"hex": "AB"}}},
+            {**doc, "row": {**doc["row"], name: {"hex": "ab", "x": 1}}},
+            {**doc, "row": {**doc["row"], name: {"hex": 12}}},
+            {**doc, "row": {**doc["row"], name: {}}},
+        ]
+    accepted = refused = 0
+    for doc in variants:
+        verdict = schema_problem(doc, "snapshot-record")
+        refused += verdict is not None
+        if _named_row_ok(doc):
+            accepted += 1
+            assert verdict is None, doc
+    assert accepted >= 40 and refused >= 40 * 10  # both paths are really exercised
