@@ -8,6 +8,8 @@
 | :func:`run` | seal, stage, validate, activate (and optionally retire the source) |
 | :func:`seal`, :func:`stage`, :func:`validate`, :func:`activate` | the stages one at a time |
 | :func:`discard` | give up an import in progress (e.g. its source changed since the seal) |
+| :func:`retirement_preview`, :func:`retirement_lines` | what ``--retire-source`` will move |
+| :func:`list_imports`, :func:`imports_summary` | every import of a store: state, stage, rows |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
@@ -71,6 +73,10 @@ from migrate.pipeline import (
 )
 from migrate.pipeline import mapping as mapping_mod
 from migrate.pipeline import seal_only as seal
+from migrate.pipeline.listing import list_imports
+from migrate.pipeline.listing import summary as imports_summary
+from migrate.pipeline.retire import preview as retirement_preview
+from migrate.pipeline.retire import preview_lines as retirement_lines
 from migrate.share import (
     apply,
     apply_stream,
@@ -152,6 +158,8 @@ __all__ = [
     "TransferOutcome",
     "activate",
     "discard",
+    "imports_summary",
+    "list_imports",
     "apply",
     "apply_stream",
     "backup",
@@ -183,6 +191,8 @@ __all__ = [
     "redb_tables",
     "versions",
     "restore",
+    "retirement_lines",
+    "retirement_preview",
     "run",
     "seal",
     "stage",

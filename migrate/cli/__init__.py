@@ -16,6 +16,8 @@ import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError
 from migrate import api
+from migrate.cli._config import options_map
+from migrate.cli._help import decorate
 from migrate.cli._paths import path_arg
 from migrate.cli._render import err
 from migrate.cli._state import state
@@ -24,9 +26,10 @@ app = typer.Typer(
     name="bbg-migrate",
     help="Move legacy cyber stores into a BBG store, and share/audit BBG stores as text.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -50,9 +53,17 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Show version and readers."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    config: str = typer.Option(
+        None,
+        "--config",
+        metavar="FILE",
+        help="Options file (TOML; default ./bbg-migrate.toml when present): defaults for "
+        "store, nonce, mapping, bounds...; the command line wins.",
+    ),
     store: str = typer.Option(
         None,
         "--store",
+        metavar="STORE",
         help="The BBG store directory (for commands that use one).",
         parser=path_arg,
     ),
@@ -72,6 +83,7 @@ def _register() -> None:
 
 
 _register()
+decorate(app)
 
 
 # What a Ctrl-C leaves behind, by command: the pipeline keeps every completed step (a rerun
@@ -89,7 +101,7 @@ def command_words(argv: list[str]) -> list[str]:
         if skip:
             skip = False
             continue
-        if token == "--store":
+        if token in ("--store", "--config"):
             skip = True
             continue
         if token.startswith("-"):
@@ -146,7 +158,9 @@ def run(argv: list[str] | None = None) -> int:
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
         with ctrl_c:
-            result = app(args=args, standalone_mode=False)
+            defaults = options_map(app, args)
+            result = app(args=args, standalone_mode=False, prog_name="bbg-migrate",
+                         default_map=defaults)  # fmt: skip
         code = result if isinstance(result, int) else 0
         if code == Interrupted.exit_code and ctrl_c.seen:
             err.print(interrupted_line(args), markup=False, soft_wrap=True)

@@ -22,6 +22,7 @@ JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
 KIND_OPT = typer.Option(
     None,
     "--kind",
+    metavar="GLOB=KIND",
     help="GLOB=KIND, repeatable: how to read inputs whose content cannot tell (0-byte files), "
     "e.g. 'empty-*.log=bbg-frame-log'. Default: .log = signal-log, .jsonl = text-archive.",
 )

@@ -53,7 +53,7 @@ def hemera_cmd(
         ),
     ] = None,
     counter: Annotated[
-        int, typer.Option("--counter", min=0, help="--tree leaf: the chunk counter.")
+        int, typer.Option("--counter", min=0, metavar="N", help="--tree leaf: the chunk counter.")
     ] = 0,
     root: Annotated[bool, typer.Option("--root", help="--tree leaf/node: the ROOT flag.")] = False,
 ) -> None:

@@ -10,8 +10,11 @@ from rich.table import Table
 
 from migrate import api
 from migrate.cli import app
+from migrate.cli._confirm import confirm_retirement
+from migrate.cli._help import ContentCheck, LegacyKind
 from migrate.cli._paths import path_arg, store_option
 from migrate.cli._render import emit_json, err, progress_bar
+from migrate.cli._sizes import parse_size
 from migrate.cli._state import state
 from migrate.cli.cmd_transfer import step as transfer_step
 
@@ -35,11 +38,20 @@ MAPPING = typer.Option(
 PAGES = typer.Option(None, "--pages", min=1, help="Stage at most N bounded pages in this call.")
 MAX_ROWS = typer.Option(100_000_000, "--max-rows", min=0, help="Refuse sources with more rows.")
 MAX_BYTES = typer.Option(
-    256 * 1024**3, "--max-bytes", min=0, help="Refuse sources with more bytes."
-)
+    "256GiB", "--max-bytes", parser=parse_size,
+    help="Refuse sources with more bytes (a size: 4096, 512MiB, 1.5TB, 256GiB).",
+)  # fmt: skip
 MAX_NS = typer.Option(1_000_000, "--max-namespaces", min=0, help="Refuse more namespaces.")
 PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per staged page.")
-RETIRE = typer.Option(False, "--retire-source", help="After activation, retire the source (§4.9).")
+RETIRE = typer.Option(
+    False,
+    "--retire-source",
+    help="After activation, retire the source (§4.9): shows which file moves where and asks on "
+    "a terminal; needs --yes in a script.",
+)
+YES = typer.Option(
+    False, "--yes", "-y", help="Confirm --retire-source without asking (scripts)."
+)
 TORN = typer.Option(
     False,
     "--accept-torn-tail",
@@ -48,7 +60,7 @@ TORN = typer.Option(
 KIND = typer.Option(
     None,
     "--kind",
-    help="redb, signal-log, bbg-frame-log or text-archive, where content cannot tell (empty file).",
+    help="How to read SOURCE where its content cannot tell (an empty file).",
 )
 CONTENT_CHECK = typer.Option(
     "codec",
@@ -161,8 +173,8 @@ def plan_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
-    accept_torn_tail: bool = TORN, kind: str = KIND, content_check: str = CONTENT_CHECK,
-    as_json: bool = JSON,
+    accept_torn_tail: bool = TORN, kind: LegacyKind = KIND,
+    content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Dry run of `run` (same options): what it would do, or the exit code and message it
     would fail with (3, 4, 11, 1); writes nothing."""
@@ -182,8 +194,8 @@ def run_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
-    retire_source: bool = RETIRE, accept_torn_tail: bool = TORN, kind: str = KIND,
-    content_check: str = CONTENT_CHECK, as_json: bool = JSON,
+    retire_source: bool = RETIRE, yes: bool = YES, accept_torn_tail: bool = TORN,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
     legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
@@ -191,6 +203,7 @@ def run_cmd(
     if transfer_step("run", source, store, nonce, as_json, legacy, pages=pages,
                      page_rows=page_rows):  # fmt: skip
         return
+    confirm_retirement(source, retire_source, yes)
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check)  # fmt: skip
@@ -203,7 +216,7 @@ def run_cmd(
 def seal_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
     legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
@@ -218,8 +231,8 @@ def seal_cmd(
 def stage_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES,
-    page_rows: int = PAGE_ROWS, accept_torn_tail: bool = TORN, kind: str = KIND,
-    content_check: str = CONTENT_CHECK, as_json: bool = JSON,
+    page_rows: int = PAGE_ROWS, accept_torn_tail: bool = TORN, kind: LegacyKind = KIND,
+    content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
     legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
@@ -237,7 +250,7 @@ def stage_cmd(
 def validate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
     legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
@@ -252,7 +265,7 @@ def validate_cmd(
 def activate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: str = KIND, content_check: str = CONTENT_CHECK, as_json: bool = JSON,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
     legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
@@ -274,3 +287,16 @@ def discard_cmd(
     its source changed since the seal; a published import cannot be discarded."""
     named = store if store is not None else (Path(state.store) if state.store else None)
     _report(api.discard(named, import_id), as_json)
+
+
+@app.command("imports")
+def imports_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
+    """Every import of the store: state (staging, active, retired, discarded), kind, stage
+    reached, rows staged, source fingerprint and receipt; an import in progress names the
+    exact `discard` command that gives it up.  Reads only."""
+    named = store if store is not None else (Path(state.store) if state.store else None)
+    doc = api.list_imports(named)
+    if as_json:
+        emit_json(doc, "imports")
+    else:
+        err.print(api.imports_summary(doc), markup=False, soft_wrap=True)

@@ -22,6 +22,7 @@ from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
 from migrate.cli._render import emit_json, err
+from migrate.cli._sizes import parse_size, show_size
 from migrate.cli._state import state
 
 STORE = store_option("The BBG store directory (default ./bbg).")
@@ -134,7 +135,8 @@ def upgrade_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
 @app.command("apply")
 def apply_cmd(
     source: str = STREAM,
-    max_line: int = typer.Option(api.MAX_LINE, "--max-line", min=1, help="Byte cap per line."),
+    max_line: int = typer.Option(show_size(api.MAX_LINE), "--max-line", parser=parse_size,
+                                 help="Byte cap per line (a size: 65536, 64MiB)."),
     store: Path = STORE,
     as_json: bool = JSON,
 ) -> None:

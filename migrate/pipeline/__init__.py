@@ -165,13 +165,20 @@ def discard(store_dir: Path | None, import_id: str) -> Outcome:
         state = imports.import_state(tx, import_id)
         if state is None:
             raise StoreRefused(
-                f"{store.directory}: no import {import_id} in this store", import_id=import_id
+                f"{store.directory}: no import {import_id} in this store; "
+                f"`bbg-migrate --store {store.directory} imports` lists them",
+                path=str(store.directory),
+                import_id=import_id,
             )
         if state == "active":
             raise Conflict(
-                f"{store.directory}: import {import_id} is active (published); only an import "
-                "in progress can be discarded",
+                f"{store.directory}: import {import_id} is active (published): it cannot be "
+                "discarded (only an import in progress can); nothing was changed. "
+                f"`bbg-migrate --store {store.directory} imports` lists the imports and "
+                "their states",
+                path=str(store.directory),
                 import_id=import_id,
+                state=state,
             )
         if state == "staging":
             imports.discard(tx, import_id)

@@ -74,8 +74,7 @@ def require_unchanged(job: Job) -> None:
         f"{job.source}: the source changed since import {iid} sealed it (sealed: "
         f"{sealed['size_bytes']} bytes with SHA-256 {sealed['sha256']}; now: {now}); nothing "
         f"was done. To continue import {iid}, put the sealed bytes back; to migrate the file "
-        f"as it is now, first give that import up: bbg-migrate discard {iid} --store "
-        f"{directory}",
+        f"as it is now, first give that import up: {imports.discard_command(directory, iid)}",
         path=str(job.source),
         import_id=iid,
         errors=[{"code": "source-changed", "detail": f"{job.source}: changed since import "

@@ -123,6 +123,35 @@ def resume(source: Path) -> dict[str, Any] | None:
     return doc
 
 
+def preview(source: Path) -> dict[str, str] | None:
+    """What ``--retire-source`` will do to ``source`` (paths), or None when nothing will move
+    (already retired, or a retirement under way that a rerun finishes)."""
+    real = target(source)
+    if not real.is_file():  # retired already, under way, or not a file: the run says which
+        return None
+    return {
+        "source": str(source),
+        "file": str(real),
+        "built_in": str(aside(source)),
+        "directory": str(real),
+        "kept_as": str(real / "source"),
+        "record": str(real / RETIREMENT),
+    }
+
+
+def preview_lines(plan: dict[str, str]) -> list[str]:
+    """The retirement plan in words, one step a line."""
+    link = "" if plan["source"] == plan["file"] else f" (the file {plan['source']} names)"
+    return [
+        f"After the migration, --retire-source retires {plan['file']}{link}:",
+        f"  1. the file is hard-linked (same inode, nothing rewritten) as {plan['built_in']}"
+        "/source, beside retirement.json (the receipt and this store);",
+        f"  2. {plan['file']} is unlinked and that directory is renamed into its place;",
+        f"  3. the bytes stay, unchanged, in {plan['kept_as']}; the old binary can no longer "
+        f"open {plan['directory']} as its store.",
+    ]
+
+
 def binding(
     store_dir: Path, store_id: str, receipt: dict[str, Any], mapping: dict[str, Any] | None
 ) -> dict[str, Any]:

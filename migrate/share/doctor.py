@@ -12,7 +12,10 @@ check reads one consistent snapshot.  Checks:
 * ``leftovers``: imports still in state ``staging``, staged rows and staged namespaces;
 * ``transfer``: this store as a sealed transfer source (seal, whether it recomputes, progress
   read from the target) and transfers into it (:mod:`migrate.transfer.report`);
-* ``orphan_content``: content rows whose id is not the commit of any history entry;
+* ``content_classes``: content rows that are no history commit, by why they are there
+  (:mod:`migrate.share.content_classes`: items a commit record lists, Data pair children,
+  legacy record payloads, a birth transaction's content) and true ``orphans``;
+* ``orphan_content``: the true orphans (count and the first ids);
 * ``ledger``: the transaction ledger (schema version, transactions, last tx, retention
   records); a ledger that does not end at the store's last transaction, or a head the ledger
   did not put there, is a problem (``ledger-mismatch``); a version-1 store is a warning
@@ -23,9 +26,9 @@ Problems (the report is unhealthy, exit 3): SQLite corruption, a shape or link e
 marker that is not a reader generation (except ``export-v1`` with a seal that recomputes: a
 sealed transfer source, reported as a warning), a broken export seal, staged rows or staged
 namespaces whose import is not in state ``staging`` (true leftovers).  Warnings (still
-healthy): a sealed transfer source, imports in progress, orphan content (legacy stores carry
-payloads that no history entry names; an aborted commit may leave cache content, see the
-design notes), and a writer that appeared while an immutable check ran.
+healthy): a sealed transfer source, imports in progress, true orphan content (content a legacy
+import legitimately carries is classified, not warned about; an aborted commit may leave cache
+content, see the design notes), and a writer that appeared while an immutable check ran.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from fences import generations
 from migrate.inspect import cell_report
 from migrate.share.common import DAMAGE as READ_DAMAGE
 from migrate.share.common import db_file, open_readonly, schema_version
-from migrate.store import ledger
+from migrate.share.content_classes import classify
+from migrate.store import imports, ledger
 from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION
@@ -247,27 +251,24 @@ def doctor(store_dir: Path) -> dict[str, Any]:
             "staging_imports": [], "staged_rows": 0, "staged_namespaces": 0,
             "stray_staged_rows": 0, "stray_staged_namespaces": 0,
         }  # fmt: skip
-        leftovers = f.read("leftovers", lambda: _leftovers(conn, problems, warnings),
+        leftovers = f.read("leftovers", lambda: _leftovers(conn, store_dir, problems, warnings),
                            null_leftovers)  # fmt: skip
-        orphans: list[str] = []
-        orphan_count = 0
+        no_classes: dict[str, Any] = {"classes": {}, "orphans": [], "unchecked": 0}
+        content = no_classes
         if sound:
-
-            def count_orphans() -> int:
-                n = 0
-                for key in orphan_content(conn):
-                    n += 1
-                    if len(orphans) < SAMPLE:
-                        orphans.append(key.hex())
-                return n
-
-            orphan_count = f.read("orphan content", count_orphans, 0)
+            content = f.read("orphan content",
+                             lambda: classify(conn, orphan_content(conn), SAMPLE), no_classes)
+        orphan_count = content["classes"].get("orphans", 0)
         if orphan_count:
+            unchecked = content["unchecked"]
             warnings.append(
                 {
                     "code": "orphan-content",
                     "detail": f"{orphan_count} content rows are not the commit of any history "
-                    "entry (kept: content is immutable; see orphan_content)",
+                    "entry and no record, Data pair or birth transaction names them (kept: "
+                    "content is immutable; see orphan_content)"
+                    + (f"; {unchecked} were too many to try against the birth transactions"
+                       if unchecked else ""),
                 }
             )
     no_files: list[tuple[str, str]] = []
@@ -294,7 +295,8 @@ def doctor(store_dir: Path) -> dict[str, Any]:
         "ledger": ledger_doc,
         "leftovers": leftovers,
         "transfer": transfer,
-        "orphan_content": {"count": orphan_count, "sample": orphans},
+        "orphan_content": {"count": orphan_count, "sample": content["orphans"]},
+        "content_classes": content["classes"],
         "problems": problems,
         "warnings": warnings,
     }
@@ -349,13 +351,16 @@ def _sqlite_checks(conn: Connection, problems: list[dict[str, str]]) -> dict[str
 
 
 def _leftovers(
-    conn: Connection, problems: list[dict[str, str]], warnings: list[dict[str, str]]
-) -> dict[str, Any]:
+    conn: Connection, store_dir: Path, problems: list[dict[str, str]],
+    warnings: list[dict[str, str]],
+) -> dict[str, Any]:  # fmt: skip
     staging = [str(r[0]) for r in conn.rows(
         "SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging' ORDER BY import_id"
     )]  # fmt: skip
     for iid in staging:
-        warnings.append({"code": "import-in-progress", "detail": f"import {iid} is staging"})
+        warnings.append({"code": "import-in-progress", "detail": f"import {iid} is staging: "
+                         "rerun its command to finish it, or give it up with "
+                         f"{imports.discard_command(store_dir, iid)}"})
     stray_sql = (
         " WHERE import_id NOT IN (SELECT import_id FROM bbg_import_v1_imports "
         "WHERE state = 'staging')"

@@ -43,7 +43,7 @@ from migrate.share.common import (
     require_sound,
     table_names,
 )
-from migrate.store import clock, ledger
+from migrate.store import clock, imports, ledger
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
@@ -93,8 +93,9 @@ def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
     staging = conn.one("SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging'")
     if staging is not None:
         raise StoreRefused(
-            f"{conn.path}: import {staging[0]} is still staging; finish or discard it before "
-            "taking a snapshot (staged rows are not retained state)",
+            f"{conn.path}: import {staging[0]} is still staging; finish it, or give it up "
+            f"with {imports.discard_command(conn.path.parent, staging[0])}, before taking a "
+            "snapshot (staged rows are not retained state)",
             path=str(conn.path),
             import_id=staging[0],
         )

@@ -26,6 +26,7 @@ Fences and reader generations are in :mod:`fences`.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
@@ -327,6 +328,11 @@ def activate(tx: Tx, import_id: str) -> dict[str, int]:
         tx.note_head(ns, before, after)
     _clear(tx, import_id, "active")
     return inserted
+
+
+def discard_command(store_dir: Any, import_id: str) -> str:
+    """The exact command line that gives up ``import_id`` in the store in ``store_dir``."""
+    return f"bbg-migrate --store {shlex.quote(str(store_dir))} discard {shlex.quote(import_id)}"
 
 
 def discard(tx: Tx, import_id: str) -> None:

@@ -203,14 +203,16 @@ def test_locked_source_is_refused(tmp_path: Path) -> None:
 def test_retire_source_keeps_bytes_and_blocks_old_binary(tmp_path: Path) -> None:
     src = unpack(LOCAL_SMALL, tmp_path)
     original = src.read_bytes()
-    res = cli("run", str(src), "--store", str(tmp_path / "bbg"), "--retire-source", "--json")
+    res = cli("run", str(src), "--store", str(tmp_path / "bbg"), "--retire-source", "-y", "--json")
     assert res.returncode == 0, res.stderr
     assert src.is_dir()
     assert (src / "source").read_bytes() == original
     record = json.loads((src / "retirement.json").read_text())
     schemas.validate(record, "retirement")
     assert record["receipt"] == json.loads(res.stdout)
-    again = cli("run", str(src), "--store", str(tmp_path / "bbg"), "--retire-source", "--json")
+    again = cli(
+        "run", str(src), "--store", str(tmp_path / "bbg"), "--retire-source", "--yes", "--json"
+    )
     assert again.returncode == 0 and again.stdout == res.stdout
 
 

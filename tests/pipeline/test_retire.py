@@ -21,7 +21,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The receipt a retiring run prints (a pure function of the source and options)."""
     base = tmp_path_factory.mktemp("ref")
     src = unpack(SMALL, base)
-    done = cli("run", str(src), "--store", str(base / "bbg"), "--retire-source", "--json")
+    done = cli(
+        "run", str(src), "--store", str(base / "bbg"), "--retire-source", "--yes", "--json"
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -41,7 +43,7 @@ def _kill_then_rerun(tmp_path: Path, point: int, reference: str, *, again: tuple
     src = unpack(SMALL, work)
     original = src.read_bytes()
     store = str(work / "bbg")
-    killed = cli("run", str(src), "--store", store, "--retire-source", "--json",
+    killed = cli("run", str(src), "--store", store, "--retire-source", "--yes", "--json",
                  kill_at_file_op=point)  # fmt: skip
     if killed.returncode == 0:
         return False
@@ -59,7 +61,7 @@ def test_a_retirement_killed_at_a_file_operation_is_finished_by_the_rerun(
 ) -> None:
     # 1: before the directory exists; 2: before the link; 8: before the source's name is
     # unlinked; 9: unlinked, not yet renamed into place (the case that could not resume).
-    assert _kill_then_rerun(tmp_path, point, reference, again=("--retire-source",))
+    assert _kill_then_rerun(tmp_path, point, reference, again=("--retire-source", "--yes"))
 
 
 @pytest.mark.slow
@@ -69,7 +71,7 @@ def test_kill_at_every_file_operation_of_a_retirement(tmp_path: Path, reference:
         point += 1
         # Alternate: the rerun finishes the retirement with or without --retire-source
         # (the journal says one is under way).
-        again = ("--retire-source",) if point % 2 else ()
+        again = ("--retire-source", "--yes") if point % 2 else ()
         if not _kill_then_rerun(tmp_path, point, reference, again=again):
             break
     assert point > 9  # mkdir, link, open, write, fsync, replace, fsync, unlink, rename, fsync
@@ -85,20 +87,20 @@ def test_a_symlinked_source_retires_the_file_it_names(
     link.parent.mkdir()
     link.symlink_to(os.path.relpath(real, link.parent) if relative else real)
     store = str(tmp_path / "bbg")
-    done = cli("run", str(link), "--store", store, "--retire-source", "--json")
+    done = cli("run", str(link), "--store", store, "--retire-source", "--yes", "--json")
     assert done.returncode == 0, done.stderr
     assert done.stdout == reference
     _retired_well(real, original, reference)  # the file the link names, not the link
     assert link.is_symlink() and link.resolve() == real.resolve()
     assert not [n for n in os.listdir(link.parent) if n.endswith(".retiring")]
-    again = cli("run", str(link), "--store", store, "--retire-source", "--json")
+    again = cli("run", str(link), "--store", store, "--retire-source", "--yes", "--json")
     assert again.returncode == 0 and again.stdout == reference, again.stderr
 
 
 def test_a_retired_path_answers_only_for_its_import(tmp_path: Path, reference: str) -> None:
     src = unpack(SMALL, tmp_path)
     a, b = tmp_path / "A", tmp_path / "B"
-    assert cli("run", str(src), "--store", str(a), "--retire-source").returncode == 0
+    assert cli("run", str(src), "--store", str(a), "--retire-source", "--yes").returncode == 0
     same = cli("run", str(src), "--store", str(a), "--json")
     assert same.returncode == 0 and same.stdout == reference
     plan = cli("plan", str(src), "--store", str(a))

@@ -1,0 +1,176 @@
+"""Which content rows an import legitimately carries beyond history commits (``doctor``).
+
+A content row that is not the commit of any history entry is not an orphan when the rules
+that wrote the store put it there (BRIEF §2.1; fixtures/legacy/README.md "Write semantics";
+:mod:`migrate.pipeline.legacy_records`).  Each such row gets the first class that holds:
+
+* ``commit_items``: an item id a cell commit record lists (``"cell/commit/1\\0"`` ‖ ns ‖
+  index u64 LE ‖ previous ‖ n u32 LE ‖ n ids ‖ u64): event Blobs, Data events, shared artifacts;
+* ``data_children``: a child of a Data pair (nox Model B: 64-byte payload = left ‖ right; the
+  tagged scheme: ``0x03`` ‖ left ‖ right): cybergraph's commit requires both children;
+* ``record_payloads``: the raw bytes of a legacy event or line, named by its item record's
+  ``raw.id``;
+* ``birth_content``: written by a namespace's birth transaction (birth record plus one shared
+  artifact): the index-0 request's fingerprint covers exactly {namespace, id};
+* ``receipt_commits``: the commit a request receipt names as its head, whose history entry
+  ``nohistory`` dropped (every receipt stays resolvable); its record's items count as above;
+* ``orphans``: none of these -- a true orphan.
+
+The fingerprint is the fixtures' formula (README "Fingerprint"):
+hemera(``"cybergraph/application-transaction/1\\0"`` ‖ ns ‖ request ‖ 0x00 ‖ head index u64 LE
+‖ head commit ‖ n u64 LE ‖ sorted ids ‖ 0 u64 LE ‖ m u64 LE ‖ claims), with no expected head,
+head (0, ns), n = 2 and no claims for a birth.
+
+The referenced ids are kept in a private scratch SQLite database (deleted on close), so the
+memory used does not grow with the store; the store itself is only read.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import struct
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from migrate.store.connection import Connection
+
+CLASSES = (
+    "commit_items", "data_children", "record_payloads", "birth_content", "receipt_commits"
+)  # fmt: skip
+COMMIT_PREFIX = b"\x01cell/commit/1\x00"
+ITEM_PREFIX = b'\x01{"format":"bbg-migrate/legacy-item/1"'
+TX_DOMAIN = b"cybergraph/application-transaction/1\x00"
+_ITEMS_AT = len(COMMIT_PREFIX) + 32 + 8 + 32  # n u32 LE follows ns, index, previous
+# Hemera calls the birth check may spend (unresolved rows x birth transactions).
+MAX_BIRTH_TRIALS = 200_000
+
+
+def _commit_items(value: bytes) -> list[bytes]:
+    if len(value) < _ITEMS_AT + 4:
+        return []
+    (n,) = struct.unpack_from("<I", value, _ITEMS_AT)
+    start = _ITEMS_AT + 4
+    if len(value) < start + 32 * n:
+        return []
+    return [value[start + 32 * i : start + 32 * (i + 1)] for i in range(n)]
+
+
+def _record_payload(value: bytes) -> list[bytes]:
+    try:
+        raw = json.loads(value[1:])["raw"]["id"]
+        return [bytes.fromhex(raw)] if isinstance(raw, str) and len(raw) == 64 else []
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+def _data_children(value: bytes) -> list[bytes]:
+    payload = value[1:]
+    if len(payload) == 64:
+        return [payload[:32], payload[32:]]
+    if len(payload) == 65 and payload[0] == 3:
+        return [payload[1:33], payload[33:]]
+    return []
+
+
+class _Refs:
+    """A private scratch table id → class (first class wins)."""
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect("", isolation_level=None)
+        self._db.execute("CREATE TABLE refs (id BLOB PRIMARY KEY, cls INTEGER) WITHOUT ROWID")
+
+    def add(self, cls: int, ids: Iterable[bytes]) -> None:
+        self._db.executemany(
+            "INSERT OR IGNORE INTO refs (id, cls) VALUES (?, ?)", ((i, cls) for i in ids)
+        )
+
+    def of(self, key: bytes) -> int | None:
+        row = self._db.execute("SELECT cls FROM refs WHERE id = ?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _collect(conn: Connection, refs: _Refs) -> None:
+    # The commits of history entries, and of receipts whose entry nohistory dropped.
+    commits = conn.rows(
+        "SELECT value FROM application_content WHERE key IN "
+        "(SELECT value FROM application_history UNION "
+        "SELECT substr(value, 41, 32) FROM application_requests WHERE length(value) = 72)"
+    )
+    for (value,) in commits:
+        value = bytes(value)
+        if value.startswith(COMMIT_PREFIX):
+            refs.add(0, _commit_items(value))
+        elif value.startswith(ITEM_PREFIX):
+            refs.add(2, _record_payload(value))
+    pairs = conn.rows(
+        "SELECT value FROM application_content "
+        "WHERE substr(value, 1, 1) = x'00' AND length(value) IN (65, 66)"
+    )
+    for (value,) in pairs:
+        refs.add(1, _data_children(bytes(value)))
+    heads = conn.rows(
+        "SELECT substr(value, 41, 32) FROM application_requests WHERE length(value) = 72"
+    )
+    refs.add(4, (bytes(commit) for (commit,) in heads))
+
+
+def _births(conn: Connection) -> list[tuple[bytes, bytes, bytes]]:
+    """(namespace, request, fingerprint) of every birth transaction's request."""
+    return [
+        (bytes(k)[:32], bytes(k)[32:], bytes(v)[:32])
+        for k, v in conn.rows(
+            "SELECT key, value FROM application_requests WHERE length(key) = 64 AND "
+            "length(value) = 72 AND substr(value, 33, 8) = zeroblob(8) AND "
+            "substr(value, 41, 32) = substr(key, 1, 32)"
+        )
+    ]
+
+
+def _birth_fingerprint(ns: bytes, request: bytes, other: bytes) -> bytes:
+    from migrate.pipeline.identity import hemera
+
+    ids = sorted({ns, other})
+    return hemera(
+        TX_DOMAIN + ns + request + b"\x00" + struct.pack("<Q", 0) + ns
+        + struct.pack("<Q", len(ids)) + b"".join(ids) + struct.pack("<QQ", 0, 0)
+    )  # fmt: skip
+
+
+def classify(conn: Connection, candidates: Iterator[bytes], sample: int) -> dict[str, Any]:
+    """Classify the ``candidates`` (content ids that are no history commit, in key order):
+    ``{"classes": {class: count, ..., "orphans": n}, "orphans": [first ids], "unchecked": n}``
+    where ``unchecked`` orphans were too many to try against every birth fingerprint."""
+    refs = _Refs()
+    try:
+        _collect(conn, refs)
+        counts = dict.fromkeys((*CLASSES, "orphans"), 0)
+        unresolved: list[bytes] = []
+        loose = 0
+        for key in candidates:
+            cls = refs.of(key)
+            if cls is not None:
+                counts[CLASSES[cls]] += 1
+            elif len(unresolved) < MAX_BIRTH_TRIALS:
+                unresolved.append(key)
+            else:
+                loose += 1
+    finally:
+        refs.close()
+    births = _births(conn) if unresolved else []
+    checkable = not loose and len(unresolved) * len(births) <= MAX_BIRTH_TRIALS
+    orphans: list[bytes] = []
+    for key in unresolved:
+        if checkable and any(fp == _birth_fingerprint(ns, req, key) for ns, req, fp in births):
+            counts["birth_content"] += 1
+        else:
+            orphans.append(key)
+    counts["orphans"] = len(orphans) + loose
+    return {
+        "classes": counts,
+        "orphans": [k.hex() for k in orphans[:sample]],
+        "unchecked": 0 if checkable else counts["orphans"],
+    }

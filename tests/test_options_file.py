@@ -1,0 +1,81 @@
+"""The options file (issue 13): ``bbg-migrate.toml`` in the current directory or ``--config
+FILE`` gives the options a multi-stage run would repeat; the command line wins; an unknown
+key or a bad value is a usage error naming the file and the key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import schemas
+from tests.conftest import gunzip_to
+from tests.pipeline.helpers import LEGACY, cli
+
+NONCE = "00112233"
+
+
+def _cell(tmp_path: Path) -> Path:
+    return gunzip_to(LEGACY / "cell-small.redb.gz", tmp_path)
+
+
+def test_the_stages_with_values_only_in_the_file_give_run_s_receipt(tmp_path: Path) -> None:
+    src = _cell(tmp_path)
+    flags = ("--nonce", NONCE, "--page-rows", "64", "--content-check", "none",
+             "--max-bytes", "1GiB")  # fmt: skip
+    ran = cli("run", str(src), "--store", str(tmp_path / "by-flags"), *flags, "--json")
+    assert ran.returncode == 0, ran.stderr
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "bbg-migrate.toml").write_text(
+        f'store = "by-file"\nnonce = "{NONCE}"\npage-rows = 64\ncontent-check = "none"\n'
+        'max-bytes = "1GiB"\n'
+    )
+    for step in ("seal", "stage", "validate"):
+        done = cli(step, str(src), "--json", cwd=work)
+        assert done.returncode == 0, (step, done.stderr)
+        if step == "stage":
+            assert json.loads(done.stdout)["pages"] == 4  # 220 rows, 64 a page: from the file
+    activated = cli("activate", str(src), "--json", cwd=work)
+    assert activated.returncode == 0, activated.stderr
+    assert activated.stdout == ran.stdout  # byte-identical receipt
+    assert (work / "by-file" / "bbg.sqlite3").is_file()  # the store named by the file
+
+
+def test_the_command_line_wins_and_config_names_another_file(tmp_path: Path) -> None:
+    src = _cell(tmp_path)
+    conf = tmp_path / "etc" / "migrate.toml"
+    conf.parent.mkdir()
+    conf.write_text(f'store = "../stores/bbg"\nnonce = "{NONCE}"\n')
+    by_file = cli("--config", str(conf), "plan", str(src), "--json")
+    assert by_file.returncode == 0, by_file.stderr
+    plan = json.loads(by_file.stdout)
+    assert plan["nonce"] == NONCE
+    # store is relative to the file's directory
+    assert plan["destination"]["path"] == str(tmp_path / "etc" / ".." / "stores" / "bbg")
+    flag = cli("--config", str(conf), "plan", str(src), "--nonce", "ff", "--json")
+    assert json.loads(flag.stdout)["nonce"] == "ff"
+
+
+def test_an_unknown_key_is_a_usage_error_naming_file_and_key(tmp_path: Path) -> None:
+    (tmp_path / "bbg-migrate.toml").write_text('store = "bbg"\nmax_bytes = 10\n')
+    done = cli("plan", str(LEGACY / "signals-small.log"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: bbg-migrate.toml: unknown key 'max_bytes' (known: ")
+    assert not (tmp_path / "bbg").exists()
+
+
+def test_a_bad_value_names_the_key(tmp_path: Path) -> None:
+    conf = tmp_path / "o.toml"
+    conf.write_text('page-rows = 9999\n')
+    done = cli("--config", str(conf), "plan", str(LEGACY / "signals-small.log"))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {conf}: key 'page-rows': 9999 is greater than")
+    conf.write_text("store = [\n")
+    assert cli("--config", str(conf), "doctor").returncode == 2
+    missing = cli("--config", str(tmp_path / "absent.toml"), "doctor")
+    assert missing.returncode == 1 and "cannot read" in missing.stderr
+
+
+def test_the_schema_accepts_its_examples() -> None:
+    for example in schemas.load("options")["examples"]:
+        schemas.validate(example, "options")
