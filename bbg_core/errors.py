@@ -30,6 +30,7 @@ exit codes in exactly one place (``migrate.cli.main``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -148,7 +149,45 @@ EXIT_CODES: dict[int, str] = {
     130: "interrupted",
 }
 
+# Context facts an operator looks for first: lifted to the top of an error document.
+WHERE = {"path": str, "table": str, "key": str, "offset": int, "line": int}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    result: Any = json.loads(json.dumps(value, default=str))
+    return result
+
+
+def error_document(exc: BaseException) -> dict[str, Any]:
+    """The one error document (``schemas/error.schema.json``) of ``exc``: ``code``,
+    ``exit_code``, ``message``, the whole ``context``, and ``path``/``table``/``key``/
+    ``offset``/``line`` at the top where known.  Used by ``--json`` failures and fleet jobs."""
+    if isinstance(exc, MigrateError):
+        context = {k: _jsonable(v) for k, v in exc.context.items()}
+        doc: dict[str, Any] = {
+            "code": exc.code, "exit_code": exc.exit_code, "message": exc.message,
+            "context": context,
+        }  # fmt: skip
+    else:
+        doc = {
+            "code": "internal", "exit_code": 1, "context": {},
+            "message": f"internal error: {type(exc).__name__}: {exc}",
+        }  # fmt: skip
+    for name, kind in WHERE.items():
+        value = doc["context"].get(name)
+        if value is None or isinstance(value, bool):
+            continue
+        if kind is int and isinstance(value, int) and value >= 0:
+            doc[name] = value
+        elif kind is str:
+            doc[name] = value if isinstance(value, str) else json.dumps(value)
+    return doc
+
+
 __all__ = [
+    "error_document",
     "MigrateError",
     "UsageError",
     "SourceError",

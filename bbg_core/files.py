@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bbg_core.errors import SourceError
+from bbg_core.errors import Conflict, SourceError, StoreError
 
 CHUNK = 1 << 20
 
@@ -184,3 +184,63 @@ def require_regular(path: Path) -> int:
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
+
+
+def write_once(path: Path, data: bytes) -> bool:
+    """Publish ``data`` at ``path`` atomically and never over different bytes.
+
+    The bytes go to a temporary file beside ``path`` (fsynced), which is then hard-linked to
+    ``path`` -- the link fails if ``path`` exists, so two writers cannot both win -- and the
+    directory is fsynced.  Returns True when written, False when ``path`` already holds exactly
+    ``data``; raises :class:`Conflict` (exit 4) when it holds anything else, and
+    :class:`StoreError` naming the OS's reason when it cannot be written.
+    """
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+
+    def refuse() -> Conflict:
+        return Conflict(
+            f"{path}: already holds a different receipt; it is never overwritten: name a new "
+            "file (nothing was written there)",
+            path=str(path),
+        )
+
+    def same() -> bool:
+        try:
+            return path.read_bytes() == data
+        except OSError as exc:
+            raise cannot_read(path, exc) from exc
+
+    if os.path.lexists(path):
+        if same():
+            return False
+        raise refuse()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot write: {exc.strerror or exc}", path=str(path)) from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            if same():
+                return False
+            raise refuse() from None
+        except OSError:  # a file system without hard links: check, then rename
+            if os.path.lexists(path):
+                raise refuse() from None
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot write: {exc.strerror or exc}", path=str(path)) from exc
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    dfd = os.open(parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    return True

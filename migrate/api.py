@@ -13,6 +13,9 @@
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
+| :func:`write_receipt` | a receipt to a file: atomic, never over a different receipt |
+| :func:`progress_phase` | the ``(rows, bytes)`` callback of one stage, for an observer |
+| :func:`schema_titles`, :func:`schema_text` | the shipped JSON Schemas |
 | :func:`versions` | this build's version and which implementation each hot path uses |
 | :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
 | :func:`nox_data_id` | the content id of a nox Data payload (Model B or tagged-v0) |
@@ -36,78 +39,202 @@ transfer verbs a :class:`TransferJob` (source store, target store, nonce, page r
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from importers.redb.report import dump as redb_dump
-from importers.redb.report import tables_doc as redb_tables
-from importers.redb.scan import scan as redb_scan
-from migrate.content_ids import CODEC
-from migrate.demo import run_demo as demo
-from migrate.detect import detect
-from migrate.fixtures_check import check as fixtures_check
-from migrate.fleet import default_workers as fleet_default_workers
-from migrate.fleet import ensure_report_dir as fleet_report_dir
-from migrate.fleet import jobs_of as fleet_select
-from migrate.fleet import load_manifest as fleet_load
-from migrate.fleet import merge as fleet_report
-from migrate.fleet import parse_shard as fleet_shard
-from migrate.fleet import plan_fleet as fleet_plan
-from migrate.fleet import run_fleet as fleet_run
-from migrate.fleet import write_html as fleet_html
-from migrate.hashing import data_id as nox_data_id
-from migrate.hashing import file_digest as hemera_file
-from migrate.hashing import tree_leaf as hemera_leaf
-from migrate.hashing import tree_node as hemera_node
-from migrate.inspect import inspect_path as inspect
-from migrate.pipeline import (
-    Bounds,
-    Job,
-    Outcome,
-    activate,
-    discard,
-    plan,
-    run,
-    stage,
-    validate,
-)
-from migrate.pipeline import mapping as mapping_mod
-from migrate.pipeline import seal_only as seal
-from migrate.pipeline.listing import list_imports
-from migrate.pipeline.listing import summary as imports_summary
-from migrate.pipeline.retire import preview as retirement_preview
-from migrate.pipeline.retire import preview_lines as retirement_lines
-from migrate.share import (
-    apply,
-    apply_stream,
-    backup,
-    doctor,
-    follow,
-    restore,
-    tail,
-    write_snapshot,
-)
-from migrate.share.common import MAX_LINE
-from migrate.share.common import canonical as event_line
-from migrate.share.follow import follow_into
-from migrate.share.mcp_server import serve as mcp_serve
-from migrate.share.retention import excise, nohistory
-from migrate.store.layout import resolve_store_dir
-from migrate.store.store import upgrade_store as upgrade
-from migrate.transfer import TransferJob, TransferOutcome
-from migrate.transfer import activate as transfer_activate
-from migrate.transfer import plan as transfer_plan
-from migrate.transfer import run as transfer
-from migrate.transfer import seal as transfer_seal
-from migrate.transfer import stage as transfer_stage
-from migrate.transfer import validate as transfer_validate
+if TYPE_CHECKING:
+
+    from importers.redb.report import dump as redb_dump
+    from importers.redb.report import tables_doc as redb_tables
+    from importers.redb.scan import scan as redb_scan
+    from migrate.demo import run_demo as demo
+    from migrate.detect import detect
+    from migrate.fixtures_check import check as fixtures_check
+    from migrate.fleet import default_workers as fleet_default_workers
+    from migrate.fleet import ensure_report_dir as fleet_report_dir
+    from migrate.fleet import jobs_of as fleet_select
+    from migrate.fleet import load_manifest as fleet_load
+    from migrate.fleet import merge as fleet_report
+    from migrate.fleet import parse_shard as fleet_shard
+    from migrate.fleet import plan_fleet as fleet_plan
+    from migrate.fleet import run_fleet as fleet_run
+    from migrate.fleet import write_html as fleet_html
+    from migrate.hashing import data_id as nox_data_id
+    from migrate.hashing import file_digest as hemera_file
+    from migrate.hashing import tree_leaf as hemera_leaf
+    from migrate.hashing import tree_node as hemera_node
+    from migrate.pipeline import (
+        Bounds,
+        Job,
+        Outcome,
+        activate,
+        discard,
+        plan,
+        run,
+        stage,
+        validate,
+    )
+    from migrate.pipeline import seal_only as seal
+    from migrate.pipeline.listing import list_imports
+    from migrate.pipeline.listing import summary as imports_summary
+    from migrate.pipeline.retire import preview as retirement_preview
+    from migrate.pipeline.retire import preview_lines as retirement_lines
+    from migrate.progress import Observer
+    from migrate.progress import phase as progress_phase
+    from migrate.share import (
+        apply,
+        apply_stream,
+        backup,
+        doctor,
+        follow,
+        restore,
+        tail,
+        write_snapshot,
+    )
+    from migrate.share.common import MAX_LINE
+    from migrate.share.common import canonical as event_line
+    from migrate.share.follow import follow_into
+    from migrate.share.mcp_server import serve as mcp_serve
+    from migrate.share.retention import excise, nohistory
+    from migrate.store.layout import resolve_store_dir
+    from migrate.store.store import upgrade_store as upgrade
+    from migrate.transfer import TransferJob, TransferOutcome
+    from migrate.transfer import activate as transfer_activate
+    from migrate.transfer import plan as transfer_plan
+    from migrate.transfer import run as transfer
+    from migrate.transfer import seal as transfer_seal
+    from migrate.transfer import stage as transfer_stage
+    from migrate.transfer import validate as transfer_validate
+
+# Every name above is imported on first use (PEP 562), so ``bbg-migrate detect`` and
+# ``--version`` do not pay for the pipeline, the fleet, SQLite or jsonschema (issue 13.8).
+_LAZY: dict[str, tuple[str, str]] = {
+    "list_imports": ("migrate.pipeline.listing", "list_imports"),
+    "imports_summary": ("migrate.pipeline.listing", "summary"),
+    "retirement_preview": ("migrate.pipeline.retire", "preview"),
+    "retirement_lines": ("migrate.pipeline.retire", "preview_lines"),
+    "follow_into": ("migrate.share.follow", "follow_into"),
+    "mcp_serve": ("migrate.share.mcp_server", "serve"),
+    "excise": ("migrate.share.retention", "excise"),
+    "nohistory": ("migrate.share.retention", "nohistory"),
+    "upgrade": ("migrate.store.store", "upgrade_store"),
+    "Bounds": ("migrate.pipeline", "Bounds"),
+    "CODEC": ("migrate.content_ids", "CODEC"),
+    "Observer": ("migrate.progress", "Observer"),
+    "TransferJob": ("migrate.transfer", "TransferJob"),
+    "TransferOutcome": ("migrate.transfer", "TransferOutcome"),
+    "Job": ("migrate.pipeline", "Job"),
+    "MAX_LINE": ("migrate.share.common", "MAX_LINE"),
+    "Outcome": ("migrate.pipeline", "Outcome"),
+    "UsageError": ("bbg_core.errors", "UsageError"),
+    "activate": ("migrate.pipeline", "activate"),
+    "apply": ("migrate.share", "apply"),
+    "apply_stream": ("migrate.share", "apply_stream"),
+    "backup": ("migrate.share", "backup"),
+    "demo": ("migrate.demo", "run_demo"),
+    "detect": ("migrate.detect", "detect"),
+    "discard": ("migrate.pipeline", "discard"),
+    "doctor": ("migrate.share", "doctor"),
+    "event_line": ("migrate.share.common", "canonical"),
+    "fixtures_check": ("migrate.fixtures_check", "check"),
+    "fleet_default_workers": ("migrate.fleet", "default_workers"),
+    "fleet_html": ("migrate.fleet", "write_html"),
+    "fleet_load": ("migrate.fleet", "load_manifest"),
+    "fleet_plan": ("migrate.fleet", "plan_fleet"),
+    "fleet_report": ("migrate.fleet", "merge"),
+    "fleet_report_dir": ("migrate.fleet", "ensure_report_dir"),
+    "fleet_run": ("migrate.fleet", "run_fleet"),
+    "fleet_select": ("migrate.fleet", "jobs_of"),
+    "fleet_shard": ("migrate.fleet", "parse_shard"),
+    "follow": ("migrate.share", "follow"),
+    "hemera_file": ("migrate.hashing", "file_digest"),
+    "hemera_leaf": ("migrate.hashing", "tree_leaf"),
+    "hemera_node": ("migrate.hashing", "tree_node"),
+    "inspect_path": ("migrate.inspect", "inspect_path"),
+    "mapping_mod": ("migrate.pipeline", "mapping"),
+    "nox_data_id": ("migrate.hashing", "data_id"),
+    "plan": ("migrate.pipeline", "plan"),
+    "progress_phase": ("migrate.progress", "phase"),
+    "redb_dump": ("importers.redb.report", "dump"),
+    "redb_scan": ("importers.redb.scan", "scan"),
+    "redb_tables": ("importers.redb.report", "tables_doc"),
+    "resolve_store_dir": ("migrate.store.layout", "resolve_store_dir"),
+    "restore": ("migrate.share", "restore"),
+    "run": ("migrate.pipeline", "run"),
+    "seal": ("migrate.pipeline", "seal_only"),
+    "stage": ("migrate.pipeline", "stage"),
+    "tail": ("migrate.share", "tail"),
+    "transfer": ("migrate.transfer", "run"),
+    "transfer_activate": ("migrate.transfer", "activate"),
+    "transfer_plan": ("migrate.transfer", "plan"),
+    "transfer_seal": ("migrate.transfer", "seal"),
+    "transfer_stage": ("migrate.transfer", "stage"),
+    "transfer_validate": ("migrate.transfer", "validate"),
+    "validate": ("migrate.pipeline", "validate"),
+    "write_once": ("bbg_core.files", "write_once"),
+    "write_snapshot": ("migrate.share", "write_snapshot"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+
+def inspect(
+    path: str | os.PathLike[str], *, kind: str | None = None,
+    progress: Observer | None = None, content_check: str = "codec",
+) -> dict[str, Any]:  # fmt: skip
+    """Read-only report of ``path`` (:func:`migrate.inspect.inspect_path`); ``progress`` an
+    observer (stage ``inspect``, rows of a cell.redb out of its table lengths)."""
+    from migrate.inspect import inspect_path
+    from migrate.progress import phase as progress_phase
+    from migrate.progress import source_rows
+
+    rows = source_rows(path) if progress is not None else None
+    return inspect_path(path, kind=kind, content_check=content_check,
+                        progress=progress_phase(progress, "inspect", rows))  # fmt: skip
+
+
+def schema_titles() -> dict[str, str]:
+    """Every shipped JSON Schema by name, with its title."""
+    import schemas
+
+    return {name: str(schemas.load(name).get("title", "")) for name in schemas.names()}
+
+
+def schema_text(name: str) -> str:
+    """The text of the shipped schema ``name`` (UsageError naming the known ones if none)."""
+    import schemas
+    from bbg_core.errors import UsageError
+
+    known = schemas.names()
+    if name not in known:
+        raise UsageError(f"no schema named {name!r}; known: {', '.join(known)}", key=name)
+    return schemas.text(name)
 
 
 def versions() -> dict[str, str]:
     """``{"bbg-migrate": version, "redb reader": "c"|"python", "hemera": ...}``."""
-    from migrate import __version__, backends
+    from migrate import backends
 
-    return {"bbg-migrate": __version__, **backends.active()}
+    return backends.versions()
+
+
+def version_text() -> str:
+    """``bbg-migrate --version``: the package version and which readers are active."""
+    from migrate import backends
+
+    return backends.version_text()
 
 
 def make_job(
@@ -121,11 +248,14 @@ def make_job(
     bounds: Bounds | None = None,
     accept_torn_tail: bool = False,
     kind: str | None = None,
-    content_check: str = CODEC,
+    content_check: str = "codec",  # migrate.content_ids.CODEC (imported on first use)
 ) -> Job:
     """A :class:`Job` from the inputs as an operator types them: ``nonce`` in hex, a mapping
     as ``--subject`` plus ``ORIGIN=INSTALL_NONCE`` pairs or a mapping file (UsageError when
     malformed, SourceError when the file cannot be read)."""
+    from migrate.pipeline import Bounds, Job
+    from migrate.pipeline import mapping as mapping_mod
+
     return Job(
         source=source,
         store=store,
@@ -138,8 +268,19 @@ def make_job(
     )
 
 
+def write_receipt(path: Path, doc: dict[str, Any]) -> bool:
+    """Write ``doc`` (a receipt) to ``path`` atomically, never over a different receipt
+    (Conflict, exit 4); True when written, False when ``path`` already holds this receipt."""
+    from bbg_core.files import write_once
+
+    text = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return write_once(path, text.encode("utf-8"))
+
+
 def is_store(path: str | os.PathLike[str]) -> bool:
     """True if ``path`` is a BBG store directory (judged by content, like ``detect``)."""
+    from migrate.detect import detect
+
     return os.path.isdir(path) and detect(path)["kind"] == "bbg"
 
 
@@ -160,6 +301,8 @@ __all__ = [
     "discard",
     "imports_summary",
     "list_imports",
+    "retirement_lines",
+    "retirement_preview",
     "apply",
     "apply_stream",
     "backup",
@@ -185,14 +328,17 @@ __all__ = [
     "inspect",
     "is_store",
     "plan",
+    "progress_phase",
+    "Observer",
     "make_job",
     "redb_dump",
     "redb_scan",
     "redb_tables",
     "versions",
+    "schema_text",
+    "schema_titles",
+    "write_receipt",
     "restore",
-    "retirement_lines",
-    "retirement_preview",
     "run",
     "seal",
     "stage",

@@ -21,3 +21,18 @@ def active() -> dict[str, str]:
         if callable(details) and (text := details()):
             found[f"{label} C core"] = str(text)
     return found
+
+
+def versions() -> dict[str, str]:
+    """``{"bbg-migrate": version, "redb reader": ..., "hemera": ...}``."""
+    from migrate import __version__
+
+    return {"bbg-migrate": __version__, **active()}
+
+
+def version_text() -> str:
+    """What ``bbg-migrate --version`` prints (also its fast path in :mod:`migrate.entry`)."""
+    found = versions()
+    lines = [f"bbg-migrate {found.pop('bbg-migrate')}"]
+    lines += [f"{name}: {impl}" for name, impl in found.items()]
+    return "\n".join(lines)

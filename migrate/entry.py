@@ -30,6 +30,16 @@ def _leave(code: int, line: str | None = None) -> NoReturn:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Run ``bbg-migrate`` with ``argv`` (default: the command line) and exit with its code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args == ["--version"]:  # the fast path: no typer, rich, SQLite or jsonschema
+        try:
+            from migrate.backends import version_text
+
+            sys.stdout.write(version_text() + "\n")
+            sys.stdout.flush()
+        except KeyboardInterrupt:
+            _leave(INTERRUPTED, STARTING)
+        _leave(0)
     try:
         from migrate.cli import run
     except KeyboardInterrupt:

@@ -10,9 +10,10 @@ import json
 import re
 from collections.abc import Iterator
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
+if TYPE_CHECKING:
+    import jsonschema
 
 # "Hex bytes" patterns (``^([0-9a-f]{2})+$`` and kin): Python's ``re`` keeps backtracking
 # state for every repetition of the group, so a 32 MiB value would cost gigabytes.  They
@@ -41,6 +42,8 @@ def _hex_bytes_check(pattern: str) -> Any:
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    import jsonschema
+
     if not validator.is_type(instance, "string"):
         return
     check = _hex_bytes_check(pattern)
@@ -52,14 +55,20 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
 
 def linear(cls: Any) -> Any:
     """The validator class ``cls`` with hex-bytes patterns checked in linear time."""
+    import jsonschema
+
     return jsonschema.validators.extend(cls, validators={"pattern": _pattern})
+
+
+def text(name: str) -> str:
+    """The text of schema ``name`` (file ``name.schema.json`` in this package)."""
+    return resources.files(__package__).joinpath(f"{name}.schema.json").read_text("utf-8")
 
 
 @functools.cache
 def load(name: str) -> dict[str, Any]:
     """The schema ``name`` (file ``name.schema.json`` in this package)."""
-    text = resources.files(__package__).joinpath(f"{name}.schema.json").read_text("utf-8")
-    schema: dict[str, Any] = json.loads(text)
+    schema: dict[str, Any] = json.loads(text(name))
     return schema
 
 
@@ -76,6 +85,8 @@ def _registry() -> Any:
 @functools.cache
 def validator(name: str) -> jsonschema.protocols.Validator:
     """A checked validator for schema ``name`` (``$ref`` to other schemas by ``$id`` works)."""
+    import jsonschema
+
     schema = load(name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)

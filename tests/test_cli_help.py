@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from bbg_core.errors import EXIT_CODES
-from migrate.cli import app, run
+from migrate.cli import app, register, run
 from migrate.cli._help import ENVIRONMENT, commands
 from migrate.cli._sizes import parse_size, show_size
 from tests.conftest import ROOT
 from tests.pipeline.helpers import LEGACY
 
+register()  # every command module (a run imports only the one it needs)
 WORDS = [words for words, _ in commands(app)]
 
 

@@ -10,9 +10,11 @@ import jsonschema
 import pytest
 
 import schemas
-from migrate.cli import app
+from migrate.cli import app, register
 from tests.conftest import ROOT
 from tests.test_cli_basics import run
+
+register()  # every command module (a run imports only the one it needs)
 
 
 @pytest.mark.parametrize("name", schemas.names())

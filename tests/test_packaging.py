@@ -7,6 +7,7 @@ package registry), so it runs with ``pytest -m slow`` in CI.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -72,6 +73,9 @@ def test_wheel_installs_and_runs(dist: Path, tmp_path: Path, python: str) -> Non
     version = _sh(venv / "bin" / "bbg-migrate", "--version")
     assert "redb reader: c" in version and "hemera: c" in version, version
     _sh(venv / "bin" / "bbg-migrate", "demo", cwd=tmp_path)
+    # The schemas ship as package data: findable from the installed command (issue 13.6).
+    error = json.loads(_sh(venv / "bin" / "bbg-migrate", "schema", "error", cwd=tmp_path))
+    assert error["$id"] == "error" and "exit_code" in error["required"]
 
 
 def test_sdist_carries_tests_fixtures_and_license(dist: Path) -> None:

@@ -14,12 +14,12 @@ from typing import Any, NoReturn
 
 import typer
 
-from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError
+from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError, error_document
 from migrate import api
 from migrate.cli._config import options_map
 from migrate.cli._help import decorate
 from migrate.cli._paths import path_arg
-from migrate.cli._render import err
+from migrate.cli._render import emit_json, err
 from migrate.cli._state import state
 
 app = typer.Typer(
@@ -35,10 +35,7 @@ app = typer.Typer(
 
 def version_text() -> str:
     """``bbg-migrate --version``: the package version and which readers are active."""
-    found = api.versions()
-    lines = [f"bbg-migrate {found.pop('bbg-migrate')}"]
-    lines += [f"{name}: {impl}" for name, impl in found.items()]
-    return "\n".join(lines)
+    return api.version_text()
 
 
 def _version(value: bool) -> None:
@@ -53,6 +50,12 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Show version and readers."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display on stderr."),
+    json_progress: bool = typer.Option(
+        False, "--json-progress",
+        help="Progress as one JSON line per second on stderr (schemas/progress.schema.json), "
+        "for wrappers; also with --json.",
+    ),  # fmt: skip
     config: str = typer.Option(
         None,
         "--config",
@@ -69,21 +72,57 @@ def _root(
     ),
 ) -> None:
     state.debug = debug or os.environ.get("BBG_MIGRATE_DEBUG") == "1"
+    state.quiet, state.json_progress = quiet, json_progress
     state.store = None if store is None else str(store)
 
 
-def _register() -> None:
-    """Import every command module; each one adds its commands to ``app``."""
+# Which module defines each command, so that a run imports only that one (start-up time:
+# `detect` need not load the pipeline, the fleet or SQLite).  A word not listed here (a new
+# command, --help, a typo) imports every module, so nothing depends on this table being
+# complete; tests/test_startup.py checks that what it lists is right.
+COMMAND_MODULES = {
+    "demo": "cmd_demo", "fixtures": "cmd_fixtures", "fleet": "cmd_fleet",
+    "hemera": "cmd_hemera", "detect": "cmd_inspect", "inspect": "cmd_inspect",
+    "plan": "cmd_pipeline", "run": "cmd_pipeline", "seal": "cmd_pipeline",
+    "stage": "cmd_pipeline", "validate": "cmd_pipeline", "activate": "cmd_pipeline",
+    "discard": "cmd_pipeline", "redb": "cmd_redb", "schema": "cmd_schema", "tail": "cmd_share",
+    "apply": "cmd_share", "snapshot": "cmd_share", "restore": "cmd_share",
+    "backup": "cmd_share", "doctor": "cmd_share", "transfer": "cmd_transfer",
+    "upgrade": "cmd_share", "nohistory": "cmd_share", "excise": "cmd_share", "mcp": "cmd_mcp",
+    "imports": "cmd_pipeline",
+}  # fmt: skip
+_ROOT_VALUES = frozenset({"--store", "--config"})  # root options that take a value
+
+
+def first_word(argv: list[str]) -> str | None:
+    """The command named in ``argv`` (after the root options), or None."""
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in _ROOT_VALUES:
+            skip = True
+        elif token == "--":
+            return None
+        elif not token.startswith("-"):
+            return token
+    return None
+
+
+def register(argv: list[str] | None = None) -> None:
+    """Import the command module ``argv`` needs (every one when it is not known); each
+    module adds its commands to ``app``."""
     import importlib
     import pkgutil
 
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name.startswith("cmd_"):
-            importlib.import_module(f"{__name__}.{mod.name}")
-
-
-_register()
-decorate(app)
+    wanted = COMMAND_MODULES.get(first_word(argv) or "") if argv is not None else None
+    if wanted is not None and not any(a in ("--help", "-h") for a in argv or []):
+        names = [wanted]
+    else:
+        names = [m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_")]
+    for name in names:
+        importlib.import_module(f"{__name__}.{name}")
+    decorate(app)  # examples, placeholders (idempotent: new commands only)
 
 
 # What a Ctrl-C leaves behind, by command: the pipeline keeps every completed step (a rerun
@@ -94,6 +133,7 @@ _ALL_OR_NOTHING = frozenset({"apply", "restore", "backup"})
 
 def command_words(argv: list[str]) -> list[str]:
     """The command (and sub-command) named in ``argv``, skipping the root options."""
+    register(argv)
     groups = {g.name: g.typer_instance for g in app.registered_groups if g.name}
     words: list[str] = []
     skip = False
@@ -149,12 +189,39 @@ class _CtrlC:
             signal.signal(signal.SIGINT, self._previous)
 
 
+def _wants_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON (``--json`` before any ``--``)."""
+    return "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+
+
+def _json_failure(args: list[str], exc: BaseException | None, code: int, message: str) -> None:
+    """With ``--json``, a failure is also one error document on stdout
+    (``schemas/error.schema.json``); the human line stays on stderr."""
+    if code == 0 or state.emitted or not _wants_json(args):
+        return
+    if isinstance(exc, MigrateError):
+        doc = error_document(exc)
+    else:
+        names = {2: "usage", 130: "interrupted"}
+        doc = {"code": names.get(code, "internal"), "exit_code": code, "message": message,
+               "context": {}}  # fmt: skip
+    try:
+        emit_json(doc, "error")
+    except BrokenPipeError:
+        pass
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the app; every outcome becomes a documented exit code (returned), every error one
-    line on stderr.  This is the one place where exceptions become exit codes."""
+    line on stderr (and, with ``--json``, one error document on stdout).  This is the one
+    place where exceptions become exit codes."""
     args = sys.argv[1:] if argv is None else list(argv)
+    register(args)
+    state.emitted = False
     # typer turns a Ctrl-C inside a command into a bare exit code 130; remember that one came.
     ctrl_c = _CtrlC()
+    failure: BaseException | None = None
+    message = ""
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
         with ctrl_c:
@@ -163,37 +230,40 @@ def run(argv: list[str] | None = None) -> int:
                          default_map=defaults)  # fmt: skip
         code = result if isinstance(result, int) else 0
         if code == Interrupted.exit_code and ctrl_c.seen:
-            err.print(interrupted_line(args), markup=False, soft_wrap=True)
+            message = interrupted_line(args)
+            err.print(message, markup=False, soft_wrap=True)
     except typer.Exit as exc:
         code = exc.exit_code
         if code == Interrupted.exit_code and ctrl_c.seen:
-            err.print(interrupted_line(args), markup=False, soft_wrap=True)
+            message = interrupted_line(args)
+            err.print(message, markup=False, soft_wrap=True)
     except (typer.Abort, KeyboardInterrupt):
-        err.print(interrupted_line(args), markup=False, soft_wrap=True)
+        message = interrupted_line(args)
+        err.print(message, markup=False, soft_wrap=True)
         code = Interrupted.exit_code
     except typer.TyperException as exc:
+        message = exc.format_message()
         show = getattr(exc, "show", None)
         if show is not None:
             show()
         else:
-            err.print(f"error: {exc.format_message()}", markup=False)
+            err.print(f"error: {message}", markup=False)
         code = 2
     except MigrateError as exc:
         if state.debug:
             traceback.print_exc()
         err.print(f"error: {exc.message}", markup=False, soft_wrap=True)
-        code = exc.exit_code
+        failure, code = exc, exc.exit_code
     except BrokenPipeError:
         code = 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if state.debug:
             traceback.print_exc()
-        err.print(
-            f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
-            markup=False,
-        )
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        err.print(f"{message} (rerun with --debug for a traceback)", markup=False)
         code = 1
     assert code in EXIT_CODES or code == 0, code
+    _json_failure(args, failure, code, message or f"exit status {code}")
     return code
 
 

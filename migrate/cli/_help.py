@@ -55,6 +55,7 @@ EXAMPLES = {
     "discard": "bbg-migrate --store ./bbg discard IMPORT_ID   (ids: bbg-migrate --store ./bbg "
     "imports)",
     "imports": "bbg-migrate --store ./bbg imports --json",
+    "schema": "bbg-migrate schema error > error.schema.json",
     "tail": "bbg-migrate --store ./bbg tail --since 100 > events.ndjson",
     "apply": "bbg-migrate --store ./replica apply events.ndjson",
     "snapshot": "bbg-migrate --store ./bbg snapshot > bbg.snapshot",

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from migrate import api
 from migrate.cli import app
-from migrate.cli._render import out
+from migrate.cli._render import err, print_table, show, table
+from migrate.cli.cmd_pipeline import receipt_facts
 
 
 @app.command("demo")
 def demo_cmd() -> None:
     """Migrate the bundled demo cell.redb into a temporary store, check it, show the receipt
     (exit 3 if the store's digest differs from the source's)."""
-    out.print("demo: migrating the bundled legacy store cell.redb into a temporary store ...")
+    err.print("demo: migrating the bundled legacy store cell.redb into a temporary store ...")
     doc = api.demo()
-    table = Table("table", "rows", title="BBG store after the migration")
+    grid = table("table", "rows", title="BBG store after the migration")
     for name, rows in doc["tables"].items():
-        table.add_row(name, str(rows))
-    out.print(table)
-    out.print(f"archive digest {doc['store_archive_sha256']} equals the source's; links valid")
-    out.print_json(data=doc["receipt"])
+        grid.add_row(name, show(rows))
+    print_table(grid)
+    err.print(f"archive digest {doc['store_archive_sha256']} equals the source's; links valid")
+    receipt_facts(doc["receipt"])

@@ -15,7 +15,7 @@ from rich.text import Text
 from migrate import api
 from migrate.cli import app
 from migrate.cli._fleet_view import FleetView
-from migrate.cli._render import emit_json, err
+from migrate.cli._render import emit_json, err, stderr_console
 
 fleet_app = typer.Typer(
     help="Many migrations from one manifest (fleet.toml): plan, run (a process pool, "
@@ -60,7 +60,7 @@ def _view(jobs: list[Any], label: str, as_json: bool) -> Iterator[FleetView | No
     if as_json or not err.is_terminal:
         yield None
         return
-    with FleetView(err, jobs, label) as view:
+    with FleetView(stderr_console(), jobs, label) as view:
         yield view
 
 

@@ -17,6 +17,7 @@ import typer
 from bbg_core.errors import SourceError, UsageError
 from migrate import api
 from migrate.cli import app
+from migrate.cli._progress import working
 from migrate.cli._render import err
 
 TREE_MODES = ("leaf", "node", "data")
@@ -92,10 +93,11 @@ def _files(names: list[str], tree: str | None, counter: int, root: bool) -> None
     unreadable = 0
     for name in names:
         try:
-            if tree == "leaf":
-                digest = api.hemera_leaf(name, counter, root)
-            else:
-                digest = api.hemera_file(name)
+            with working(f"hemera {name}"):
+                if tree == "leaf":
+                    digest = api.hemera_leaf(name, counter, root)
+                else:
+                    digest = api.hemera_file(name)
         except SourceError as exc:  # report it and go on with the other files, as sha256sum
             if len(names) == 1:
                 raise  # one input: its one-line error is the whole story

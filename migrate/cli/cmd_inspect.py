@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from bbg_core.errors import ValidationFailed
 from migrate import api
 from migrate.cli import app
 from migrate.cli._help import AnyKind, ContentCheck
-from migrate.cli._render import emit_json, err, progress_bar
+from migrate.cli._progress import watch
+from migrate.cli._render import emit_json, err, facts, print_table, say, show, size, table
 
 PATH_ARG = typer.Argument(
     ..., help="The file or store directory (read-only).", show_default=False, readable=False
@@ -46,25 +46,23 @@ def detect_cmd(path: Path = PATH_ARG, as_json: bool = JSON_OPT) -> None:
     if as_json:
         emit_json(doc, "detect")
         return
-    facts = doc.get("redb") or {}
-    extra = ", ".join(f"{k}={v}" for k, v in facts.items())
-    typer.echo(f"{doc['path']}: {doc['kind']}" + (f" ({extra})" if extra else ""))
+    redb = doc.get("redb") or {}
+    extra = ", ".join(f"{k.replace('_', ' ')} {show(v)}" for k, v in redb.items())
+    line = f"{doc['path']}: {doc['kind']}" + (f" ({extra})" if extra else "")
+    say(line)
 
 
 def _render(doc: dict[str, Any]) -> None:
-    summary = Table(title=f"{doc['kind']}: {doc['path']}", show_header=False)
-    for key in _SUMMARY_KEYS:
-        if key in doc:
-            summary.add_row(key, str(doc[key]))
-    err.print(summary)
+    rows = [(key.replace("_", " "), size(doc[key]) if key == "size_bytes" else doc[key])
+            for key in _SUMMARY_KEYS if key in doc]  # fmt: skip
+    facts(f"{doc['kind']}: {doc['path']}", rows)
     if "tables" in doc:
-        tables = Table("table", "kind", "rows", "key bytes", "value bytes", title="tables")
+        grid = table("table", "kind", "rows", "key bytes", "value bytes", title="tables")
         for name, t in doc["tables"].items():
-            tables.add_row(
-                name, t["kind"], str(t["rows"]), str(t["key_bytes"]), str(t["value_bytes"])
-            )
-        err.print(tables)
-        err.print(f"namespaces: {len(doc['namespaces'])}")
+            grid.add_row(name, t["kind"], show(t["rows"]), show(t["key_bytes"]),
+                         show(t["value_bytes"]))  # fmt: skip
+        print_table(grid)
+        err.print(f"namespaces: {show(len(doc['namespaces']))}")
         refused = doc.get("semantic_errors", [])
         if refused:
             err.print(
@@ -86,7 +84,7 @@ def inspect_cmd(
     as_json: bool = JSON_OPT,
 ) -> None:
     """Read-only report: tables, namespaces, digests, errors (exit 3 when invalid)."""
-    with progress_bar("inspect", enabled=not as_json) as progress:
+    with watch(as_json) as progress:
         doc = api.inspect(path, kind=kind, progress=progress, content_check=content_check)
     if as_json:
         emit_json(doc, f"{doc['kind']}-inspect")

@@ -6,14 +6,23 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from migrate import api
 from migrate.cli import app
 from migrate.cli._confirm import confirm_retirement
 from migrate.cli._help import ContentCheck, LegacyKind
 from migrate.cli._paths import path_arg, store_option
-from migrate.cli._render import emit_json, err, progress_bar
+from migrate.cli._progress import watch
+from migrate.cli._render import (
+    count,
+    emit_json,
+    err,
+    facts,
+    print_table,
+    show,
+    size,
+    table,
+)
 from migrate.cli._sizes import parse_size
 from migrate.cli._state import state
 from migrate.cli.cmd_transfer import step as transfer_step
@@ -43,6 +52,14 @@ MAX_BYTES = typer.Option(
 )  # fmt: skip
 MAX_NS = typer.Option(1_000_000, "--max-namespaces", min=0, help="Refuse more namespaces.")
 PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per staged page.")
+RECEIPT = typer.Option(
+    None,
+    "--receipt",
+    metavar="FILE",
+    help="Also write the receipt (validate: the validation report) to FILE as JSON: atomically "
+    "(temporary file, fsync, link, fsync of the directory), never over a different one (exit 4).",
+    parser=path_arg,
+)
 RETIRE = typer.Option(
     False,
     "--retire-source",
@@ -106,46 +123,90 @@ def _bounds(max_rows: int, max_bytes: int, max_namespaces: int, page_rows: int) 
     )
 
 
-def _receipt_table(receipt: dict[str, Any]) -> None:
-    table = Table(title="receipt", show_header=False)
-    table.add_row("import", receipt["import_id"])
-    table.add_row("source sha256", receipt["source"]["sha256"])
-    table.add_row("archive digest", receipt["digests"]["source_archive_sha256"])
-    for name, rows in receipt["counts"]["rows"].items():
-        table.add_row(name, f"{rows} rows ({receipt['counts']['new_rows'].get(name, 0)} new)")
-    table.add_row("namespaces", str(receipt["counts"]["namespaces"]))
+def receipt_facts(receipt: dict[str, Any]) -> None:
+    """A migration receipt for humans: its facts, then rows per table."""
+    rows: list[tuple[str, Any]] = [
+        ("import", receipt["import_id"]),
+        ("source", f"{receipt['source']['kind']}, {size(receipt['source']['size_bytes'])}"),
+        ("source sha256", receipt["source"]["sha256"]),
+        ("archive digest", receipt["digests"]["source_archive_sha256"]),
+        ("content check", receipt.get("content_check", "codec")),
+        ("namespaces", receipt["counts"]["namespaces"]),
+        ("generation", receipt["generation"]),
+    ]
     legacy = receipt.get("legacy")
     if legacy is not None:
-        table.add_row("namespace", legacy["namespace"])
-        table.add_row("items imported", str(legacy["items"]))
+        rows += [("namespace", legacy["namespace"]), ("items imported", legacy["items"])]
         torn = legacy["torn_tail"]
         if torn is not None:
-            table.add_row(
-                "torn tail",
-                f"{torn['discarded_bytes']} bytes after byte {torn['valid_prefix_end']} left out",
-            )
-    table.add_row("generation", receipt["generation"])
+            rows.append(("torn tail", f"{count(torn['discarded_bytes'], 'byte')} after byte "
+                                      f"{torn['valid_prefix_end']:,} left out"))  # fmt: skip
     if receipt["head"]:
-        table.add_row("subject head", f"{receipt['head']['index']} {receipt['head']['commit']}")
-        table.add_row("fenced origins", str(len(receipt["fences"])))
-    err.print(table)
+        rows.append(("subject head", f"{receipt['head']['index']} {receipt['head']['commit']}"))
+        rows.append(("fenced origins", len(receipt["fences"])))
+    facts("receipt", rows)
+    grid = table("table", "rows", "new rows")
+    for name, n in receipt["counts"]["rows"].items():
+        grid.add_row(name, show(n), show(receipt["counts"]["new_rows"].get(name, 0)))
+    print_table(grid)
 
 
-def _report(outcome: api.Outcome, as_json: bool) -> None:
+def _totals(receipt: dict[str, Any]) -> tuple[int, int, int]:
+    counts = receipt["counts"]
+    return sum(counts["rows"].values()), len(counts["rows"]), sum(counts["new_rows"].values())
+
+
+def _keep(outcome: api.Outcome, path: Path | None) -> None:
+    """``--receipt FILE``: write the receipt (or validation report) once, atomically."""
+    if path is None:
+        return
+    doc = outcome.receipt if outcome.receipt is not None else outcome.to_json()
+    if outcome.receipt is None and outcome.status != "validated":
+        err.print(f"no receipt yet ({outcome.status}): {path} not written", markup=False)
+    elif api.write_receipt(path, doc):
+        err.print(f"receipt written to {path}", markup=False)
+    else:
+        err.print(f"{path} already holds this receipt; left as it was", markup=False)
+
+
+def _report(outcome: api.Outcome, as_json: bool, receipt: Path | None = None) -> None:
+    _keep(outcome, receipt)
     if outcome.receipt is not None and outcome.status in ("complete", "retired"):
         if as_json:
             emit_json(outcome.receipt, "receipt")
+            return
+        receipt_facts(outcome.receipt)
+        rows, tables, new = _totals(outcome.receipt)
+        if outcome.already:
+            err.print(f"already complete, nothing written: import {outcome.import_id} "
+                      f"({count(rows, 'row')} in {count(tables, 'table')})")  # fmt: skip
         else:
-            _receipt_table(outcome.receipt)
-            err.print(f"{outcome.status}: import {outcome.import_id}")
+            err.print(f"{outcome.status}: import {outcome.import_id}: {count(rows, 'row')} in "
+                      f"{count(tables, 'table')}, {show(new)} new")  # fmt: skip
         return
     doc = outcome.to_json()
     if as_json:
         emit_json(doc, "stage-report")
         return
-    err.print(", ".join(f"{k}: {v}" for k, v in doc.items() if k != "fingerprint"))
+    err.print(_stage_line(doc), markup=False)
     if outcome.status == "staging":
         err.print("staging is not complete: run the same command again to continue")
+
+
+def _stage_line(doc: dict[str, Any]) -> str:
+    """One sentence for a step that did not end in a receipt."""
+    line = f"{doc['status']}: import {doc['import_id']}"
+    if "rows_total" in doc:
+        line += (f", {show(doc['rows_staged'])} of {count(doc['rows_total'], 'row')} staged "
+                 f"({count(doc['pages'], 'page')} in this call)")  # fmt: skip
+    if "rows" in doc:
+        line += f", {count(sum(doc['rows'].values()), 'row')} checked ({show(doc['rows'])})"
+    if "archive_digest_sha256" in doc:
+        line += f", archive digest {doc['archive_digest_sha256']}"
+    if "fingerprint" in doc:
+        fp = doc["fingerprint"]
+        line += f", source {fp.get('kind')} sha256 {fp.get('sha256')}"
+    return line
 
 
 def _plan_report(source: Path, doc: dict[str, Any], as_json: bool) -> None:
@@ -155,17 +216,18 @@ def _plan_report(source: Path, doc: dict[str, Any], as_json: bool) -> None:
     if "destination" not in doc:  # a retired source: nothing to plan
         err.print(f"{source}: {doc['action']}; import {doc['import_id']}", markup=False)
         return
-    table = Table(title=f"plan: {source} -> {doc['destination']['path']}", show_header=False)
-    for key in ("action", "import_id", "rows", "key_value_bytes", "pages", "disk_bytes_needed",
-                "generation_after"):  # fmt: skip
-        table.add_row(key, str(doc[key]))
-    table.add_row("namespaces", str(len(doc["namespaces"])))
+    rows: list[tuple[str, Any]] = [
+        ("action", doc["action"]), ("import", doc["import_id"]), ("rows", doc["rows"]),
+        ("key+value bytes", size(doc["key_value_bytes"])), ("pages", doc["pages"]),
+        ("disk needed", size(doc["disk_bytes_needed"])),
+        ("generation after", doc["generation_after"]), ("namespaces", len(doc["namespaces"])),
+    ]  # fmt: skip
     if "legacy" in doc:
-        table.add_row("namespace", doc["legacy"]["namespace"])
-        table.add_row("items", str(doc["legacy"]["items"]))
-        table.add_row("torn tail", str(doc["legacy"]["torn_tail"]))
-    table.add_row("fences", str(len(doc["fences"])))
-    err.print(table)
+        torn = doc["legacy"]["torn_tail"]
+        rows += [("namespace", doc["legacy"]["namespace"]), ("items", doc["legacy"]["items"]),
+                 ("torn tail", "none" if torn is None else show(torn))]  # fmt: skip
+    rows.append(("fences", len(doc["fences"])))
+    facts(f"plan: {source} -> {doc['destination']['path']}", rows)
 
 
 @app.command("plan")
@@ -184,7 +246,7 @@ def plan_cmd(
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    with progress_bar("plan", enabled=not as_json) as progress:
+    with watch(as_json) as progress:
         doc = api.plan(job, progress)
     _plan_report(source, doc, as_json)
 
@@ -195,11 +257,12 @@ def run_cmd(
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
     retire_source: bool = RETIRE, yes: bool = YES, accept_torn_tail: bool = TORN,
-    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, receipt: Path = RECEIPT,
+    as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
     legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    legacy["retire_source"] = retire_source
+    legacy.update(retire_source=retire_source, receipt=receipt)
     if transfer_step("run", source, store, nonce, as_json, legacy, pages=pages,
                      page_rows=page_rows):  # fmt: skip
         return
@@ -207,9 +270,9 @@ def run_cmd(
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    with progress_bar("run", enabled=not as_json) as progress:
+    with watch(as_json) as progress:
         outcome = api.run(job, max_pages=pages, retire_source=retire_source, progress=progress)
-    _report(outcome, as_json)
+    _report(outcome, as_json, receipt)
 
 
 @app.command("seal")
@@ -224,7 +287,9 @@ def seal_cmd(
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    _report(api.seal(job), as_json)
+    with watch(as_json) as progress:
+        outcome = api.seal(job, progress)
+    _report(outcome, as_json)
 
 
 @app.command("stage")
@@ -241,7 +306,7 @@ def stage_cmd(
         return
     job = _job(source, store, nonce, subject, map_, mapping, api.Bounds(page_rows=page_rows),
                accept_torn_tail, kind, content_check)  # fmt: skip
-    with progress_bar("stage", enabled=not as_json) as progress:
+    with watch(as_json) as progress:
         outcome = api.stage(job, max_pages=pages, progress=progress)
     _report(outcome, as_json)
 
@@ -250,30 +315,38 @@ def stage_cmd(
 def validate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, receipt: Path = RECEIPT,
+    as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
-    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
+    legacy = {**_legacy(subject, map_, mapping, kind, accept_torn_tail, content_check),
+              "receipt": receipt}  # fmt: skip
     if transfer_step("validate", source, store, nonce, as_json, legacy):
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    _report(api.validate(job), as_json)
+    with watch(as_json) as progress:
+        outcome = api.validate(job, progress)
+    _report(outcome, as_json, receipt)
 
 
 @app.command("activate")
 def activate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, receipt: Path = RECEIPT,
+    as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
-    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
+    legacy = {**_legacy(subject, map_, mapping, kind, accept_torn_tail, content_check),
+              "receipt": receipt}  # fmt: skip
     if transfer_step("activate", source, store, nonce, as_json, legacy):
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)  # fmt: skip
-    _report(api.activate(job), as_json)
+    with watch(as_json) as progress:
+        outcome = api.activate(job, progress)
+    _report(outcome, as_json, receipt)
 
 
 @app.command("discard")

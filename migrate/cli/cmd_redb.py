@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from migrate import api
 from migrate.cli import app
-from migrate.cli._render import emit_json, out
+from migrate.cli._progress import working
+from migrate.cli._render import emit_json, err, print_table, table
 
 redb_app = typer.Typer(
     help="Read a redb file (cell.redb): its tables, a canonical dump, or a verifying scan.",
@@ -44,19 +44,19 @@ def tables_cmd(
 
 def _show_tables(doc: dict[str, Any]) -> None:
     h = doc["header"]
-    out.print(
+    err.print(
         f"{doc['path']}: redb file format {h['format_version']}, page size {h['page_size']}, "
         f"transaction {h['transaction_id']}, commit slot {h['selected_slot']}"
         + (", recovery was required" if h["recovery_required"] else ""),
         markup=False,
         soft_wrap=True,
     )
-    table = Table("table", "kind", "key type", "value type", "len", "root page")
+    grid = table("table", "kind", "key type", "value type", "len", "root page")
     for t in doc["tables"]:
         # Text cells: type names such as "[u8;32]" must not be read as rich markup.
-        cells = (t["name"], t["kind"], t["key_type"], t["value_type"], str(t["len"]), t["root"])
-        table.add_row(*(Text(c or "-") for c in cells))
-    out.print(table)
+        cells = (t["name"], t["kind"], t["key_type"], t["value_type"], f"{t['len']:,}", t["root"])
+        grid.add_row(*(Text(c or "-") for c in cells))
+    print_table(grid)
 
 
 @redb_app.command("dump")
@@ -82,7 +82,8 @@ def scan_cmd(
 ) -> None:
     """Read every entry of every table of FILE, verifying every page checksum; report
     entries, key+value bytes, seconds and entries/s per table and in total."""
-    doc = api.redb_scan(file)
+    with working("redb scan", as_json):
+        doc = api.redb_scan(file)
     if as_json:
         emit_json(doc, "redb-scan")
     else:
@@ -90,7 +91,7 @@ def scan_cmd(
 
 
 def _show_scan(file: Path, doc: dict[str, Any]) -> None:
-    table = Table("table", "kind", "entries", "key+value bytes", "seconds", "entries/s")
+    grid = table("table", "kind", "entries", "key+value bytes", "seconds", "entries/s")
     rows = [*doc["tables"], {**doc, "name": "total", "kind": ""}]
     for t in rows:
         cells = (
@@ -101,9 +102,9 @@ def _show_scan(file: Path, doc: dict[str, Any]) -> None:
             f"{t['seconds']:.3f}",
             f"{t['entries_per_s']:,.0f}",
         )
-        table.add_row(*(Text(c) for c in cells))
-    out.print(table)
-    out.print(
+        grid.add_row(*(Text(c) for c in cells))
+    print_table(grid)
+    err.print(
         f"{file}: every page verified ({doc['pages_read']:,} pages, redb file format "
         f"{doc['format_version']}, {doc['reader']} reader); the total includes opening the file",
         markup=False,

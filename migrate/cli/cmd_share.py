@@ -21,7 +21,8 @@ from bbg_core.files import cannot_read
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
-from migrate.cli._render import emit_json, err
+from migrate.cli._progress import working
+from migrate.cli._render import count, emit_json, err, show, size
 from migrate.cli._sizes import parse_size, show_size
 from migrate.cli._state import state
 
@@ -84,10 +85,28 @@ def _write_whole(out: BinaryIO, data: bytes, *, flush: bool = False) -> None:
 
 
 def _summary(doc: dict[str, Any], as_json: bool, schema: str | None = None) -> None:
+    """The report of apply, restore, backup or upgrade: its JSON document, or one sentence."""
     if as_json:
-        emit_json(doc, schema)
+        emit_json(doc, schema or doc["kind"].removeprefix("bbg-"))
+        return
+    if doc["kind"] == "bbg-apply" and doc["events"] and not doc["applied"]:
+        line = f"already applied, nothing written: {count(doc['events'], 'event')}"
+    elif doc["kind"] == "bbg-apply":
+        deltas = ", ".join(f"{show(n)} {name}" for name, n in doc["deltas"].items() if n)
+        line = (f"applied {count(doc['events'], 'event')} in one transaction "
+                f"({show(doc['applied'])} new, {show(doc['replayed'])} already applied); "
+                f"rows added: {deltas or 'none'}")  # fmt: skip
+    elif doc["kind"] not in ("bbg-restore", "bbg-backup"):
+        line = "; ".join(f"{k.replace('_', ' ')} {show(v)}" for k, v in doc.items() if k != "kind")
+    elif doc["kind"] == "bbg-restore":
+        line = (f"restored {count(doc['records'], 'record')} into {doc['dest']} (ledger "
+                f"transaction {doc['basis_tx']:,}, store {doc['store_id']}); "
+                f"archive digest {doc['archive_digest_sha256']}")  # fmt: skip
     else:
-        err.print(", ".join(f"{k}={v}" for k, v in doc.items() if k != "kind"), markup=False)
+        line = (f"backed up {doc['source']} into {doc['dest']} ({size(doc['bytes'])}, "
+                f"{show(doc['seconds'])} s, verified); archive digest "
+                f"{doc['archive_digest_sha256']}")  # fmt: skip
+    err.print(f"{line}; basis {doc['basis']}" if "basis" in doc else line, markup=False)
 
 
 @app.command("tail")
@@ -148,7 +167,8 @@ def apply_cmd(
     is created if absent (and removed again if the stream is refused)."""
     stream = _open_input(source)
     try:
-        doc = api.apply(_store(store, create=True), stream, max_line=max_line)
+        with working("apply", as_json):
+            doc = api.apply(_store(store, create=True), stream, max_line=max_line)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -176,7 +196,7 @@ def _retention(doc: dict[str, Any], as_json: bool) -> None:
         for ns in doc["namespaces"]:
             err.print(f"namespace {ns['namespace']}: {verb} ({ns['history']} history entries, "
                       f"{ns['requests']} receipts; fenced for good)", markup=False)
-        err.print(f"events of ledger transactions {doc['redacted_transactions']} "
+        err.print(f"events of ledger transactions {show(doc['redacted_transactions'])} "
                   f"{'would be' if doc['dry_run'] else 'are'} redacted", markup=False)
     if not doc["dry_run"]:
         err.print(f"ledger transaction {doc['tx']}", markup=False)
@@ -215,7 +235,8 @@ def excise_cmd(
 def snapshot_cmd(store: Path = STORE) -> None:
     """Every retained row as bbg-snapshot/1 NDJSON on stdout (header, records, footer)."""
     with _stdout_reader_may_leave():
-        api.write_snapshot(_store(store), sys.stdout.buffer)
+        with working("snapshot"):
+            api.write_snapshot(_store(store), sys.stdout.buffer)
 
 
 @app.command("restore")
@@ -224,7 +245,8 @@ def restore_cmd(source: str = STREAM, store: Path = STORE, as_json: bool = JSON)
     published unless the whole stream validates."""
     stream = _open_input(source)
     try:
-        doc = api.restore(stream, _store(store, create=True))
+        with working("restore", as_json):
+            doc = api.restore(stream, _store(store, create=True))
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -239,14 +261,17 @@ def backup_cmd(
 ) -> None:
     """Online backup into the new store directory DEST: verified, fsynced, atomically
     published; never overwrites."""
-    _summary(api.backup(_store(store), dest), as_json)
+    with working("backup", as_json):
+        doc = api.backup(_store(store), dest)
+    _summary(doc, as_json)
 
 
 @app.command("doctor")
 def doctor_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     """Read-only health report (SQLite integrity, links, digest, generation, fences,
     leftovers, orphan content); exit 0 healthy, 3 not."""
-    report = api.doctor(_store(store))
+    with working("doctor", as_json):
+        report = api.doctor(_store(store))
     if as_json:
         emit_json(report, "doctor")
     else:
@@ -266,8 +291,8 @@ def _show_doctor(report: dict[str, Any]) -> None:
     err.print(
         f"  integrity {report['sqlite']['integrity'][0]}, digest "
         f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
-        f"({gen['generation']}), {len(report['fences'])} fences, "
-        f"{report['orphan_content']['count']} orphan content rows",
+        f"({gen['generation']}), {count(len(report['fences']), 'fence')}, "
+        f"{count(report['orphan_content']['count'], 'orphan content row')}",
         markup=False,
     )
     for kind in ("problems", "warnings"):

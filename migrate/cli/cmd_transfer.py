@@ -6,13 +6,22 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from bbg_core.errors import UsageError
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
-from migrate.cli._render import emit_json, err, progress_bar
+from migrate.cli._progress import watch
+from migrate.cli._render import (
+    count,
+    emit_json,
+    err,
+    facts,
+    print_table,
+    show,
+    size,
+    table,
+)
 from migrate.cli._state import state
 
 SOURCE = typer.Argument(
@@ -36,16 +45,16 @@ def _job(source: Path, store: Path | None, nonce: str | None, page_rows: int) ->
 
 
 def _receipt_table(receipt: dict[str, Any]) -> None:
-    table = Table(title="transfer receipt", show_header=False)
-    table.add_row("manifest", receipt["manifest"])
-    table.add_row("target", receipt["target"])
-    table.add_row("nonce", receipt["nonce"])
-    table.add_row("archive digest", receipt["digests"]["source_archive_sha256"])
+    facts("transfer receipt", [
+        ("manifest", receipt["manifest"]), ("target", receipt["target"]),
+        ("nonce", receipt["nonce"]),
+        ("archive digest", receipt["digests"]["source_archive_sha256"]),
+        ("namespaces", receipt["counts"]["namespaces"]), ("generation", receipt["generation"]),
+    ])  # fmt: skip
+    grid = table("table", "rows", "new rows")
     for name, rows in receipt["counts"]["rows"].items():
-        table.add_row(name, f"{rows} rows ({receipt['counts']['new_rows'].get(name, 0)} new)")
-    table.add_row("namespaces", str(receipt["counts"]["namespaces"]))
-    table.add_row("generation", receipt["generation"])
-    err.print(table)
+        grid.add_row(name, show(rows), show(receipt["counts"]["new_rows"].get(name, 0)))
+    print_table(grid)
 
 
 def report(outcome: api.TransferOutcome, as_json: bool) -> None:
@@ -63,8 +72,8 @@ def report(outcome: api.TransferOutcome, as_json: bool) -> None:
         return
     p = doc["progress"]
     err.print(
-        f"{doc['status']}: transfer {doc['manifest']}, {p['rows']} of {doc['rows_total']} rows "
-        f"copied ({p['bytes']} bytes)"
+        f"{doc['status']}: transfer {doc['manifest']}, {show(p['rows'])} of "
+        f"{count(doc['rows_total'], 'row')} copied ({size(p['bytes'])})"
     )
     if outcome.status == "staging":
         err.print("copying is not complete: run the same command again to continue")
@@ -75,16 +84,15 @@ def plan_report(doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(doc, "transfer-plan")
         return
-    table = Table(title=f"transfer plan: {doc['source']['path']} -> {doc['target']['path']}")
-    table.add_column("field")
-    table.add_column("value")
-    for key in ("action", "nonce", "rows", "key_value_bytes", "generation_after"):
-        table.add_row(key, str(doc[key]))
-    table.add_row("namespaces", str(len(doc["namespaces"])))
-    table.add_row("source sealed", str(doc["source"]["sealed"]))
+    rows: list[tuple[str, Any]] = [
+        ("action", doc["action"]), ("nonce", doc["nonce"]), ("rows", doc["rows"]),
+        ("key+value bytes", size(doc["key_value_bytes"])),
+        ("generation after", doc["generation_after"]), ("namespaces", len(doc["namespaces"])),
+        ("source sealed", doc["source"]["sealed"]),
+    ]  # fmt: skip
     if doc["progress"] is not None:
-        table.add_row("copied", f"{doc['progress']['rows']} rows")
-    err.print(table)
+        rows.append(("copied", count(doc["progress"]["rows"], "row")))
+    facts(f"transfer plan: {doc['source']['path']} -> {doc['target']['path']}", rows)
 
 
 def step(verb: str, source: Path, store: Path | None, nonce: str | None, as_json: bool,
@@ -105,7 +113,8 @@ def step(verb: str, source: Path, store: Path | None, nonce: str | None, as_json
             path=str(source),
         )
     job = _job(source, store, nonce, page_rows)
-    with progress_bar(verb, enabled=not as_json) as progress:
+    with watch(as_json) as observer:
+        progress = api.progress_phase(observer, "transfer" if verb == "run" else verb)
         if verb == "plan":
             plan_report(api.transfer_plan(job, progress), as_json)
             return True

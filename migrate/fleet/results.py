@@ -23,33 +23,16 @@ from typing import Any
 import jsonschema
 
 import schemas
-from bbg_core.errors import MigrateError, UsageError
+from bbg_core.errors import UsageError, error_document
 
 JOB_FORMAT = "bbg-migrate/fleet-job/1"
 JOBS_DIR = "jobs"
 
 
-def _jsonable(value: Any) -> Any:
-    result: Any = json.loads(json.dumps(value, default=str))
-    return result
-
-
 def error_doc(exc: BaseException) -> dict[str, Any]:
-    """The error document of ``exc`` (what the CLI would print and exit with)."""
-    if isinstance(exc, MigrateError):
-        context = {k: v for k, v in exc.to_json().items() if k not in ("error", "message")}
-        return {
-            "code": exc.code,
-            "exit_code": exc.exit_code,
-            "message": exc.message,
-            "context": _jsonable(context),
-        }
-    return {
-        "code": "internal",
-        "exit_code": 1,
-        "message": f"internal error: {type(exc).__name__}: {exc}",
-        "context": {},
-    }
+    """The error document of ``exc``: exactly what ``--json`` prints when the CLI fails
+    (``schemas/error.schema.json``)."""
+    return error_document(exc)
 
 
 def exit_code_of(exc: BaseException) -> int:

@@ -18,6 +18,7 @@ from bbg_core.errors import UsageError
 from migrate import pipeline, transfer
 from migrate.detect import detect
 from migrate.fleet.manifest import FleetJob
+from migrate.progress import as_observer
 from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 
 Progress = Callable[[int, int], None]
@@ -61,7 +62,7 @@ def run(job: FleetJob, progress: Progress) -> tuple[str, str, dict[str, Any]]:
         moved = transfer.run(_transfer_job(job), progress=progress)
         schema, status, receipt, kind = "transfer-receipt", moved.status, moved.receipt, STORE_KIND
     else:
-        done = pipeline.run(job.job(), progress=progress)
+        done = pipeline.run(job.job(), progress=as_observer(progress))
         schema, status, receipt = "receipt", done.status, done.receipt
     if receipt is None:  # pragma: no cover - a run without max_pages always completes
         raise RuntimeError(f"{job.source}: ended at status {status} without a receipt")
@@ -82,5 +83,5 @@ def plan(job: FleetJob, progress: Progress) -> tuple[str | None, dict[str, Any]]
                 0 if busy else 2 * (nbytes + _ROW_OVERHEAD * rows) + (MAX_PAGE_BYTES)
             )
         return STORE_KIND, doc
-    doc = pipeline.plan(job.job(), progress)
+    doc = pipeline.plan(job.job(), as_observer(progress))
     return doc.get("source", {}).get("kind", job.kind), doc

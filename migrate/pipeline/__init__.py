@@ -27,6 +27,7 @@ from migrate.pipeline import retire, stages
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
 from migrate.pipeline.preflight import Bounds, Job, Preflight
+from migrate.progress import Observer, file_size, phase, source_rows, step
 from migrate.sources import RedbSource
 from migrate.store import imports, open_store
 from migrate.store.layout import resolve_store_dir
@@ -37,7 +38,8 @@ __all__ = [
     "validate",
 ]  # fmt: skip
 
-Progress = Callable[[int, int], None]
+# Verbs take an observer ``progress(stage, done, total, unit)`` (:mod:`migrate.progress`).
+Progress = Observer
 # Per-row overhead of a staged row and of a table row in SQLite (key, value, b-tree cells).
 _ROW_OVERHEAD = 48
 
@@ -50,6 +52,8 @@ class Outcome:
     import_id: str
     receipt: dict[str, Any] | None = None
     detail: dict[str, Any] | None = None
+    # The import was already active before this call: nothing was written (an exact rerun).
+    already: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON report of a stage that did not end in a receipt."""
@@ -60,8 +64,19 @@ class Outcome:
 
 @contextmanager
 def _sealed(job: Job, progress: Progress | None) -> Iterator[tuple[Seal, Preflight]]:
-    with gated(job, progress, dry=False) as g:
+    with gated(job, _preflight(job, progress), dry=False) as g:
         yield g.seal, g.pre
+
+
+def _preflight(job: Job, progress: Progress | None) -> Callable[[int, int], None] | None:
+    """The seal stage's callback (its preflight read): rows of a cell.redb, bytes of a log
+    or archive."""
+    if progress is None:
+        return None
+    rows = source_rows(job.source)
+    if rows is not None:
+        return phase(progress, "seal", rows)
+    return phase(progress, "seal", file_size(job.source), unit="bytes")
 
 
 def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
@@ -103,23 +118,29 @@ def run(
     if done is not None:
         return done
     with _sealed(job, progress) as (held, pre), _store(job) as store:
-        if stages.seal_stage(store, job, pre) != "active":
+        already = stages.seal_stage(store, job, pre) == "active"
+        if not already:
             with _open_source(job, pre) as src:
                 res = stages.stage_stage(
-                    store, job, pre, src, max_pages=max_pages, progress=progress
-                )
+                    store, job, pre, src, max_pages=max_pages,
+                    progress=phase(progress, "stage", pre.rows),
+                )  # fmt: skip
             if not res.complete:
                 return Outcome(
                     "staging",
                     pre.import_id,
                     detail={"pages": res.pages, "rows_staged": res.rows, "rows_total": pre.rows},
                 )
+            finish = step(progress, "validate")
             stages.validate_stage(store, job, pre, held)
+            finish()
+        finish = step(progress, "activate")
         receipt = stages.activate_stage(store, job, pre, held)
+        finish()
         mapping = job.mapping.to_json() if job.mapping is not None else None
         if retire.retire_import(store, job.source, receipt, mapping, asked=retire_source):
             return Outcome("retired", pre.import_id, receipt)
-    return Outcome("complete", pre.import_id, receipt)
+    return Outcome("complete", pre.import_id, receipt, already=already)
 
 
 def seal_only(job: Job, progress: Progress | None = None) -> Outcome:
@@ -136,7 +157,8 @@ def stage(job: Job, *, max_pages: int | None = None, progress: Progress | None =
         if stages.seal_stage(store, job, pre) == "active":
             return Outcome("complete", pre.import_id)
         with _open_source(job, pre) as src:
-            res = stages.stage_stage(store, job, pre, src, max_pages=max_pages, progress=progress)
+            res = stages.stage_stage(store, job, pre, src, max_pages=max_pages,
+                                     progress=phase(progress, "stage", pre.rows))  # fmt: skip
     return Outcome(
         "staged" if res.complete else "staging",
         pre.import_id,
@@ -147,14 +169,18 @@ def stage(job: Job, *, max_pages: int | None = None, progress: Progress | None =
 def validate(job: Job, progress: Progress | None = None) -> Outcome:
     """Validate the staged import against the source and the destination."""
     with _sealed(job, progress) as (held, pre), _store(job) as store:
+        finish = step(progress, "validate")
         detail = stages.validate_stage(store, job, pre, held)
+        finish()
     return Outcome("validated", pre.import_id, detail=detail)
 
 
 def activate(job: Job, progress: Progress | None = None) -> Outcome:
     """Activate a validated import in one transaction; returns the receipt."""
     with _sealed(job, progress) as (held, pre), _store(job) as store:
+        finish = step(progress, "activate")
         receipt = stages.activate_stage(store, job, pre, held)
+        finish()
     return Outcome("complete", pre.import_id, receipt)
 
 
@@ -195,7 +221,7 @@ def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
             "action": "none (source already retired)",
             "receipt": done.receipt,
         }
-    with gated(job, progress, dry=True) as g:
+    with gated(job, _preflight(job, progress), dry=True) as g:
         pre = g.pre
         admission = admit(g.db, g.directory, job, pre)
         marker, reached = generations.read_status(g.db) if g.db is not None else (None, "original")

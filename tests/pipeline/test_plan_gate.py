@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import schemas
 from tests.fs import fs_state, readonly_mount
 from tests.pipeline.helpers import LEGACY, cell_fixtures, cli, expected, unpack
 
@@ -83,7 +84,10 @@ def test_plan_fails_exactly_as_run_would(name: str, tmp_path: Path) -> None:
         if held is not None:
             os.close(held)
     assert (planned.returncode, ran.returncode) == (code, code), (planned.stderr, ran.stderr)
-    assert planned.stdout == ""
+    # --json: the same error document from both (schemas/error.schema.json, issue 13.5)
+    assert planned.stdout == ran.stdout
+    schemas.validate(json.loads(planned.stdout), "error")
+    assert json.loads(planned.stdout)["exit_code"] == code
     assert planned.stderr == ran.stderr
     assert planned.stderr.startswith("error: ")
 

@@ -4,6 +4,7 @@ usage refusal (exit 2) naming ``--yes`` that does nothing (issue 13)."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -103,3 +104,6 @@ def test_yes_retires_from_a_script(tmp_path: Path) -> None:
     done = cli("run", str(src), "--store", str(tmp_path / "bbg"), "--retire-source", "--yes")
     assert done.returncode == 0, done.stderr
     assert "[y/N]" not in done.stderr and src.is_dir()
+    listed = cli("--store", str(tmp_path / "bbg"), "imports", "--json")
+    [imp] = json.loads(listed.stdout)["imports"]
+    assert (imp["state"], imp["stage"]) == ("retired", "retired")

@@ -43,8 +43,9 @@ def test_reader_closing_the_pipe_is_not_an_error(cell_store: Path, command: str)
 def test_every_command_has_help(command: str) -> None:
     from typer.testing import CliRunner
 
-    from migrate.cli import app
+    from migrate.cli import app, register
 
+    register()
     done = CliRunner().invoke(app, [command, "--help"])
     assert done.exit_code == 0
     assert "--store" in done.output

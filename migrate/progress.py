@@ -1,0 +1,89 @@
+"""Progress of long work, as the library reports it to whoever watches.
+
+An *observer* is any callable ``observer(stage, done, total, unit)``: ``stage`` a short
+label (``seal``, ``stage``, ``validate``, ``activate``, ``inspect``, ``transfer``, ...),
+``done`` the units finished so far in that stage, ``total`` the units the stage will do (None
+while unknown), ``unit`` what is counted (``rows``, ``bytes``, ``steps``, ...).  The CLI
+draws it as a bar (``migrate.cli._progress``) or as JSON lines; the library never knows
+which.  The readers underneath keep their plain ``callback(rows, nbytes)``;
+:func:`phase` turns an observer into one for a named stage, so the hooks in the pipeline are
+one call each.
+
+Within one stage ``done`` never runs backwards (a reader that counts again from zero, e.g. a
+second pass, is held at the highest value seen), and a total never falls below ``done``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Protocol
+
+
+class Observer(Protocol):
+    def __call__(self, stage: str, done: int, total: int | None, unit: str = "rows") -> None:
+        """Stage ``stage`` has finished ``done`` of ``total`` units."""
+
+
+RowsCallback = Callable[[int, int], None]
+
+
+def phase(
+    observer: Observer | None, stage: str, total: int | None = None, *, unit: str = "rows"
+) -> RowsCallback | None:
+    """The ``(rows, nbytes)`` callback of one stage (``unit``: which of the two counts)."""
+    if observer is None:
+        return None
+    seen = 0
+    observer(stage, 0, total, unit)
+
+    def report(rows: int, nbytes: int) -> None:
+        nonlocal seen
+        seen = max(seen, nbytes if unit == "bytes" else rows)
+        observer(stage, seen, None if total is None else max(total, seen), unit)
+
+    return report
+
+
+def step(observer: Observer | None, stage: str) -> Callable[[], None]:
+    """A stage of one unit (validate, activate): reported as started now; call the result
+    when it is done."""
+    if observer is None:
+        return lambda: None
+    observer(stage, 0, 1, "steps")
+    return lambda: observer(stage, 1, 1, "steps")
+
+
+def file_size(path: str | os.PathLike[str]) -> int | None:
+    """The size of ``path`` in bytes (a total for byte-counting stages), None if unknown."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def source_rows(path: str | os.PathLike[str]) -> int | None:
+    """The rows a redb file holds, from its table lengths (cheap: no entry is read); None
+    for anything else or a file that cannot tell (the real read reports why)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(9) != b"redb\x1a\x0a\xa9\x0d\x0a":
+                return None
+        from importers.redb.report import tables_doc
+
+        return int(sum(t["len"] for t in tables_doc(path)["tables"]))
+    except Exception:  # noqa: BLE001 - only a total for a progress bar
+        return None
+
+
+def as_observer(callback: RowsCallback) -> Observer:
+    """An observer feeding an older ``callback(rows, nbytes)`` (the fleet's worker pipe):
+    row counts as rows, byte counts as bytes, steps not at all."""
+
+    def observe(stage: str, done: int, total: int | None, unit: str = "rows") -> None:
+        if unit == "rows":
+            callback(done, 0)
+        elif unit == "bytes":
+            callback(0, done)
+
+    return observe
