@@ -9,6 +9,10 @@ a power cut or ``kill -9`` would.
 retirement (:mod:`migrate.pipeline.retire`: mkdir, link, open for writing, write, fsync,
 replace, rename, unlink) is never made: the process is SIGKILLed just before it.
 
+``python -m tests.kill_runner pause:N:SECONDS:FLAG ARGS...``: at the N-th commit phase the
+process creates the file FLAG and sleeps SECONDS, then goes on (two-process race tests: a
+second run starts while the first is paused half-way).
+
 The hooks live here, in the tests, not in the product.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 # The calls of ``os`` that change the file system (or make a change durable).
@@ -62,14 +67,25 @@ def main() -> None:
 
         retire.os = _KillingOs(int(spec.removeprefix("file-op:")))  # type: ignore[assignment]
     else:
-        target = int(spec)
+        pause: tuple[float, str] | None = None
+        if spec.startswith("pause:"):
+            n, seconds, flag = spec.removeprefix("pause:").split(":", 2)
+            target, pause = int(n), (float(seconds), flag)
+        else:
+            target = int(spec)
         seen = 0
 
         def hook(phase: str) -> None:
             nonlocal seen
             seen += 1
-            if seen == target:
+            if seen != target:
+                return
+            if pause is None:
                 os.kill(os.getpid(), signal.SIGKILL)
+            else:
+                with open(pause[1], "w"):
+                    pass
+                time.sleep(pause[0])
 
         from migrate.store.connection import Connection
 

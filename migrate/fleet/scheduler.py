@@ -2,13 +2,11 @@
 
 A lane is a set of jobs that share a source or a destination store
 (:func:`migrate.fleet.manifest.load` computes it).  Why the scheduler serialises them instead
-of relying on the store: a BBG store has no whole-run lock.  SQLite's write lock
-(``BEGIN IMMEDIATE``, 30 s busy timeout) serialises single transactions, so two runs into
-one store interleave page by page.  That works for different imports, but two runs of the
-same import (content-identical sources) into one store race in the seal stage (one of them
-fails with "import ... is active, not staging", exit 1), a long transaction can outlast the
-busy timeout (exit 11), and two jobs reading one source contend for its lock (exit 11).
-Serialising per lane removes all three.
+of relying on the store: a pipeline step holds the store's run lock for its whole length
+(:mod:`migrate.store.runlock`), so two runs into one store wait for each other -- but the
+waiting job would hold a pool worker meanwhile, a long transaction of another writer can
+outlast SQLite's 30 s busy timeout (exit 11), and two jobs reading one source contend for its
+lock (exit 11).  Serialising per lane avoids all three.
 
 Lanes are started largest first (total source bytes, then manifest order), which shortens
 the whole run when sizes are skewed.

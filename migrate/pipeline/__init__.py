@@ -4,6 +4,9 @@ Sources: a cell.redb (its five tables copied byte for byte), an old cyb Signal l
 old TextArchive (each becomes one namespace of provenance records: :mod:`.legacy`).
 
 ``run`` = detect → seal → preflight (inspect) → admit → stage → validate → activate [→ retire].
+Into a new or empty destination, a cell.redb is instead built aside in one checking pass and
+published by one rename (:mod:`.fresh`): the same records and receipt, one read of the source.
+Every step that writes holds the store's run lock (:mod:`migrate.store.runlock`).
 ``plan`` walks the same path up to the first write (:mod:`.gate`: the source's lock, its
 preflight, the store's location and writability, the import's admission) through a
 read-only store handle, and reports what ``run`` would do -- or fails with the exit code and
@@ -23,14 +26,15 @@ from typing import Any
 from bbg_core.errors import Conflict, StoreRefused
 from fences import generations
 from fences.seal import Seal
-from migrate.pipeline import retire, stages
+from migrate.pipeline import fresh, gate, retire, stages
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
-from migrate.pipeline.preflight import Bounds, Job, Preflight
+from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight
 from migrate.progress import Observer, file_size, phase, source_rows, step
 from migrate.sources import RedbSource
 from migrate.store import imports, open_store
 from migrate.store.layout import resolve_store_dir
+from migrate.store.runlock import run_lock
 from migrate.store.store import Store
 
 __all__ = [
@@ -86,10 +90,14 @@ def _open_source(job: Job, pre: Preflight) -> RedbSource | LegacySource:
     return RedbSource(job.source)
 
 
-def _store(job: Job) -> Store:
+@contextmanager
+def _store(job: Job) -> Iterator[Store]:
     # A normal open: a store whose status marker is not a generation this build writes
     # (sealed ``export-v1``, ``copying``, unknown) is refused here, before any write.
-    return open_store(job.store, create=True)
+    # Then the store's run lock: one step at a time, so two runs of one import into one
+    # store never interleave (:mod:`migrate.store.runlock`).
+    with open_store(job.store, create=True) as store, run_lock(store.directory):
+        yield store
 
 
 def _retired(job: Job) -> Outcome | None:
@@ -117,7 +125,37 @@ def run(
     done = _retired(job)
     if done is not None:
         return done
-    with _sealed(job, progress) as (held, pre), _store(job) as store:
+    with gate.sealed_source(job) as (kind, held):
+        pre: Preflight | None = None
+        fresh_dir = fresh.destination(job, kind, max_pages)
+        if fresh_dir is not None:
+            # A new or empty destination: built aside in one pass, published by a rename.
+            pre, built = fresh.run_fresh(
+                job, kind, held, fresh_dir, _preflight(job, progress), progress
+            )
+            if built is not None:
+                if retire_source:
+                    with _store(job) as store:
+                        mapping = job.mapping.to_json() if job.mapping is not None else None
+                        if retire.retire_import(store, job.source, built, mapping, asked=True):
+                            return Outcome("retired", pre.import_id, built)
+                return Outcome("complete", pre.import_id, built)
+        if pre is None:
+            pre = preflight(job, kind, held.fingerprint, _preflight(job, progress))
+        gate.locate(job)
+        return _run_staged(job, pre, held, max_pages, retire_source, progress)
+
+
+def _run_staged(
+    job: Job,
+    pre: Preflight,
+    held: Seal,
+    max_pages: int | None,
+    retire_source: bool,
+    progress: Progress | None,
+) -> Outcome:
+    """``run`` into a store through inert staging (the destination holds a store already)."""
+    with _store(job) as store:
         already = stages.seal_stage(store, job, pre) == "active"
         if not already:
             with _open_source(job, pre) as src:
@@ -187,7 +225,11 @@ def activate(job: Job, progress: Progress | None = None) -> Outcome:
 def discard(store_dir: Path | None, import_id: str) -> Outcome:
     """Give up an import in progress: drop its staged rows and release its namespaces, so a
     source that changed since it was sealed can be migrated afresh (idempotent)."""
-    with open_store(store_dir) as store, store.transaction(import_id=import_id) as tx:
+    with (
+        open_store(store_dir) as store,
+        run_lock(store.directory),
+        store.transaction(import_id=import_id) as tx,
+    ):
         state = imports.import_state(tx, import_id)
         if state is None:
             raise StoreRefused(

@@ -87,21 +87,35 @@ class Gate:
 
 
 @contextmanager
+def sealed_source(job: Job) -> Iterator[tuple[str, Seal]]:
+    """The first checks of every step: the source's kind, its lock and fingerprint."""
+    # An import of this source in progress is continued, never silently replaced by a new
+    # one because the bytes changed since it was sealed (exit 3 naming it).
+    continuity.require_unchanged(job)
+    kind = source_kind(job)
+    with seal(job.source, kind) as held:
+        yield kind, held
+
+
+def locate(job: Job) -> Path:
+    """The store directory a writer would use: the default-store guard, a destination that
+    is a store or new or empty, and writable (checked after the preflight, in run's order)."""
+    directory = resolve_store_dir(job.store, create=True)
+    creation.check_destination(directory)
+    require_writable(directory)
+    return directory
+
+
+@contextmanager
 def gated(job: Job, progress: Progress | None, *, dry: bool) -> Iterator[Gate]:
     """Every check before the first write, in ``run``'s order (see the module docstring).
 
     ``dry``: also admit the import through a read-only handle (what ``plan`` does); a
     writer admits it inside its first transaction instead (:func:`admit`).
     """
-    # An import of this source in progress is continued, never silently replaced by a new
-    # one because the bytes changed since it was sealed (exit 3 naming it).
-    continuity.require_unchanged(job)
-    kind = source_kind(job)
-    with seal(job.source, kind) as held:
+    with sealed_source(job) as (kind, held):
         pre = preflight(job, kind, held.fingerprint, progress)
-        directory = resolve_store_dir(job.store, create=True)
-        creation.check_destination(directory)
-        require_writable(directory)
+        directory = locate(job)
         if not dry:
             yield Gate(held, pre, directory, None)
             return

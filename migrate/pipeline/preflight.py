@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bbg_core.errors import SourceError, UsageError, ValidationFailed
+from migrate.cell_rules import RowSource
 from migrate.content_ids import CODEC, MODES
 from migrate.detect import detect
 from migrate.inspect import cell_report
@@ -226,11 +227,28 @@ def preflight(
     legacy = None
     if kind == "redb":
         with RedbSource(job.source) as src:
-            report = cell_report(
-                src, progress=progress, hemera_digest=False, content_check=job.content_check
-            )
+            report = redb_report(job, src, progress)
     else:
         report, legacy = _legacy_preflight(job, kind, fp, progress)
+    return judge(job, kind, fp, report, legacy)
+
+
+def redb_report(job: Job, source: RowSource, progress: Progress | None) -> dict[str, Any]:
+    """The preflight report of a cell.redb read through ``source`` (one checking pass)."""
+    return cell_report(
+        source, progress=progress, hemera_digest=False, content_check=job.content_check
+    )
+
+
+def judge(
+    job: Job,
+    kind: str,
+    fp: dict[str, Any],
+    report: dict[str, Any],
+    legacy: LegacyImport | None = None,
+) -> Preflight:
+    """The preflight of a source whose report is ``report``: refuse an invalid source, a
+    bound exceeded or a mapping that does not fit (nothing written); else its identities."""
     if not report["valid"]:
         first = report["errors"][0]
         raise ValidationFailed(

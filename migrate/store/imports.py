@@ -330,6 +330,33 @@ def activate(tx: Tx, import_id: str) -> dict[str, int]:
     return inserted
 
 
+def activate_loaded(tx: Tx, import_id: str) -> None:
+    """Mark active an import whose rows were loaded straight into the five tables of a
+    store built for it alone (:mod:`migrate.store.build`: nothing was staged, nothing to copy).
+
+    The ledger entry is :func:`activate`'s: every head moved (from nothing), and the content
+    and claim rows that are not the commit of a history entry -- everything in the five
+    tables is this import's.
+    """
+    _require_staging(tx, import_id)
+    tx.mark("activate", import_id)
+    if tx.ledgered:
+        tx.execute(
+            "INSERT INTO bbg_ledger_v1_rows (tx, tbl, key) SELECT ?, ?, c.key "
+            f"FROM {CONTENT} AS c WHERE c.key NOT IN (SELECT value FROM {HISTORY}) "
+            "ON CONFLICT DO NOTHING",
+            (tx.number, ORDINAL[CONTENT]),
+        )
+        tx.execute(
+            "INSERT INTO bbg_ledger_v1_rows (tx, tbl, key) "
+            f"SELECT ?, ?, key FROM {CLAIMS} WHERE true ON CONFLICT DO NOTHING",
+            (tx.number, ORDINAL[CLAIMS]),
+        )
+    for key, value in tx.rows(f"SELECT key, value FROM {HEADS} ORDER BY key"):
+        tx.note_head(bytes(key), None, Head.decode(bytes(value)))
+    _clear(tx, import_id, "active")
+
+
 def discard_command(store_dir: Any, import_id: str) -> str:
     """The exact command line that gives up ``import_id`` in the store in ``store_dir``."""
     return f"bbg-migrate --store {shlex.quote(str(store_dir))} discard {shlex.quote(import_id)}"

@@ -243,6 +243,11 @@ class Store:
         finally:
             conn.close()
 
+    # -- building a store nobody sees yet (:mod:`migrate.store.build`) -------------------
+    def end_build(self) -> None:
+        """Everything checkpointed into the database file (before it is fsynced)."""
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
     def info(self) -> dict[str, Any]:
         """Store id, hash suite, last transaction, status marker and generation."""
         row = self._conn.one(

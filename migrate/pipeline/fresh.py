@@ -1,0 +1,142 @@
+"""``run`` of a cell.redb into a new or empty destination: one read of the source, no copy.
+
+The staged path (:mod:`migrate.pipeline.stages`) reads the source to check it, again to stage
+it, reads the staging to validate it and copies it into the five tables at activation: four
+passes over the data.  When the destination does not exist yet (or is an empty directory),
+there is nothing to keep apart from the import, so ``run`` instead:
+
+1. builds the store beside the destination (:mod:`migrate.store.build`): the one checking
+   pass over the source (shape, content ids, archive digest; then the links) also loads each
+   table's rows into the build's five tables as they pass, page by page;
+2. refuses exactly as the preflight would (same report, same first error, exit 3) and removes
+   the build, so an invalid source leaves the destination as it was;
+3. records seal, journal and receipt in one transaction (:func:`stages.activate_built`), the
+   source re-hashed first as activation does;
+4. publishes the build with one rename onto the destination.
+
+The receipt is the staged path's, byte for byte, and an exact rerun (which finds the import
+active) returns it.  A crash anywhere leaves no store or the complete one; a rerun builds
+again.  Anything else -- a mapping, a legacy log, ``--pages``, an existing store, a destination
+that filled meanwhile -- takes the staged path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from bbg_core.errors import MigrateError
+from fences.seal import Seal
+from migrate.pipeline import gate, stages
+from migrate.pipeline.preflight import Job, Preflight, judge, redb_report
+from migrate.progress import Observer, phase, step
+from migrate.sources import RedbSource
+from migrate.store.build import Loader, can_build, open_build
+from migrate.store.codec import ORDINAL
+from migrate.store.connection import Connection
+from migrate.store.layout import DB_NAME, resolve_store_dir
+from migrate.store.tx import check_table
+
+Progress = Callable[[int, int], None]
+_LOOKUP = {t: f"SELECT value FROM {check_table(t)} WHERE key = ?" for t in ORDINAL}
+
+
+def destination(job: Job, kind: str, max_pages: int | None) -> Path | None:
+    """The destination directory when this ``run`` may build aside, else None."""
+    if max_pages is not None or kind != "redb" or job.mapping is not None:
+        return None
+    try:
+        directory = resolve_store_dir(job.store, create=True)
+    except MigrateError:
+        return None  # the staged path raises it in its order
+    return directory if can_build(directory) else None
+
+
+class _Tee:
+    """The source as the checks read it, each table's first full read also loaded.
+
+    The row-shape pass reads every table once (loading it) and looks Data children up in the
+    source; the link checks that follow look commits and request heads up (``get``) in the
+    built store, whose rows are the source's, loaded and counted: an SQLite point lookup
+    costs a fraction of a verified descent of the redb tree, and it checks what is published.
+    """
+
+    def __init__(self, source: RedbSource, loader: Loader, db: Path) -> None:
+        self._src = source
+        self._loader = loader
+        self._db = db
+        self._conn: Connection | None = None
+        self._teed: set[str] = set()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def table_kinds(self) -> dict[str, str]:
+        return self._src.table_kinds()
+
+    def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        rows = self._src.rows(table)
+        if table not in ORDINAL or table in self._teed or self.table_kinds().get(table) != "table":
+            return rows  # a multimap table among the five: refused, never loaded
+        self._teed.add(table)
+        return self._loader.tee(ORDINAL[table], rows)
+
+    @property
+    def get(self) -> Callable[[str, bytes], bytes | None] | None:
+        """Point lookups in the built store (every page written first); the source's when
+        loading stopped at a bound."""
+        self._loader.finish()
+        if not self._loader.complete:
+            return self._src.get
+        if self._conn is None:
+            self._conn = Connection(self._db, readonly=True)
+        return self._lookup_built
+
+    def _lookup_built(self, table: str, key: bytes) -> bytes | None:
+        assert self._conn is not None
+        row = self._conn.one(_LOOKUP[table], (key,))
+        return None if row is None else bytes(row[0])
+
+    def lookup(self, table: str, key: bytes) -> bytes | None:
+        return self._src.lookup(table, key)
+
+
+def run_fresh(
+    job: Job,
+    kind: str,
+    held: Seal,
+    directory: Path,
+    progress: Progress | None,
+    observer: Observer | None = None,
+) -> tuple[Preflight, dict[str, Any] | None]:
+    """Build, check and publish (see the module docstring).  Returns the preflight and the
+    receipt; the receipt is None when the destination was no longer empty at publication
+    (nothing done there: continue on the staged path with this preflight)."""
+    with open_build(directory) as build:
+        loader = build.loader(job.bounds.page_rows, job.bounds.page_bytes)
+        loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
+        with RedbSource(job.source) as src:
+            tee = _Tee(src, loader, build.path / DB_NAME)
+            try:
+                report = redb_report(job, tee, progress)
+            finally:
+                tee.close()
+        pre = judge(job, kind, held.fingerprint, report)
+        loader.check()
+        gate.locate(job)  # the staged path's destination checks, in its order
+        store = build.open()
+        # The stages an observer expects: the pass staged every row; validation and
+        # activation are the one transaction below.
+        staged = phase(observer, "stage", pre.rows)
+        if staged is not None:
+            staged(sum(loader.rows.values()), pre.nbytes)
+        step(observer, "validate")()
+        finish = step(observer, "activate")
+        receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)
+        finish()
+        if build.publish():
+            return pre, receipt
+    return pre, None
