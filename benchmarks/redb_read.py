@@ -20,8 +20,8 @@ Make a test file with ``../shared/tools/redb-oracle-v4 bench-gen F`` (1,000,000 
 entries/s and MB/s (10^6 bytes of keys+values per second) for each; the ratios (b)/(d) and
 (c)/(d); and each child's RSS before and after the scan and its peak (the reader reads pages
 with pread and keeps none, so RSS does not grow with the file).  Timings are the best of
-``--repeat`` runs.  The reference program is a development tool: nothing here is needed by
-the project itself.
+``--repeat`` runs (the native program's too).  The reference program is a development
+tool: nothing here is needed by the project itself.
 """
 
 from __future__ import annotations
@@ -133,12 +133,18 @@ def child(path: Path, backend: str, repeat: int) -> dict[str, Any]:
     return doc
 
 
-def native(cmd: str, path: Path) -> dict[str, Any]:
-    res = subprocess.run([cmd, "bench", str(path)], capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        return {"error": res.stderr.strip() or f"exit {res.returncode}"}
-    doc: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
-    return doc
+def native(cmd: str, path: Path, repeat: int) -> dict[str, Any]:
+    """``CMD bench FILE``, best (fastest scan) of ``repeat`` runs, as our readers get."""
+    best: dict[str, Any] = {}
+    for _ in range(max(1, repeat)):
+        res = subprocess.run([cmd, "bench", str(path)], capture_output=True, text=True,
+                             check=False)
+        if res.returncode != 0:
+            return {"error": res.stderr.strip() or f"exit {res.returncode}"}
+        doc: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+        if not best or doc["entries_per_s"] > best["entries_per_s"]:
+            best = doc
+    return best
 
 
 def main() -> int:
@@ -157,7 +163,7 @@ def main() -> int:
 
     doc: dict[str, Any] = {"file": str(args.file), "read": read_floor(args.file)}
     if args.native:
-        doc["native"] = native(args.native, args.file)
+        doc["native"] = native(args.native, args.file, args.repeat)
     for name in ("c", "python"):
         if name in backend.available():
             doc[name] = child(args.file, name, args.repeat)
@@ -196,6 +202,8 @@ def main() -> int:
     for label, rate, mbs, note in rows:
         shown = f"{rate:12,.0f}" if rate else f"{'':12}"
         print(f"{label:22} {shown} {mbs or 0:9.1f}  {note}")
+    if nat.get("error"):
+        print(f"native: failed: {nat['error']}")
     for name in ("c", "python"):
         if doc.get(name, {}).get("error"):
             print(f"{name}: failed: {doc[name]['error']}")

@@ -117,8 +117,8 @@ def hash(data: BytesLike) -> bytes:  # noqa: A001 - the specification's own name
 # ---------------------------------------------------------------- batches on every core
 #
 # The batch calls release the GIL for their whole run, so a big batch is cut into ranges of
-# about equal bytes, one per thread: the calling thread takes the first, a shared pool the
-# rest.  The C core writes each range's outputs into its own part of one buffer.
+# about equal bytes, several per thread, which the calling thread and a shared pool take from
+# one queue.  The C core writes each range's outputs into its own part of one buffer.
 
 
 def _default_threads() -> int:
@@ -168,6 +168,12 @@ def _ranges(ends: Sequence[int], parts: int) -> list[tuple[int, int]]:
     return [(a, b - a) for a, b in zip(cuts, cuts[1:], strict=False)]
 
 
+#: A big batch is cut into up to this many pieces per thread, taken from a shared queue:
+#: a thread whose core is busy with another process then takes fewer pieces instead of
+#: holding the others up at the end (equal shares scale only as well as the slowest core).
+PIECES_PER_THREAD = 8
+
+
 def _run(call: Callable[[int, int], None], ends: Sequence[int], threads: int | None) -> None:
     """``call(first, count)`` over all inputs, split across up to ``threads`` threads."""
     n = len(ends)
@@ -176,12 +182,27 @@ def _run(call: Callable[[int, int], None], ends: Sequence[int], threads: int | N
     if parts <= 1:
         call(0, n)
         return
-    ranges = _ranges(ends, parts)
+    # Pieces of at least PARALLEL_MIN_BYTES / 4 each (a C call per piece is microseconds).
+    by_size = 4 * ends[-1] // max(1, PARALLEL_MIN_BYTES)
+    pieces = max(parts, min(n, parts * PIECES_PER_THREAD, by_size))
+    queue = iter(_ranges(ends, pieces))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                piece = next(queue, None)
+            if piece is None:
+                return
+            call(*piece)
+
     pool = _executor(parts - 1)
-    futures: list[Future[None]] = [pool.submit(call, first, count) for first, count in ranges[1:]]
-    call(*ranges[0])
-    for future in futures:
-        future.result()
+    futures: list[Future[None]] = [pool.submit(work) for _ in range(parts - 1)]
+    try:
+        work()
+    finally:
+        for future in futures:
+            future.result()
 
 
 def _cumulative(items: Sequence[BytesLike]) -> tuple[Any, list[int]]:

@@ -158,3 +158,39 @@ def test_threads_setting_from_environment() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "3"
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_run_hands_every_input_out_once(threads: int) -> None:
+    """Big batches go out in pieces from a shared queue (more pieces than threads); every
+    input is hashed exactly once, whatever thread takes it."""
+    if hemera.c_impl is None:
+        pytest.skip("the C extension is not built")
+    from importers.hemera import _c
+
+    rng = random.Random(threads)
+    sizes = [rng.randrange(1, 20_000) for _ in range(400)]
+    ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
+    assert ends[-1] >= _c.PARALLEL_MIN_BYTES
+    seen: list[tuple[int, int]] = []
+    _c._run(lambda first, count: seen.append((first, count)), ends, threads)
+    assert len(seen) > threads  # a queue of pieces, not one share per thread
+    covered = sorted(i for first, count in seen for i in range(first, first + count))
+    assert covered == list(range(len(sizes)))
+
+
+def test_big_batch_same_on_any_thread_count() -> None:
+    if hemera.c_impl is None:
+        pytest.skip("the C extension is not built")
+    from importers.hemera import _c
+
+    rng = random.Random(11)
+    inputs = [rng.randbytes(rng.randrange(0, 3000)) for _ in range(600)]
+    assert sum(map(len, inputs)) >= _c.PARALLEL_MIN_BYTES
+    one = _c.hash_many(inputs, threads=1)
+    assert one[:5] == [_c.hash(x) for x in inputs[:5]]
+    for threads in (2, 3, 7):
+        assert _c.hash_many(inputs, threads=threads) == one
+        assert _c.hash_leaf_many(inputs, 3, False, threads=threads) == _c.hash_leaf_many(
+            inputs, 3, False, threads=1
+        )
