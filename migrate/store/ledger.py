@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bbg_core.errors import StoreCorrupt
 from migrate.store import clock
 from migrate.store.codec import Head
 
@@ -70,10 +71,22 @@ def canonical_json(doc: Any) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _number(db: _Db, value: Any, what: str) -> int:
+    """``value`` read from the ledger, which must be an integer; else the store is damaged."""
+    if type(value) is not int:
+        path = getattr(db, "path", "the store")
+        raise StoreCorrupt(
+            f"{path}: the ledger's {what} is {value!r}, not an integer: the store is damaged; "
+            "run `bbg-migrate --store STORE doctor` and restore it from a backup",
+            path=str(path), table=LEDGER,
+        )  # fmt: skip
+    return value
+
+
 def last_at(db: _Db) -> int | None:
     """The time of the newest ledger row, or None for an empty ledger."""
     row = db.one(f"SELECT at FROM {LEDGER} ORDER BY tx DESC LIMIT 1")
-    return None if row is None else int(row[0])
+    return None if row is None else _number(db, row[0], "newest time")
 
 
 def append(
@@ -149,7 +162,7 @@ def entry(db: _Db, tx: int) -> Entry | None:
 def last_tx(db: _Db) -> int:
     """The newest ledger transaction number (0 for an empty ledger)."""
     row = db.one(f"SELECT max(tx) FROM {LEDGER}")
-    return 0 if row is None or row[0] is None else int(row[0])
+    return 0 if row is None or row[0] is None else _number(db, row[0], "newest transaction")
 
 
 def heads_of(db: _Db, tx: int) -> Iterator[tuple[bytes, Head | None, Head, bytes | None]]:
