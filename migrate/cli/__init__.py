@@ -16,6 +16,7 @@ import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError, error_document
 from migrate import api
+from migrate.cli._coerce import lighten
 from migrate.cli._config import options_map
 from migrate.cli._help import decorate
 from migrate.cli._paths import path_arg
@@ -225,9 +226,11 @@ def run(argv: list[str] | None = None) -> int:
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
         with ctrl_c:
-            defaults = options_map(app, args)
-            result = app(args=args, standalone_mode=False, prog_name="bbg-migrate",
-                         default_map=defaults)  # fmt: skip
+            command = typer.main.get_command(app)
+            defaults = options_map(command, args)
+            lighten(command)  # no pydantic for plain text values (start-up time)
+            result = command.main(args=args, standalone_mode=False, prog_name="bbg-migrate",
+                                  default_map=defaults)  # fmt: skip
         code = result if isinstance(result, int) else 0
         if code == Interrupted.exit_code and ctrl_c.seen:
             message = interrupted_line(args)

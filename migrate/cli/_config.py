@@ -20,8 +20,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import typer
-
 from bbg_core.errors import UsageError
 from bbg_core.files import cannot_read
 
@@ -98,9 +96,10 @@ def default_map(command: Any, values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def options_map(app: typer.Typer, args: list[str]) -> dict[str, Any] | None:
-    """The ``default_map`` for running ``app`` with ``args`` (None without an options file)."""
+def options_map(command: Any, args: list[str]) -> dict[str, Any] | None:
+    """The ``default_map`` for running the app's click ``command`` with ``args`` (None
+    without an options file)."""
     found = load(args)
     if found is None:
         return None
-    return default_map(typer.main.get_command(app), found[1])
+    return default_map(command, found[1])
