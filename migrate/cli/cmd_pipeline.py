@@ -13,6 +13,7 @@ from migrate.cli._confirm import confirm_retirement
 from migrate.cli._help import ContentCheck, LegacyKind
 from migrate.cli._paths import path_arg, store_option
 from migrate.cli._progress import watch
+from migrate.cli._receipt import RECEIPT, keep
 from migrate.cli._render import (
     count,
     emit_json,
@@ -52,14 +53,6 @@ MAX_BYTES = typer.Option(
 )  # fmt: skip
 MAX_NS = typer.Option(1_000_000, "--max-namespaces", min=0, help="Refuse more namespaces.")
 PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per staged page.")
-RECEIPT = typer.Option(
-    None,
-    "--receipt",
-    metavar="FILE",
-    help="Also write the receipt (validate: the validation report) to FILE as JSON: atomically "
-    "(temporary file, fsync, link, fsync of the directory), never over a different one (exit 4).",
-    parser=path_arg,
-)
 RETIRE = typer.Option(
     False,
     "--retire-source",
@@ -156,21 +149,8 @@ def _totals(receipt: dict[str, Any]) -> tuple[int, int, int]:
     return sum(counts["rows"].values()), len(counts["rows"]), sum(counts["new_rows"].values())
 
 
-def _keep(outcome: api.Outcome, path: Path | None) -> None:
-    """``--receipt FILE``: write the receipt (or validation report) once, atomically."""
-    if path is None:
-        return
-    doc = outcome.receipt if outcome.receipt is not None else outcome.to_json()
-    if outcome.receipt is None and outcome.status != "validated":
-        err.print(f"no receipt yet ({outcome.status}): {path} not written", markup=False)
-    elif api.write_receipt(path, doc):
-        err.print(f"receipt written to {path}", markup=False)
-    else:
-        err.print(f"{path} already holds this receipt; left as it was", markup=False)
-
-
 def _report(outcome: api.Outcome, as_json: bool, receipt: Path | None = None) -> None:
-    _keep(outcome, receipt)
+    keep(outcome, receipt)
     if outcome.receipt is not None and outcome.status in ("complete", "retired"):
         if as_json:
             emit_json(outcome.receipt, "receipt")
@@ -262,9 +242,9 @@ def run_cmd(
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
     legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    legacy.update(retire_source=retire_source, receipt=receipt)
+    legacy.update(retire_source=retire_source)
     if transfer_step("run", source, store, nonce, as_json, legacy, pages=pages,
-                     page_rows=page_rows):  # fmt: skip
+                     page_rows=page_rows, receipt=receipt):  # fmt: skip
         return
     confirm_retirement(source, retire_source, yes)
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
@@ -319,9 +299,8 @@ def validate_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
-    legacy = {**_legacy(subject, map_, mapping, kind, accept_torn_tail, content_check),
-              "receipt": receipt}  # fmt: skip
-    if transfer_step("validate", source, store, nonce, as_json, legacy):
+    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
+    if transfer_step("validate", source, store, nonce, as_json, legacy, receipt=receipt):
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)  # fmt: skip
@@ -338,9 +317,8 @@ def activate_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
-    legacy = {**_legacy(subject, map_, mapping, kind, accept_torn_tail, content_check),
-              "receipt": receipt}  # fmt: skip
-    if transfer_step("activate", source, store, nonce, as_json, legacy):
+    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
+    if transfer_step("activate", source, store, nonce, as_json, legacy, receipt=receipt):
         return
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check)  # fmt: skip
