@@ -48,10 +48,12 @@ def test_version_imports_no_cli_no_sqlite_no_rich() -> None:
 
 # What detection needs: the sniffing modules, not the readers behind them.
 SNIFFING = ("importers.frame_log.dialect", "importers.text_archive.sniff")
-READERS = ("importers.frame_log.decode", "importers.frame_log.encode", "importers.frame_log.inspect",
-           "importers.signal_log.decode", "importers.signal_log.encode",
-           "importers.signal_log.inspect", "importers.text_archive.reader",
-           "importers.text_archive.inspect", "importers.redb", "importers.hemera")  # fmt: skip
+READERS = (
+    "importers.frame_log.decode", "importers.frame_log.encode", "importers.frame_log.inspect",
+    "importers.signal_log.decode", "importers.signal_log.encode", "importers.signal_log.inspect",
+    "importers.text_archive.reader", "importers.text_archive.inspect", "importers.redb",
+    "importers.hemera",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("file", ["fixtures/legacy/signals-small.log", "README.md"])

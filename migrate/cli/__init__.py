@@ -17,7 +17,7 @@ import typer
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError, error_document
 from migrate import api
 from migrate.cli._coerce import lighten
-from migrate.cli._config import options_map
+from migrate.cli._config import hoist, options_map
 from migrate.cli._help import decorate
 from migrate.cli._paths import path_arg
 from migrate.cli._render import emit_json, err
@@ -62,7 +62,8 @@ def _root(
         "--config",
         metavar="FILE",
         help="Options file (TOML; default ./bbg-migrate.toml when present): defaults for "
-        "store, nonce, mapping, bounds...; the command line wins.",
+        "store, nonce, mapping, bounds... ([fleet] and [fixtures] tables for those "
+        "commands); the command line wins. May also follow the command.",
     ),
     store: str = typer.Option(
         None,
@@ -216,7 +217,7 @@ def run(argv: list[str] | None = None) -> int:
     """Run the app; every outcome becomes a documented exit code (returned), every error one
     line on stderr (and, with ``--json``, one error document on stdout).  This is the one
     place where exceptions become exit codes."""
-    args = sys.argv[1:] if argv is None else list(argv)
+    args = hoist(sys.argv[1:] if argv is None else list(argv))  # --config after the command
     register(args)
     state.emitted = False
     # typer turns a Ctrl-C inside a command into a bare exit code 130; remember that one came.
