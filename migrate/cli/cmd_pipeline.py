@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +15,7 @@ from migrate.cli._help import ContentCheck, LegacyKind
 from migrate.cli._paths import path_arg, store_option
 from migrate.cli._progress import watch
 from migrate.cli._receipt import RECEIPT, keep
-from migrate.cli._render import (
-    count,
-    emit_json,
-    err,
-    facts,
-    print_table,
-    show,
-    size,
-    table,
-)
+from migrate.cli._render import count, emit_json, err, facts, print_table, show, size, table
 from migrate.cli._sizes import parse_size
 from migrate.cli._state import state
 from migrate.cli.cmd_transfer import step as transfer_step
@@ -149,6 +141,24 @@ def _totals(receipt: dict[str, Any]) -> tuple[int, int, int]:
     return sum(counts["rows"].values()), len(counts["rows"]), sum(counts["new_rows"].values())
 
 
+def _one_step(
+    verb: str, call: Callable[[api.Job, Any], api.Outcome], source: Path, store: Path | None,
+    nonce: str | None, subject: str | None, maps: list[str] | None, mapping: Path | None,
+    accept_torn_tail: bool, kind: str | None, content_check: str, as_json: bool,
+    receipt: Path | None = None,
+) -> None:  # fmt: skip
+    """``seal``, ``validate``, ``activate``: that step of a transfer when SOURCE is a BBG
+    store, else of the migration (``call``: the api function), reported alike."""
+    legacy = _legacy(subject, maps, mapping, kind, accept_torn_tail, content_check)
+    if transfer_step(verb, source, store, nonce, as_json, legacy, receipt=receipt):
+        return
+    job = _job(source, store, nonce, subject, maps, mapping, None, accept_torn_tail, kind,
+               content_check)  # fmt: skip
+    with watch(as_json) as progress:
+        outcome = call(job, progress)
+    _report(outcome, as_json, receipt)
+
+
 def _report(outcome: api.Outcome, as_json: bool, receipt: Path | None = None) -> None:
     keep(outcome, receipt)
     if outcome.receipt is not None and outcome.status in ("complete", "retired"):
@@ -262,14 +272,8 @@ def seal_cmd(
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
-    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    if transfer_step("seal", source, store, nonce, as_json, legacy):
-        return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
-    with watch(as_json) as progress:
-        outcome = api.seal(job, progress)
-    _report(outcome, as_json)
+    _one_step("seal", api.seal, source, store, nonce, subject, map_, mapping, accept_torn_tail,
+              kind, content_check, as_json)  # fmt: skip
 
 
 @app.command("stage")
@@ -299,14 +303,8 @@ def validate_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
-    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    if transfer_step("validate", source, store, nonce, as_json, legacy, receipt=receipt):
-        return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
-    with watch(as_json) as progress:
-        outcome = api.validate(job, progress)
-    _report(outcome, as_json, receipt)
+    _one_step("validate", api.validate, source, store, nonce, subject, map_, mapping,
+              accept_torn_tail, kind, content_check, as_json, receipt)  # fmt: skip
 
 
 @app.command("activate")
@@ -317,14 +315,8 @@ def activate_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
-    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    if transfer_step("activate", source, store, nonce, as_json, legacy, receipt=receipt):
-        return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
-    with watch(as_json) as progress:
-        outcome = api.activate(job, progress)
-    _report(outcome, as_json, receipt)
+    _one_step("activate", api.activate, source, store, nonce, subject, map_, mapping,
+              accept_torn_tail, kind, content_check, as_json, receipt)  # fmt: skip
 
 
 @app.command("discard")

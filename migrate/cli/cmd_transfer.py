@@ -13,16 +13,7 @@ from migrate.cli import app
 from migrate.cli._paths import store_option
 from migrate.cli._progress import watch
 from migrate.cli._receipt import RECEIPT, keep
-from migrate.cli._render import (
-    count,
-    emit_json,
-    err,
-    facts,
-    print_table,
-    show,
-    size,
-    table,
-)
+from migrate.cli._render import count, emit_json, err, facts, print_table, show, size, table
 from migrate.cli._state import state
 
 SOURCE = typer.Argument(
