@@ -65,7 +65,7 @@ COMMANDS = {
     "apply again": ["--store", "applied", "apply", "events"],
     "restore": ["--store", "restored", "restore", "snap"],
     "backup": ["--store", "bbg", "backup", "copy"],
-    "transfer plan": ["plan", "restored", "--store", "moved"],
+    "transfer plan": ["plan", "bbg", "--store", "moved"],  # (plan writes nothing)
     "demo": ["demo"],
 }  # fmt: skip
 
