@@ -20,29 +20,37 @@
  * (checked in hemera_setup); the tests compare it with the scalar path.
  */
 
-/* a * b mod p per lane: the low 64 bits of the product in one vpmullq, the high 64 from
- * four 32x32 products, then reduce128's steps with lane masks for the borrow and the
- * carry.  hi_lo * EPS is one more 32x32 product (EPS < 2^32). */
-AVX512 static inline __m512i mul8(__m512i a, __m512i b) {
-    const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);  /* also the low-32 mask */
-    __m512i a_hi = _mm512_srli_epi64(a, 32), b_hi = _mm512_srli_epi64(b, 32);
-    __m512i ll = _mm512_mul_epu32(a, b);
-    __m512i lh = _mm512_mul_epu32(a, b_hi);
-    __m512i hl = _mm512_mul_epu32(a_hi, b);
-    __m512i hh = _mm512_mul_epu32(a_hi, b_hi);
-    __m512i lo = _mm512_mullo_epi64(a, b);
-    /* Each partial sum stays below 2^64: (2^32-1)^2 + 2*(2^32-1) = 2^64 - 1. */
-    __m512i mid = _mm512_add_epi64(lh, _mm512_srli_epi64(ll, 32));
-    __m512i mid2 = _mm512_add_epi64(hl, _mm512_and_si512(mid, eps));
-    __m512i hi = _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(mid, 32)),
-                                  _mm512_srli_epi64(mid2, 32));
-    __m512i hi_hi = _mm512_srli_epi64(hi, 32);
-    __m512i t0 = _mm512_sub_epi64(lo, hi_hi);
-    t0 = _mm512_mask_sub_epi64(t0, _mm512_cmplt_epu64_mask(lo, hi_hi), t0, eps);
-    __m512i t1 = _mm512_mul_epu32(hi, eps);                     /* hi_lo * EPS */
-    __m512i r = _mm512_add_epi64(t0, t1);
-    return _mm512_mask_add_epi64(r, _mm512_cmplt_epu64_mask(r, t0), r, eps);
-}
+/* a * b mod p per lane, the body of mul8 and mul4 (X: the intrinsics' prefix, V: the
+ * vector type): the high 64 bits of the product from four 32x32 products, the low 64 from
+ * LO(a, b, ll, mid2, eps), then reduce128's steps, with SUB_EPS_IF_LT(x, u, w, eps) and
+ * ADD_EPS_IF_LT(...) = x - or + EPS in the lanes where u < w.  hi_lo * EPS is one more
+ * 32x32 product (EPS < 2^32). */
+#define DEFINE_FIELD_MUL(NAME, ATTR, X, V, SET1, AND, LO, SUB_EPS_IF_LT, ADD_EPS_IF_LT)      \
+    ATTR static inline V NAME(V a, V b) {                                                  \
+        const V eps = SET1((long long)HEMERA_EPS); /* also the low-32 mask */              \
+        V a_hi = X##_srli_epi64(a, 32), b_hi = X##_srli_epi64(b, 32);                      \
+        V ll = X##_mul_epu32(a, b);                                                        \
+        V lh = X##_mul_epu32(a, b_hi);                                                     \
+        V hl = X##_mul_epu32(a_hi, b);                                                     \
+        V hh = X##_mul_epu32(a_hi, b_hi);                                                  \
+        /* Each partial sum stays below 2^64: (2^32-1)^2 + 2*(2^32-1) = 2^64 - 1. */       \
+        V mid = X##_add_epi64(lh, X##_srli_epi64(ll, 32));                                 \
+        V mid2 = X##_add_epi64(hl, AND(mid, eps));                                         \
+        V lo = LO(a, b, ll, mid2, eps);                                                    \
+        V hi = X##_add_epi64(X##_add_epi64(hh, X##_srli_epi64(mid, 32)),                   \
+                             X##_srli_epi64(mid2, 32));                                    \
+        V hi_hi = X##_srli_epi64(hi, 32);                                                  \
+        V t0 = SUB_EPS_IF_LT(X##_sub_epi64(lo, hi_hi), lo, hi_hi, eps);                    \
+        V r = X##_add_epi64(t0, X##_mul_epu32(hi, eps)); /* + hi_lo * EPS */               \
+        return ADD_EPS_IF_LT(r, r, t0, eps);                                               \
+    }
+
+/* On AVX-512 the low 64 bits are one vpmullq, and the borrow and the carry lane masks. */
+#define LO8(a, b, ll, mid2, eps) _mm512_mullo_epi64(a, b)
+#define SUB_EPS_IF_LT8(x, u, w, eps) _mm512_mask_sub_epi64(x, _mm512_cmplt_epu64_mask(u, w), x, eps)
+#define ADD_EPS_IF_LT8(x, u, w, eps) _mm512_mask_add_epi64(x, _mm512_cmplt_epu64_mask(u, w), x, eps)
+DEFINE_FIELD_MUL(mul8, AVX512, _mm512, __m512i, _mm512_set1_epi64, _mm512_and_si512, LO8,
+                 SUB_EPS_IF_LT8, ADD_EPS_IF_LT8)
 
 /* a + b mod p per lane, for any 64-bit lanes (the vector form of add()). */
 AVX512 static inline __m512i add8(__m512i a, __m512i b) {
@@ -206,22 +214,6 @@ AVX512 static inline __m512i if_zero8(__m512i n, __m512i a, __m512i b) {
 #define LV_NONZERO_OR_ONE nonzero_or_one8
 #define LV_IF_ZERO if_zero8
 #include "hemera_lanes.h"
-#undef LV
-#undef LV_ATTR
-#undef LV_NAME
-#undef LV_PER
-#undef LV_LOAD
-#undef LV_STORE
-#undef LV_SET1
-#undef LV_MUL
-#undef LV_ADD
-#undef LV_PADD
-#undef LV_LO32
-#undef LV_HI32
-#undef LV_JOIN
-#undef LV_CANON
-#undef LV_NONZERO_OR_ONE
-#undef LV_IF_ZERO
 
 #define AVX2 __attribute__((target("avx2")))
 
@@ -236,25 +228,14 @@ AVX2 static inline __m256i lt4(__m256i a, __m256i b) {  /* all ones where a < b 
     return _mm256_cmpgt_epi64(_mm256_xor_si256(b, top), _mm256_xor_si256(a, top));
 }
 
-AVX2 static inline __m256i mul4(__m256i a, __m256i b) {
-    const __m256i eps = _mm256_set1_epi64x((long long)HEMERA_EPS);  /* also the low-32 mask */
-    __m256i a_hi = _mm256_srli_epi64(a, 32), b_hi = _mm256_srli_epi64(b, 32);
-    __m256i ll = _mm256_mul_epu32(a, b);
-    __m256i lh = _mm256_mul_epu32(a, b_hi);
-    __m256i hl = _mm256_mul_epu32(a_hi, b);
-    __m256i hh = _mm256_mul_epu32(a_hi, b_hi);
-    __m256i mid = _mm256_add_epi64(lh, _mm256_srli_epi64(ll, 32));
-    __m256i mid2 = _mm256_add_epi64(hl, _mm256_and_si256(mid, eps));
-    __m256i lo = _mm256_or_si256(_mm256_slli_epi64(mid2, 32), _mm256_and_si256(ll, eps));
-    __m256i hi = _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(mid, 32)),
-                                  _mm256_srli_epi64(mid2, 32));
-    __m256i hi_hi = _mm256_srli_epi64(hi, 32);
-    __m256i t0 = _mm256_sub_epi64(lo, hi_hi);
-    t0 = _mm256_sub_epi64(t0, _mm256_and_si256(lt4(lo, hi_hi), eps));
-    __m256i t1 = _mm256_mul_epu32(hi, eps);                     /* hi_lo * EPS */
-    __m256i r = _mm256_add_epi64(t0, t1);
-    return _mm256_add_epi64(r, _mm256_and_si256(lt4(r, t0), eps));
-}
+/* mul4: the low 64 bits of the product from the 32x32 products too (AVX2 has no 64-bit
+ * multiply). */
+#define LO4(a, b, ll, mid2, eps) \
+    _mm256_or_si256(_mm256_slli_epi64(mid2, 32), _mm256_and_si256(ll, eps))
+#define SUB_EPS_IF_LT4(x, u, w, eps) _mm256_sub_epi64(x, _mm256_and_si256(lt4(u, w), eps))
+#define ADD_EPS_IF_LT4(x, u, w, eps) _mm256_add_epi64(x, _mm256_and_si256(lt4(u, w), eps))
+DEFINE_FIELD_MUL(mul4, AVX2, _mm256, __m256i, _mm256_set1_epi64x, _mm256_and_si256, LO4,
+                 SUB_EPS_IF_LT4, ADD_EPS_IF_LT4)
 
 AVX2 static inline __m256i add4(__m256i a, __m256i b) {
     const __m256i eps = _mm256_set1_epi64x((long long)HEMERA_EPS);
@@ -398,21 +379,5 @@ AVX2 static inline __m256i if_zero4(__m256i n, __m256i a, __m256i b) {
 #define LV_NONZERO_OR_ONE nonzero_or_one4
 #define LV_IF_ZERO if_zero4
 #include "hemera_lanes.h"
-#undef LV
-#undef LV_ATTR
-#undef LV_NAME
-#undef LV_PER
-#undef LV_LOAD
-#undef LV_STORE
-#undef LV_SET1
-#undef LV_MUL
-#undef LV_ADD
-#undef LV_PADD
-#undef LV_LO32
-#undef LV_HI32
-#undef LV_JOIN
-#undef LV_CANON
-#undef LV_NONZERO_OR_ONE
-#undef LV_IF_ZERO
 #endif
 
