@@ -137,12 +137,21 @@ class _Staged:
         return value
 
 
-def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) -> dict[str, Any]:
-    """Check the staged rows against the source: links, counts, digest; and the destination."""
+def validate_stage(
+    store: Store,
+    job: Job,
+    pre: Preflight,
+    seal: Seal | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Check the staged rows against the source: links, counts, digest; and the destination.
+    ``progress(rows checked, bytes)`` while the staged rows are read."""
     iid = pre.import_id
     gate.require_known(store, store.directory, job, pre)
     done = imports.journal_of(store, iid, "validated")
     if done is not None:
+        if progress is not None:
+            progress(pre.rows, pre.nbytes)  # checked before: nothing left to check
         return done
     if imports.journal_of(store, iid, "staged") is None:
         raise StoreError(
@@ -158,6 +167,7 @@ def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
             content_check=pre.report.get("content_check", "codec"),
             verify_blob_ids=False,
             hemera_digest=False,
+            progress=progress,
         )
         errors = list(shape.errors) + list(iter_link_errors(staged, report_malformed=False))
     rows = {name: s.rows for name, s in shape.tables.items()}
@@ -263,14 +273,23 @@ def _publish_manifest(tx: Any, mapping: Mapping, pre: Preflight) -> dict[str, An
     }
 
 
-def activate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) -> dict[str, Any]:
-    """Publish the staged import in one transaction and return its receipt."""
+def activate_stage(
+    store: Store,
+    job: Job,
+    pre: Preflight,
+    seal: Seal | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Publish the staged import in one transaction and return its receipt.
+    ``progress(rows copied, 0)`` after each of the five tables is copied out of staging."""
     iid = pre.import_id
     with store.transaction(import_id=iid) as tx:
         gate.require_known(tx, store.directory, job, pre)
         if imports.import_state(tx, iid) == "active":
             receipt = imports.receipt_of(tx, iid)
             assert receipt is not None
+            if progress is not None:
+                progress(pre.rows, 0)  # copied before: nothing left to copy
             return receipt
         if imports.journal_of(tx, iid, "validated") is None:
             raise StoreError(
@@ -280,7 +299,15 @@ def activate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
         if seal is not None:
             seal.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
         gate.check_pins(tx, iid)
-        inserted = imports.activate(tx, iid)
+        copied = 0
+
+        def table_done(table: str) -> None:
+            nonlocal copied
+            copied += int(pre.report["tables"].get(table, {}).get("rows", 0))
+            if progress is not None:
+                progress(copied, 0)
+
+        inserted = imports.activate(tx, iid, None if progress is None else table_done)
         published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
         fenced: list[str] = []
         if job.mapping is not None:
