@@ -1,7 +1,8 @@
 """The issue-17 benchmark scripts run end to end on tiny generated stores (what they print
 is measured, not asserted: no timed assertions).  Proves ``benchmarks/pipeline.py --rows N``
 generates its store once into a cache outside the repository and reuses it, and that
-``--existing`` measures `run` into a non-empty store."""
+``--existing`` measures `run` into a non-empty store; and that ``benchmarks/rss_sizes.py``
+reports the peak RSS of `run` into a new and into an existing store for each source size."""
 
 from __future__ import annotations
 
@@ -40,3 +41,16 @@ def test_pipeline_rows_generates_once_into_the_cache_and_reuses_it(tmp_path: Pat
     other = _bench("pipeline.py", "--rows", "1500", "--seed", "7", "--cache", str(cache),
                    "--no-new")  # fmt: skip
     assert "generating 1,500 rows" in other.stderr  # another seed is another store
+
+
+def test_rss_sizes_reports_peak_rss_of_both_paths_against_the_goal(tmp_path: Path) -> None:
+    res = _bench("rss_sizes.py", "--sizes", "0.5,1", "--cache", str(tmp_path))
+    out = res.stdout
+    new = [line for line in out.splitlines() if line.strip().startswith("new ")]
+    existing = [line for line in out.splitlines() if line.strip().startswith("existing ")]
+    assert len(new) == len(existing) == 2, out
+    assert "new: peak RSS largest/smallest source" in out
+    assert "existing: peak RSS largest/smallest source" in out
+    assert "goal <= 150 MB" in out and "load average" in out
+    # Two sizes and the existing destination's first import, each generated once.
+    assert len(list(tmp_path.glob("*.redb"))) == 3
