@@ -120,7 +120,14 @@ else:
     rows = sum(out.receipt["counts"]["rows"].values())
 elapsed = time.perf_counter() - t0
 usage = resource.getrusage(resource.RUSAGE_SELF)
-doc = {"mode": mode, "rows": rows, "seconds": elapsed, "peak_rss_bytes": usage.ru_maxrss * 1024,
+# This process's own peak (VmHWM): ru_maxrss also holds the parent's RSS at the spawn.
+peak = usage.ru_maxrss * 1024
+try:
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    pass
+doc = {"mode": mode, "rows": rows, "seconds": elapsed, "peak_rss_bytes": peak,
        "cpu_seconds": usage.ru_utime + usage.ru_stime}
 if mode != "baseline":
     doc["stages"] = shares

@@ -8,7 +8,8 @@ to a 1 GB source), into a new store and into an existing non-empty one.
 For each size a legacy cell store is generated (``benchmarks/gen_cell_store.py``: about
 580 bytes a row, so ~1.7M rows for 1 GB; once, into the cache outside the repository that
 ``benchmarks/pipeline.py --rows`` uses, and reused afterwards), then ``run`` migrates it in
-a child process whose peak RSS (``ru_maxrss``) is its own:
+a child process whose peak RSS is its own (``VmHWM``: ``ru_maxrss`` would also hold the
+parent's RSS at the spawn; stores are generated in a child process for the same reason):
 
 * new -- into a new store (built aside and published by a rename);
 * existing -- into a store that already holds another import (the staged four-pass path:
