@@ -154,7 +154,9 @@ class _Counted:
 
 
 def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) -> dict[str, Any]:
-    """Check the staged rows against the source: links, counts, digest; and the destination."""
+    """Check the staged rows against the source -- counts and archive digest (a cell.redb:
+    equal to the rows whose shape and links preflight checked; a converted log: its shape
+    and links checked here) -- and against the destination."""
     iid = pre.import_id
     gate.require_known(store, store.directory, job, pre)
     done = imports.journal_of(store, iid, "validated")
