@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
     from importers.redb.report import dump as redb_dump
     from importers.redb.report import tables_doc as redb_tables
-    from importers.redb.scan import scan as redb_scan
     from migrate.demo import run_demo as demo
     from migrate.detect import detect
     from migrate.fixtures_check import check as fixtures_check
@@ -159,7 +158,6 @@ _LAZY: dict[str, tuple[str, str]] = {
     "plan": ("migrate.pipeline", "plan"),
     "progress_phase": ("migrate.progress", "phase"),
     "redb_dump": ("importers.redb.report", "dump"),
-    "redb_scan": ("importers.redb.scan", "scan"),
     "redb_tables": ("importers.redb.report", "tables_doc"),
     "resolve_store_dir": ("migrate.store.layout", "resolve_store_dir"),
     "restore": ("migrate.share", "restore"),
@@ -203,6 +201,18 @@ def inspect(
     rows = source_rows(path) if progress is not None else None
     return inspect_path(path, kind=kind, content_check=content_check,
                         progress=progress_phase(progress, "inspect", rows))  # fmt: skip
+
+
+def redb_scan(
+    path: str | os.PathLike[str], *, progress: Observer | None = None
+) -> dict[str, Any]:
+    """Full scan of a redb file (:func:`importers.redb.scan.scan`); ``progress`` an observer
+    (stage ``redb scan``, entries read out of the tables' lengths)."""
+    from importers.redb.scan import scan
+    from migrate.progress import phase, source_rows
+
+    total = source_rows(path) if progress is not None else None
+    return scan(path, progress=phase(progress, "redb scan", total, unit="entries"))
 
 
 def schema_titles() -> dict[str, str]:

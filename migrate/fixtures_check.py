@@ -37,7 +37,10 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from migrate.progress import Observer
 
 from bbg_core.errors import MigrateError, UsageError
 from bbg_core.files import cannot_read
@@ -300,20 +303,25 @@ def check(
     bless: bool = False,
     kinds: list[str] | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    progress: Observer | None = None,
 ) -> dict[str, Any]:
     """Replay every fixture in ``directory``; the report lists each with its differences.
 
     ``kinds``: ``GLOB=KIND`` items from the command line, for inputs content cannot tell.
+    ``progress``: an observer (stage ``fixtures check``, fixtures replayed out of those found).
     """
     from migrate.inspect import inspect_path
+    from migrate.progress import counter
 
     try:
         os.listdir(directory)  # missing, not a directory, or unreadable: one named error
     except OSError as exc:
         raise cannot_read(directory, exc) from exc
     globs = parse_kinds(kinds)
-    results = []
-    for source, expected_path in _inputs(directory):
+    results: list[dict[str, Any]] = []
+    pairs = list(_inputs(directory))  # every input found before any is replayed
+    report = counter(progress, "fixtures check", len(pairs), "fixtures")
+    for source, expected_path in pairs:
         expected = json.loads(expected_path.read_text("utf-8"))
         unpinned: list[str] = []
         with tempfile.TemporaryDirectory(prefix="bbg-fixture-") as tmp:
@@ -337,6 +345,8 @@ def check(
         if unpinned:
             result["unpinned"] = unpinned
         results.append(result)
+        if report is not None:
+            report(len(results))
         if on_result is not None:
             on_result(result)
     if not results:

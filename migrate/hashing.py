@@ -15,16 +15,21 @@ from typing import BinaryIO
 
 from bbg_core.errors import SourceError, UsageError, ValidationFailed
 from importers import hemera, nox
+from migrate.progress import Observer, counter, file_size, stream_size
 
 #: A leaf is read whole; hemera's tree uses 4 KiB chunks, this is a generous bound.
 MAX_LEAF_BYTES = 16 * 1024 * 1024
 
 
-def file_digest(name: str) -> bytes:
-    """hemera of the file ``name`` ('-': standard input), read in bounded chunks."""
+def file_digest(name: str, *, progress: Observer | None = None) -> bytes:
+    """hemera of the file ``name`` ('-': standard input), read in bounded chunks;
+    ``progress`` an observer (stage ``hemera``, bytes out of the file's size; a pipe's total
+    is unknown)."""
     if name == "-":
-        return hemera.hash_stream(sys.stdin.buffer)
-    return hemera.hash_file(name)
+        report = counter(progress, "hemera", stream_size(sys.stdin.buffer), "bytes")
+        return hemera.hash_stream(sys.stdin.buffer, progress=report)
+    report = counter(progress, "hemera", file_size(name), "bytes")
+    return hemera.hash_file(name, progress=report)
 
 
 def _read_bounded(stream: BinaryIO, name: str) -> bytes:

@@ -45,6 +45,43 @@ def phase(
     return report
 
 
+CountCallback = Callable[[int], None]
+
+
+def counter(
+    observer: Observer | None, stage: str, total: int | None, unit: str
+) -> CountCallback | None:
+    """The ``done`` callback of one stage counting ``unit`` (bytes, pages, events,
+    fixtures, ...) out of ``total``; None when nobody watches, so a hook costs one test.
+    Reported as started now; ``done`` is held at the highest value seen."""
+    if observer is None:
+        return None
+    seen = 0
+    observer(stage, 0, total, unit)
+
+    def report(done: int) -> None:
+        nonlocal seen
+        seen = max(seen, done)
+        observer(stage, seen, None if total is None else max(total, seen), unit)
+
+    return report
+
+
+def stream_size(stream: object) -> int | None:
+    """Bytes left to read in ``stream`` when it is a regular file (a total for a byte-counting
+    stage), None for a pipe, a terminal or anything that cannot tell."""
+    import stat
+
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return max(st.st_size - os.lseek(fd, 0, os.SEEK_CUR), 0)
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def step(observer: Observer | None, stage: str) -> Callable[[], None]:
     """A stage of one unit (validate, activate): reported as started now; call the result
     when it is done."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,10 +33,9 @@ def test_run_on_a_terminal_shows_each_stage(tmp_path: Path, source: Path) -> Non
     code, screen = run_on_pty("run", str(source), "--store", str(tmp_path / "bbg"),
                               columns=140)  # fmt: skip
     assert code == 0, screen
-    for stage, counts in zip(STAGES, ["220/220 rows", "220/220 rows", "1/1 steps",
-                                      "1/1 steps"], strict=True):  # fmt: skip
-        line = next((ln for ln in screen.split("\r") if f" {stage} " in ln and counts in ln),
-                    None)  # fmt: skip
+    for stage in STAGES:  # validate: rows checked; activate: rows published
+        line = next((ln for ln in screen.split("\r")
+                     if f" {stage} " in ln and "220/220 rows" in ln), None)  # fmt: skip
         assert line is not None, (stage, screen)
         assert "100%" in line and "ETA" in line, line
     assert "complete: import" in screen
@@ -136,3 +137,164 @@ def test_a_closed_progress_reader_never_stops_the_work(tmp_path: Path, source: P
         os.close(write_end)
     assert res.returncode == 0
     schemas.validate(json.loads(res.stdout), "receipt")
+
+
+# -- the other long commands: a total, a counter that never runs backwards ------------------
+
+COUNTS = re.compile(r"([0-9][0-9,]*)/([0-9][0-9,]*) ([a-z]+)")
+CLEAN = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+LOGS = ["bbg-cli-small.log", "bbg-cli-bad-flag.log", "bbg-cli-torn-tail.log"]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A store (the 220 rows of cell-small), its snapshot and its event stream, a source and
+    a small fixtures directory: the inputs of every command below."""
+    base = tmp_path_factory.mktemp("progress")
+    src = unpack(LEGACY / "cell-small.redb.gz", base / "src")
+    store = base / "store"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for args, out in ((["run", str(src), "--store", str(store)], None),
+                      (["--store", str(store), "snapshot"], base / "snap.ndjson"),
+                      (["--store", str(store), "tail"], base / "events.ndjson")):  # fmt: skip
+        with open(out or os.devnull, "wb") as fh:
+            subprocess.run([sys.executable, "-m", "migrate", *args], stdout=fh, env=env,
+                           check=True)  # fmt: skip
+    fixtures = base / "fixtures"
+    fixtures.mkdir()
+    for name in LOGS:
+        for suffix in ("", ".expected.json"):
+            shutil.copy(LEGACY / (name + suffix), fixtures)
+    return {"src": src, "store": store, "snap": base / "snap.ndjson",
+            "events": base / "events.ndjson", "fixtures": fixtures, "base": base}  # fmt: skip
+
+
+def _commands(made: dict[str, Path], fresh: Path) -> dict[str, tuple[list[str], list[str]]]:
+    """Command line and the stages it shows, per command."""
+    store = ["--store", str(made["store"])]
+    return {
+        "redb scan": (["redb", "scan", str(made["src"])], ["redb scan"]),
+        "doctor": ([*store, "doctor"], ["integrity", "tables"]),
+        "backup": ([*store, "backup", str(fresh)], ["backup", "integrity", "tables"]),
+        "snapshot": ([*store, "snapshot"], ["snapshot"]),
+        "restore": (["--store", str(fresh), "restore", str(made["snap"])], ["restore"]),
+        "apply": (["--store", str(fresh), "apply", str(made["events"])], ["apply"]),
+        "fixtures check": (["fixtures", "check", str(made["fixtures"])], ["fixtures check"]),
+        "hemera": (["hemera", str(made["snap"])], [f"hemera {made['snap']}"]),
+    }
+
+
+COMMANDS = ["redb scan", "doctor", "backup", "snapshot", "restore", "apply", "fixtures check",
+            "hemera"]  # fmt: skip
+
+
+def _counts(screen: str, stage: str) -> list[tuple[int, int, str]]:
+    """Every ``done/total unit`` the terminal showed on the task line of ``stage``."""
+    found = []
+    for frame in CLEAN.sub("", screen).replace("\n", "\r").split("\r"):
+        if f" {stage} " not in frame:
+            continue
+        after = frame.split(f" {stage} ", 1)[1]
+        m = COUNTS.search(after)
+        if m is not None:
+            found.append((int(m[1].replace(",", "")), int(m[2].replace(",", "")), m[3]))
+    return found
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_long_commands_show_a_total_on_a_terminal(
+    tmp_path: Path, made: dict[str, Path], name: str
+) -> None:
+    args, stages = _commands(made, tmp_path / "fresh")[name]
+    code, screen = run_on_pty(*args, columns=200, stdout_to=tmp_path / "stdout")
+    assert code == 0, screen
+    assert "ETA" in screen and "%" in screen, screen
+    for stage in stages:
+        seen = _counts(screen, stage)
+        assert seen, (stage, screen)
+        done = [d for d, _, _ in seen]
+        assert done == sorted(done), (stage, seen)  # never backwards
+        last_done, total, unit = seen[-1]
+        assert total > 0 and last_done == total, (stage, seen)
+        assert unit in ("rows", "bytes", "pages", "lines", "entries", "fixtures", "steps")
+        assert len({t for _, t, _ in seen}) == 1, (stage, seen)  # the total is known at once
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_long_commands_json_progress(
+    tmp_path: Path, made: dict[str, Path], name: str
+) -> None:
+    args, stages = _commands(made, tmp_path / "fresh")[name]
+    with open(tmp_path / "stdout", "wb") as out:
+        res = subprocess.run(
+            [sys.executable, "-m", "migrate", "--json-progress", *args], stdout=out,
+            stderr=subprocess.PIPE, text=True, check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    docs = _lines(res.stderr)
+    assert [d["stage"] for d in docs if d["status"] == "started"] == stages
+    assert [d["stage"] for d in docs if d["status"] == "finished"] == stages
+    for stage in stages:
+        mine = [d for d in docs if d["stage"] == stage]
+        done = [d["done"] for d in mine]
+        assert done == sorted(done), (stage, done)
+        assert mine[0]["total"] is not None, mine[0]  # known from the start
+        assert mine[-1]["total"] and mine[-1]["done"] == mine[-1]["total"], mine[-1]
+        assert mine[-1]["percent"] == 100.0
+
+
+@pytest.mark.parametrize("name", ["doctor", "backup", "restore", "apply", "redb scan",
+                                  "fixtures check"])  # fmt: skip
+@pytest.mark.parametrize("flag", ["--json", "--quiet", "not a tty"])
+def test_long_commands_silent(
+    tmp_path: Path, made: dict[str, Path], name: str, flag: str
+) -> None:
+    args, _ = _commands(made, tmp_path / "fresh")[name]
+    if flag == "not a tty":
+        res = subprocess.run(
+            [sys.executable, "-m", "migrate", *args], capture_output=True, text=True,
+            check=False, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        assert "ETA" not in res.stderr and "\x1b[" not in res.stderr
+        return
+    args = [flag, *args] if flag == "--quiet" else [*args, flag]
+    code, screen = run_on_pty(*args, columns=200, stdout_to=tmp_path / "stdout")
+    assert code == 0, screen
+    assert "ETA" not in screen and not COUNTS.search(CLEAN.sub("", screen)), screen
+
+
+def test_hemera_and_snapshot_silent_when_quiet_or_not_a_tty(
+    tmp_path: Path, made: dict[str, Path]
+) -> None:
+    """The two commands without --json: --quiet and a stderr that is no terminal."""
+    for name in ("hemera", "snapshot"):
+        args, _ = _commands(made, tmp_path / "fresh")[name]
+        code, screen = run_on_pty("--quiet", *args, columns=200, stdout_to=tmp_path / "out")
+        assert code == 0 and "ETA" not in screen, screen
+        res = subprocess.run(
+            [sys.executable, "-m", "migrate", *args], stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True, check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        assert res.returncode == 0 and "ETA" not in res.stderr, res.stderr
+
+
+def test_validate_and_activate_count_rows_step_by_step(tmp_path: Path, source: Path) -> None:
+    """The staged path: validate counts the staged rows it checks, activate the rows it
+    publishes (no more one-step tasks)."""
+    store = tmp_path / "bbg"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for verb in ("seal", "stage"):
+        res = subprocess.run(
+            [sys.executable, "-m", "migrate", verb, str(source), "--store", str(store)],
+            env=env, check=False, capture_output=True, text=True,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+    for verb in ("validate", "activate"):
+        code, screen = run_on_pty(verb, str(source), "--store", str(store), columns=200)
+        assert code == 0, screen
+        seen = _counts(screen, verb)
+        assert seen and seen[-1] == (220, 220, "rows"), (verb, screen)
+        assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)

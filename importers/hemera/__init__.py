@@ -18,6 +18,7 @@ Tree mode (the specification's ``tree.md``): ``hash_leaf(chunk, counter, is_root
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -89,17 +90,30 @@ CHUNK_SIZE = 1 << 20
 
 
 def hash_stream(
-    stream: BinaryIO, *, prefix: bytes = b"", backend: Backend | None = None
+    stream: BinaryIO,
+    *,
+    prefix: bytes = b"",
+    backend: Backend | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> bytes:
-    """hemera(prefix || everything readable from ``stream``), holding at most one chunk."""
+    """hemera(prefix || everything readable from ``stream``), holding at most one chunk;
+    ``progress(bytes hashed so far)`` after each chunk."""
     hasher = (backend or impl).Hasher(prefix)
+    done = 0
     while chunk := stream.read(CHUNK_SIZE):
         hasher.update(chunk)
+        if progress is not None:
+            done += len(chunk)
+            progress(done)
     return hasher.digest()
 
 
 def hash_file(
-    path: str | os.PathLike[str], *, prefix: bytes = b"", backend: Backend | None = None
+    path: str | os.PathLike[str],
+    *,
+    prefix: bytes = b"",
+    backend: Backend | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> bytes:
     """hemera(prefix || the file's bytes), streaming (see ``domains`` for the prefixes).
 
@@ -107,6 +121,6 @@ def hash_file(
     """
     try:
         with open(path, "rb") as f:
-            return hash_stream(f, prefix=prefix, backend=backend)
+            return hash_stream(f, prefix=prefix, backend=backend, progress=progress)
     except OSError as exc:
         raise cannot_read(Path(path), exc) from exc

@@ -24,14 +24,18 @@ def scan(
     *,
     backend: str | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Read every pair of every table of ``path`` (and walk its system trees), verifying every
     page; per table and in total: entries, key+value bytes, seconds, entries/s.
 
     The total ``seconds`` include opening the file (header, commit selection, table tree).
     Raises what :func:`open_redb` and iteration raise (``RedbCorrupt`` naming the page).
+    ``progress(entries, key+value bytes)``, both counted over every table so far, after each
+    batch the reader yields.
     """
     started = clock()
+    seen_entries = seen_bytes = 0
     with open_redb(path, backend=backend) as db:
         tables: list[dict[str, Any]] = []
         for info in db.tables():
@@ -40,6 +44,10 @@ def scan(
             for batch in db.iter_batches(info.name):
                 entries += len(batch)
                 size += sum(map(len, chain.from_iterable(batch)))
+                if progress is not None:
+                    progress(seen_entries + entries, seen_bytes + size)
+            seen_entries += entries
+            seen_bytes += size
             seconds = clock() - t0
             tables.append(
                 {

@@ -194,3 +194,14 @@ def working(stage: str, as_json: bool = False) -> Iterator[None]:
         yield
         if observer is not None:
             observer(stage, 1, 1, "steps")
+
+
+def labelled(observer: _Watcher | None, name: str) -> Any:
+    """``observer`` with ``name`` after each stage label (``hemera FILE``), or None."""
+    if observer is None:
+        return None
+
+    def observe(stage: str, done: int, total: int | None, unit: str = "rows") -> None:
+        observer(f"{stage} {name}", done, total, unit)
+
+    return observe

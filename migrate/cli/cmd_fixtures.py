@@ -10,7 +10,7 @@ import typer
 from bbg_core.errors import ValidationFailed
 from migrate import api
 from migrate.cli import app
-from migrate.cli._progress import working
+from migrate.cli._progress import watch
 from migrate.cli._render import emit_json, err
 
 fixtures_app = typer.Typer(
@@ -38,8 +38,9 @@ def check_cmd(
 ) -> None:
     """Replay every fixture in DIRECTORY; exit 3 on any difference from its golden result."""
     show = None if as_json else _show
-    with working("fixtures check", as_json):
-        report = api.fixtures_check(directory, bless=bless, kinds=kind, on_result=show)
+    with watch(as_json) as progress:
+        report = api.fixtures_check(directory, bless=bless, kinds=kind, on_result=show,
+                                    progress=progress)  # fmt: skip
     if as_json:
         emit_json(report, "fixtures-check")
     _verdict(directory, report, as_json)

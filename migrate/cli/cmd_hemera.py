@@ -17,7 +17,7 @@ import typer
 from bbg_core.errors import SourceError, UsageError
 from migrate import api
 from migrate.cli import app
-from migrate.cli._progress import working
+from migrate.cli._progress import labelled, watch, working
 from migrate.cli._render import err
 
 TREE_MODES = ("leaf", "node", "data")
@@ -93,11 +93,12 @@ def _files(names: list[str], tree: str | None, counter: int, root: bool) -> None
     unreadable = 0
     for name in names:
         try:
-            with working(f"hemera {name}"):
-                if tree == "leaf":
+            if tree == "leaf":
+                with working(f"hemera {name}"):
                     digest = api.hemera_leaf(name, counter, root)
-                else:
-                    digest = api.hemera_file(name)
+            else:
+                with watch() as progress:  # one watcher, so one task, per file
+                    digest = api.hemera_file(name, progress=labelled(progress, name))
         except SourceError as exc:  # report it and go on with the other files, as sha256sum
             if len(names) == 1:
                 raise  # one input: its one-line error is the whole story

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from migrate import api
 from migrate.cli import app
-from migrate.cli._progress import working
+from migrate.cli._progress import watch
 from migrate.cli._render import emit_json, err, print_table, table
 
 redb_app = typer.Typer(
@@ -82,8 +82,8 @@ def scan_cmd(
 ) -> None:
     """Read every entry of every table of FILE, verifying every page checksum; report
     entries, key+value bytes, seconds and entries/s per table and in total."""
-    with working("redb scan", as_json):
-        doc = api.redb_scan(file)
+    with watch(as_json) as progress:
+        doc = api.redb_scan(file, progress=progress)
     if as_json:
         emit_json(doc, "redb-scan")
     else:

@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,7 +22,7 @@ from bbg_core.files import cannot_read
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
-from migrate.cli._progress import working
+from migrate.cli._progress import watch
 from migrate.cli._render import count, emit_json, err, show, size
 from migrate.cli._sizes import parse_size, show_size
 from migrate.cli._state import state
@@ -148,7 +149,26 @@ def upgrade_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     """Upgrade a store of schema version 1 to version 2 (adds the transaction ledger), in
     place, once: its current history becomes one ledger transaction. Older builds then
     refuse the store; running it again changes nothing."""
-    _summary(api.upgrade(_store(store)), as_json, "upgrade")
+    doc = api.upgrade(_store(store))
+    if as_json:
+        emit_json(doc, "upgrade")
+    else:
+        err.print(upgrade_line(doc), markup=False, soft_wrap=True)
+
+
+def upgrade_line(doc: dict[str, Any]) -> str:
+    """``upgrade`` for a human: what was upgraded, from what to what, and what changed."""
+    if not doc["upgraded"]:
+        return (f"nothing to do: {doc['path']} is already at store schema version {doc['to']} "
+                "(it has the transaction ledger); nothing written")  # fmt: skip
+    when = datetime.fromtimestamp(doc["at"] / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    got = doc["recorded"]
+    return (f"upgraded {doc['path']}: store schema version {doc['from']} -> {doc['to']}. Added "
+            f"the transaction ledger; the history so far became ledger transaction "
+            f"{doc['tx']:,} ({when}): {count(got['heads'], 'head')}, "
+            f"{count(got['rows'], 'row')} and {count(got['events'], 'event')} (imports, fences, "
+            "generation). Builds older than the ledger now refuse this store; running upgrade "
+            "again changes nothing")  # fmt: skip
 
 
 @app.command("apply")
@@ -167,8 +187,9 @@ def apply_cmd(
     is created if absent (and removed again if the stream is refused)."""
     stream = _open_input(source)
     try:
-        with working("apply", as_json):
-            doc = api.apply(_store(store, create=True), stream, max_line=max_line)
+        with watch(as_json) as progress:
+            doc = api.apply(_store(store, create=True), stream, max_line=max_line,
+                            progress=progress)  # fmt: skip
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -235,8 +256,8 @@ def excise_cmd(
 def snapshot_cmd(store: Path = STORE) -> None:
     """Every retained row as bbg-snapshot/1 NDJSON on stdout (header, records, footer)."""
     with _stdout_reader_may_leave():
-        with working("snapshot"):
-            api.write_snapshot(_store(store), sys.stdout.buffer)
+        with watch() as progress:
+            api.write_snapshot(_store(store), sys.stdout.buffer, progress=progress)
 
 
 @app.command("restore")
@@ -245,8 +266,8 @@ def restore_cmd(source: str = STREAM, store: Path = STORE, as_json: bool = JSON)
     published unless the whole stream validates."""
     stream = _open_input(source)
     try:
-        with working("restore", as_json):
-            doc = api.restore(stream, _store(store, create=True))
+        with watch(as_json) as progress:
+            doc = api.restore(stream, _store(store, create=True), progress=progress)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -261,8 +282,8 @@ def backup_cmd(
 ) -> None:
     """Online backup into the new store directory DEST: verified, fsynced, atomically
     published; never overwrites."""
-    with working("backup", as_json):
-        doc = api.backup(_store(store), dest)
+    with watch(as_json) as progress:
+        doc = api.backup(_store(store), dest, progress=progress)
     _summary(doc, as_json)
 
 
@@ -270,8 +291,8 @@ def backup_cmd(
 def doctor_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     """Read-only health report (SQLite integrity, links, digest, generation, fences,
     leftovers, orphan content); exit 0 healthy, 3 not."""
-    with working("doctor", as_json):
-        report = api.doctor(_store(store))
+    with watch(as_json) as progress:
+        report = api.doctor(_store(store), progress=progress)
     if as_json:
         emit_json(report, "doctor")
     else:

@@ -30,7 +30,7 @@ from migrate.pipeline import fresh, gate, retire, stages
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
 from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight
-from migrate.progress import Observer, file_size, phase, source_rows, step
+from migrate.progress import Observer, file_size, phase, source_rows
 from migrate.sources import RedbSource
 from migrate.store import imports, open_store
 from migrate.store.layout import resolve_store_dir
@@ -169,12 +169,9 @@ def _run_staged(
                     pre.import_id,
                     detail={"pages": res.pages, "rows_staged": res.rows, "rows_total": pre.rows},
                 )
-            finish = step(progress, "validate")
-            stages.validate_stage(store, job, pre, held)
-            finish()
-        finish = step(progress, "activate")
-        receipt = stages.activate_stage(store, job, pre, held)
-        finish()
+            stages.validate_stage(store, job, pre, held, phase(progress, "validate", pre.rows))
+        receipt = stages.activate_stage(store, job, pre, held,
+                                        phase(progress, "activate", pre.rows))  # fmt: skip
         mapping = job.mapping.to_json() if job.mapping is not None else None
         if retire.retire_import(store, job.source, receipt, mapping, asked=retire_source):
             return Outcome("retired", pre.import_id, receipt)
@@ -207,18 +204,16 @@ def stage(job: Job, *, max_pages: int | None = None, progress: Progress | None =
 def validate(job: Job, progress: Progress | None = None) -> Outcome:
     """Validate the staged import against the source and the destination."""
     with _sealed(job, progress) as (held, pre), _store(job) as store:
-        finish = step(progress, "validate")
-        detail = stages.validate_stage(store, job, pre, held)
-        finish()
+        detail = stages.validate_stage(store, job, pre, held,
+                                       phase(progress, "validate", pre.rows))  # fmt: skip
     return Outcome("validated", pre.import_id, detail=detail)
 
 
 def activate(job: Job, progress: Progress | None = None) -> Outcome:
     """Activate a validated import in one transaction; returns the receipt."""
     with _sealed(job, progress) as (held, pre), _store(job) as store:
-        finish = step(progress, "activate")
-        receipt = stages.activate_stage(store, job, pre, held)
-        finish()
+        receipt = stages.activate_stage(store, job, pre, held,
+                                        phase(progress, "activate", pre.rows))  # fmt: skip
     return Outcome("complete", pre.import_id, receipt)
 
 

@@ -30,7 +30,7 @@ from bbg_core.errors import MigrateError
 from fences.seal import Seal
 from migrate.pipeline import gate, stages
 from migrate.pipeline.preflight import Job, Preflight, judge, redb_report
-from migrate.progress import Observer, phase, step
+from migrate.progress import Observer, phase
 from migrate.sources import RedbSource
 from migrate.store.build import Loader, can_build, open_build
 from migrate.store.codec import ORDINAL
@@ -128,15 +128,18 @@ def run_fresh(
         loader.check()
         gate.locate(job)  # the staged path's destination checks, in its order
         store = build.open()
-        # The stages an observer expects: the pass staged every row; validation and
-        # activation are the one transaction below.
-        staged = phase(observer, "stage", pre.rows)
-        if staged is not None:
-            staged(sum(loader.rows.values()), pre.nbytes)
-        step(observer, "validate")()
-        finish = step(observer, "activate")
+        # The stages an observer expects: the pass staged and checked every row (links,
+        # content ids, digest: the checking pass is the validation); activation is the one
+        # transaction below, so its rows count as done when it commits.
+        loaded = sum(loader.rows.values())
+        for name in ("stage", "validate"):
+            counted = phase(observer, name, pre.rows)
+            if counted is not None:
+                counted(loaded, pre.nbytes)
+        activated = phase(observer, "activate", pre.rows)
         receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)
-        finish()
+        if activated is not None:
+            activated(loaded, pre.nbytes)
         if build.publish():
             return pre, receipt
     return pre, None

@@ -139,28 +139,49 @@ class _Staged:
 
 
 class _Counted:
-    """A row source that counts the rows read of each table (for one digest pass)."""
+    """A row source that counts the rows read of each table (for one digest pass), and
+    reports ``progress(rows, bytes)`` every few thousand rows and at the end."""
 
-    def __init__(self, tables: _Staged) -> None:
+    def __init__(self, tables: _Staged, progress: Progress | None) -> None:
         self._t = tables
+        self._progress = progress
         self.counts: dict[str, int] = {}
+        self.total_rows = self.total_bytes = 0
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         n = 0
+        progress = self._progress
         for row in self._t.rows(table):
             n += 1
             yield row
+            self.total_rows += 1
+            self.total_bytes += len(row[0]) + len(row[1])
+            if progress is not None and self.total_rows % 4096 == 0:
+                progress(self.total_rows, self.total_bytes)
         self.counts[table] = n
 
+    def finish(self) -> None:
+        if self._progress is not None:
+            self._progress(self.total_rows, self.total_bytes)
 
-def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) -> dict[str, Any]:
+
+def validate_stage(
+    store: Store,
+    job: Job,
+    pre: Preflight,
+    seal: Seal | None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Check the staged rows against the source -- counts and archive digest (a cell.redb:
     equal to the rows whose shape and links preflight checked; a converted log: its shape
-    and links checked here) -- and against the destination."""
+    and links checked here) -- and against the destination.
+    ``progress(rows checked, bytes)`` while the staged rows are read."""
     iid = pre.import_id
     gate.require_known(store, store.directory, job, pre)
     done = imports.journal_of(store, iid, "validated")
     if done is not None:
+        if progress is not None:
+            progress(pre.rows, pre.nbytes)  # checked before: nothing left to check
         return done
     if imports.journal_of(store, iid, "staged") is None:
         raise StoreError(
@@ -176,8 +197,9 @@ def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
             # (``judge`` refused it otherwise) and the seal is re-checked in full below, so
             # equal counts and archive digest prove the staged rows are those checked rows:
             # the one pass left here reads and hashes them (links are checked once).
-            counted = _Counted(staged)
+            counted = _Counted(staged, progress)
             digest = archive_digest(counted).hex()
+            counted.finish()
             rows = counted.counts
         else:
             # Rows converted from a log: their rules are checked here, on what was staged.
@@ -186,6 +208,7 @@ def validate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
                 content_check=pre.report.get("content_check", "codec"),
                 verify_blob_ids=False,
                 hemera_digest=False,
+                progress=progress,
             )
             errors += list(shape.errors) + list(iter_link_errors(staged, report_malformed=False))
             rows = {name: s.rows for name, s in shape.tables.items()}
@@ -292,14 +315,23 @@ def _publish_manifest(tx: Any, mapping: Mapping, pre: Preflight) -> dict[str, An
     }
 
 
-def activate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) -> dict[str, Any]:
-    """Publish the staged import in one transaction and return its receipt."""
+def activate_stage(
+    store: Store,
+    job: Job,
+    pre: Preflight,
+    seal: Seal | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Publish the staged import in one transaction and return its receipt.
+    ``progress(rows copied, 0)`` after each of the five tables is copied out of staging."""
     iid = pre.import_id
     with store.transaction(import_id=iid) as tx:
         gate.require_known(tx, store.directory, job, pre)
         if imports.import_state(tx, iid) == "active":
             receipt = imports.receipt_of(tx, iid)
             assert receipt is not None
+            if progress is not None:
+                progress(pre.rows, 0)  # copied before: nothing left to copy
             return receipt
         if imports.journal_of(tx, iid, "validated") is None:
             raise StoreError(
@@ -309,7 +341,15 @@ def activate_stage(store: Store, job: Job, pre: Preflight, seal: Seal | None) ->
         if seal is not None:
             seal.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
         gate.check_pins(tx, iid)
-        inserted = imports.activate(tx, iid)
+        copied = 0
+
+        def table_done(table: str) -> None:
+            nonlocal copied
+            copied += int(pre.report["tables"].get(table, {}).get("rows", 0))
+            if progress is not None:
+                progress(copied, 0)
+
+        inserted = imports.activate(tx, iid, None if progress is None else table_done)
         published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
         fenced: list[str] = []
         if job.mapping is not None:

@@ -38,6 +38,7 @@ from typing import Any, BinaryIO
 from bbg_core.errors import Conflict, HeadMismatch, MigrateError, ValidationFailed
 from fences import generations
 from fences import namespaces as fence_ns
+from migrate.progress import Observer, counter, stream_size
 from migrate.share.common import MAX_LINE, canonical, schema_problem
 from migrate.share.events import boundary_event, commit_event_id, meta_event, rows_event_id
 from migrate.share.verify import ContentLedger
@@ -47,6 +48,8 @@ from migrate.store.graph import head as head_of
 from migrate.store.graph import publish, resolve
 from migrate.store.store import provisional_store
 from migrate.store.tx import Tx
+
+REPORT_EVERY = 1024  # lines between two progress reports
 
 Receipt = dict[str, Any]
 
@@ -339,8 +342,13 @@ def apply_stream(
     *,
     max_line: int = MAX_LINE,
     on_receipt: Callable[[Receipt], None] | None = None,
+    progress: Observer | None = None,
 ) -> dict[str, Any]:
-    """Apply every event of ``stream`` in one transaction; returns counters and the basis."""
+    """Apply every event of ``stream`` in one transaction; returns counters and the basis.
+    ``progress``: an observer (stage ``apply``, bytes read out of the stream's size when it is
+    a regular file -- how many events a stream holds is not known before it is read)."""
+    report = counter(progress, "apply", stream_size(stream), "bytes")
+    read = 0
     totals = _deltas()
     events = replayed = 0
     basis: str | None = None
@@ -354,6 +362,10 @@ def apply_stream(
                 raw = read_line(stream, number, max_line)
                 if raw is None:
                     break
+                if report is not None:
+                    read += len(raw)
+                    if not number % REPORT_EVERY:
+                        report(read)
                 doc = parse_event(raw, number)
                 if doc["tx"] != group:
                     # One local ledger transaction per source transaction.
@@ -380,6 +392,8 @@ def apply_stream(
                 totals[key] += n
             if on_receipt is not None:
                 on_receipt(receipt)
+        if report is not None:
+            report(read)
         content_ledger.check()
         tx.close_entry()
         basis_tx = tx.last_written
@@ -400,13 +414,16 @@ def apply(
     *,
     max_line: int = MAX_LINE,
     on_receipt: Callable[[Receipt], None] | None = None,
+    progress: Observer | None = None,
 ) -> dict[str, Any]:
     """``bbg-migrate apply``: apply ``stream`` to the store in ``store_dir``, creating the store
     if it does not exist.  A refused stream into a store this call created leaves no store
     behind -- and never removes one another process has opened or written meanwhile
     (:func:`migrate.store.store.provisional_store`)."""
     with provisional_store(store_dir) as store:
-        return apply_stream(store, stream, max_line=max_line, on_receipt=on_receipt)
+        return apply_stream(
+            store, stream, max_line=max_line, on_receipt=on_receipt, progress=progress
+        )
 
 
 __all__ = ["apply", "apply_event", "apply_stream", "parse_event", "read_line"]

@@ -17,11 +17,13 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
 from bbg_core.files import owned_tempdir, sweep
+from migrate.progress import Observer
 from migrate.share.common import db_file, open_readonly
 from migrate.share.doctor import doctor
 from migrate.store.layout import DB_NAME
@@ -35,8 +37,26 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def backup(store_dir: Path, dest: Path) -> dict[str, Any]:
-    """Back the store in ``store_dir`` up into the new store directory ``dest``."""
+def _pages(observer: Observer | None) -> Callable[[int, int], None] | None:
+    """Stage ``backup`` fed by SQLite's ``(pages copied, pages in all)``: first ``(0, the
+    database's page count)``, then after each step; ``done`` is held at the highest value."""
+    if observer is None:
+        return None
+    seen = 0
+
+    def report(done: int, total: int) -> None:
+        nonlocal seen
+        seen = max(seen, done)
+        observer("backup", seen, max(total, seen), "pages")
+
+    return report
+
+
+def backup(store_dir: Path, dest: Path, *, progress: Observer | None = None) -> dict[str, Any]:
+    """Back the store in ``store_dir`` up into the new store directory ``dest``.
+
+    ``progress``: an observer; stage ``backup`` (database pages copied out of the pages in
+    all, from SQLite's backup API), then the verification's stages (:func:`doctor`)."""
     db_file(store_dir)  # StoreRefused when there is no store to back up
     dest = Path(dest)
     if dest.exists() or dest.is_symlink():
@@ -58,8 +78,8 @@ def backup(store_dir: Path, dest: Path) -> dict[str, Any]:
     try:
         copy = tmp / DB_NAME
         with open_readonly(store_dir) as conn:
-            conn.backup_into(copy)
-        report = doctor(tmp)
+            conn.backup_into(copy, _pages(progress))
+        report = doctor(tmp, progress=progress)
         if not report["healthy"]:
             first = report["problems"][0]
             raise ValidationFailed(

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from bbg_core.errors import StoreError
 from fences import generations
 from migrate.inspect import cell_report
+from migrate.progress import Observer, phase, step
 from migrate.share.common import DAMAGE as READ_DAMAGE
 from migrate.share.common import db_file, open_readonly, schema_version
 from migrate.share.content_classes import classify
@@ -127,6 +128,15 @@ def orphan_content(conn: Connection) -> Iterator[bytes]:
         yield bytes(key)
 
 
+def _row_count(conn: Connection) -> int | None:
+    """Rows of the five tables (a total for the ``tables`` stage; None if damage hides it:
+    the check itself then says what is unreadable, the report never depends on this)."""
+    try:
+        return sum(_count(conn, f"SELECT COUNT(*) FROM {t}") for t in ARCHIVE_ORDER)
+    except DAMAGE:
+        return None
+
+
 def _count(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> int:
     row = conn.one(sql, params)
     return int(row[0]) if row else 0
@@ -194,11 +204,13 @@ def _fences(conn: Connection) -> list[dict[str, Any]]:
     return out
 
 
-def doctor(store_dir: Path) -> dict[str, Any]:
+def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, Any]:
     """The doctor report of the store in ``store_dir`` (see the module docstring).
 
     Wherever SQLite can still read the file, the report is complete: a section that damage
     makes unreadable is an ``unreadable`` problem (exit 3), never an aborted check.
+    ``progress``: an observer; stages ``integrity`` (one step: SQLite's check does not count)
+    and ``tables`` (rows read out of the five tables' row counts).
     """
     db = db_file(store_dir)
     had_wal = Path(f"{db}-wal").exists()
@@ -208,11 +220,15 @@ def doctor(store_dir: Path) -> dict[str, Any]:
         "tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}
     }  # fmt: skip
     with open_readonly(store_dir, check=False) as conn, conn.read():
+        finish = step(progress, "integrity")
         sqlite_doc = _sqlite_checks(conn, problems)
         problems.extend(f.read("column values", lambda: column_problems(conn), []))
+        finish()
         sound = sqlite_doc["integrity"] == ["ok"]
         if sound:
-            tables = f.read("tables", lambda: cell_report(_Source(conn)), empty_tables)
+            report = phase(progress, "tables", _row_count(conn) if progress else None)
+            tables = f.read("tables", lambda: cell_report(_Source(conn), progress=report),
+                            empty_tables)  # fmt: skip
             problems.extend(tables.get("errors", []))
         else:
             # Reading a damaged b-tree can fail half-way: report the damage, read no further.

@@ -22,16 +22,18 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
 from bbg_core.files import owned_tempdir, sweep
 from migrate.links import validate_links
+from migrate.progress import Observer, counter, stream_size
 from migrate.share.apply import read_line
 from migrate.share.backup import _fsync
 from migrate.share.common import MAX_LINE, canonical, schema_problem
-from migrate.share.snapshot import STORAGE, columns, line_hash, retained_tables
+from migrate.share.snapshot import REPORT_EVERY, STORAGE, columns, line_hash, retained_tables
 from migrate.share.verify import ContentLedger
 from migrate.store import ledger, open_store
 from migrate.store.codec import ARCHIVE_ORDER, CONTENT
@@ -184,8 +186,16 @@ def _cell(value: Any) -> Any:
     return bytes.fromhex(value["hex"]) if isinstance(value, dict) else value
 
 
-def restore(stream: BinaryIO, dest: Path, *, max_line: int = MAX_LINE) -> dict[str, Any]:
-    """Restore the snapshot read from ``stream`` into the new store directory ``dest``."""
+def restore(
+    stream: BinaryIO,
+    dest: Path,
+    *,
+    max_line: int = MAX_LINE,
+    progress: Observer | None = None,
+) -> dict[str, Any]:
+    """Restore the snapshot read from ``stream`` into the new store directory ``dest``.
+    ``progress``: an observer (stage ``restore``, bytes read out of the stream's size when it
+    is a regular file, unknown for a pipe)."""
     dest = Path(dest)
     _pristine(dest)
     parent = dest.parent
@@ -202,7 +212,8 @@ def restore(stream: BinaryIO, dest: Path, *, max_line: int = MAX_LINE) -> dict[s
     # lock (migrate.store.creation) is a different lock from the one that says "alive".
     built = tmp / "store"
     try:
-        summary = _load(stream, built, max_line)
+        report = counter(progress, "restore", stream_size(stream), "bytes")
+        summary = _load(stream, built, max_line, report)
         _fsync(built / DB_NAME)
         _fsync(built)
         _pristine(dest)  # still pristine: never replace what appeared meanwhile
@@ -222,7 +233,9 @@ def restore(stream: BinaryIO, dest: Path, *, max_line: int = MAX_LINE) -> dict[s
     return {**summary, "dest": str(dest)}
 
 
-def _load(stream: BinaryIO, directory: Path, max_line: int) -> dict[str, Any]:
+def _load(
+    stream: BinaryIO, directory: Path, max_line: int, report: Callable[[int], None] | None
+) -> dict[str, Any]:
     first = read_line(stream, 1, max_line)
     if first is None:
         raise _bad(1, "empty stream: no snapshot header")
@@ -242,11 +255,16 @@ def _load(stream: BinaryIO, directory: Path, max_line: int) -> dict[str, Any]:
             conn.execute(f"UPDATE {STORAGE} SET store_id = ? WHERE id = 1", (header["store_id"],))
             loader = _Loader(conn)
             number = 2
+            read = len(first) + len(second)
             while True:
                 number += 1
                 raw = read_line(stream, number, max_line)
                 if raw is None:
                     raise _bad(number, "the stream ends without a footer (truncated)")
+                if report is not None:
+                    read += len(raw)
+                    if not number % REPORT_EVERY:
+                        report(read)
                 doc = _decode(raw, number)
                 if doc.get("bbg") == "end":
                     footer = doc
@@ -255,6 +273,8 @@ def _load(stream: BinaryIO, directory: Path, max_line: int) -> dict[str, Any]:
                 digest.update(raw)
             if read_line(stream, number + 1, max_line) is not None:
                 raise _bad(number + 1, "data after the footer")
+            if report is not None:
+                report(read)
             loader.flush()
             loader.content.check()  # as a migration checks content: codec, Blob/Data ids
             _check_footer(conn, loader, footer, digest.hexdigest(), number)

@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 
 from bbg_core.errors import StoreRefused
 from fences import generations
+from migrate.progress import Observer, counter
 from migrate.share.common import (
     canonical,
     damaged_reads,
@@ -50,6 +51,7 @@ from migrate.store.digest import archive_digest
 from migrate.store.tables import StoreTables
 
 FORMAT = "snapshot/1"
+REPORT_EVERY = 1024  # lines between two progress reports
 SNAPSHOT_FORMAT = 2  # version 1 (no ledger, basis event id) is not read any more
 STORAGE = "bbg_storage_v1"
 IN_FLIGHT = frozenset(
@@ -142,17 +144,38 @@ def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
     )
 
 
+def line_count(conn: Connection) -> int:
+    """The lines :func:`snapshot_lines` will write (header, time, a record per row of every
+    carried table, the storage record, footer): a total for progress, from row counts."""
+    rows = 0
+    for table in [*ARCHIVE_ORDER, *retained_tables(conn)]:
+        row = conn.one(f"SELECT COUNT(*) FROM {table}")
+        rows += int(row[0]) if row else 0
+    return rows + 4
+
+
 def write_snapshot(
-    store_dir: Path, out: BinaryIO, *, created_at: int | None = None
+    store_dir: Path,
+    out: BinaryIO,
+    *,
+    created_at: int | None = None,
+    progress: Observer | None = None,
 ) -> dict[str, Any]:
-    """Write the snapshot of the store in ``store_dir`` to ``out``; returns a summary."""
+    """Write the snapshot of the store in ``store_dir`` to ``out``; returns a summary.
+    ``progress``: an observer (stage ``snapshot``, lines written out of the lines due)."""
     when = clock.now_us() if created_at is None else created_at
     lines = size = 0
     with open_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
         require_sound(conn, "exported")
+        report = None if progress is None else counter(
+            progress, "snapshot", line_count(conn), "lines")  # fmt: skip
         for line in snapshot_lines(conn, when):
             out.write(line)
             lines += 1
             size += len(line)
+            if report is not None and not lines % REPORT_EVERY:
+                report(lines)
+        if report is not None:
+            report(lines)
     out.flush()
     return {"kind": "bbg-snapshot", "lines": lines, "bytes": size}

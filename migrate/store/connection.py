@@ -54,6 +54,7 @@ Params = tuple[Any, ...] | list[Any]
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 ROWS_BYTES = 4 * 1024 * 1024  # about how many bytes of rows :meth:`Connection.rows` holds
+BACKUP_STEP_PAGES = 256  # pages per online-backup step when progress is reported (1 MiB at 4 KiB)
 
 
 def translate(
@@ -278,12 +279,16 @@ class Connection:
                 raise self.poisoned from exc
             raise  # KeyboardInterrupt and the like keep their meaning; the handle is poisoned
 
-    def backup_into(self, dest: Path) -> None:
+    def backup_into(
+        self, dest: Path, progress: Callable[[int, int], None] | None = None
+    ) -> None:
         """Copy the whole database into the new file ``dest`` with SQLite's online backup API.
 
-        One step (``pages=-1``): the copy is taken inside one read transaction, so it is a
-        consistent committed state even while other processes keep writing (WAL readers do
-        not block writers).
+        Without ``progress``: one step (``pages=-1``), inside one read transaction.  With
+        ``progress(pages copied, pages in all)``: steps of :data:`BACKUP_STEP_PAGES` pages,
+        all inside one read transaction this connection holds open from the first step to the
+        last, so the copy is the same consistent committed state either way, even while other
+        processes keep writing (WAL readers do not block writers).
         """
         self._check()
         try:
@@ -291,7 +296,17 @@ class Connection:
         except (sqlite3.Error, OSError) as exc:
             raise translate(exc, dest, "create backup file") from exc
         try:
-            self._db.backup(target, pages=-1)
+            if progress is None:
+                self._db.backup(target, pages=-1)
+            else:
+
+                def step(status: int, remaining: int, total: int) -> None:
+                    progress(total - remaining, total)
+
+                with self.read():
+                    row = self._db.execute("PRAGMA page_count").fetchone()
+                    progress(0, int(row[0]))
+                    self._db.backup(target, pages=BACKUP_STEP_PAGES, progress=step)
         except (sqlite3.Error, OSError) as exc:
             raise translate(exc, self.path, "online backup", dest=str(dest)) from exc
         finally:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from bbg_core.errors import Conflict, StoreError
@@ -267,8 +267,11 @@ def stage_rows(
     return new
 
 
-def activate(tx: Tx, import_id: str) -> dict[str, int]:
+def activate(
+    tx: Tx, import_id: str, table_done: Callable[[str], None] | None = None
+) -> dict[str, int]:
     """Publish the import's staged rows into the five tables; returns new rows per table.
+    ``table_done(table)`` after each table is copied (for progress).
 
     The ledger entry records each head the activation moves (before → after) and the content
     and claim rows it adds that are not the commit of a staged history entry.
@@ -324,6 +327,8 @@ def activate(tx: Tx, import_id: str) -> dict[str, int]:
             (import_id, ordinal),
         )
         inserted[table] = max(cur.rowcount, 0)
+        if table_done is not None:
+            table_done(table)
     for ns, before, after in moved:
         tx.note_head(ns, before, after)
     _clear(tx, import_id, "active")

@@ -11,7 +11,7 @@ import pytest
 
 from bbg_core.errors import StoreRefused, UsageError
 from migrate.share import backup, doctor
-from migrate.store import DB_NAME, open_store
+from migrate.store import DB_NAME, connection, open_store
 from tests.share.conftest import run_cli
 from tests.share.stores import birth
 
@@ -57,9 +57,19 @@ def test_cli_backup_then_doctor(cell_store: Path, tmp_path: Path) -> None:
     assert run_cli("--store", str(dest), "doctor").returncode == 0
 
 
+@pytest.mark.parametrize("watched", [False, True], ids=["one-step", "stepwise-progress"])
 def test_backup_while_another_process_writes(
-    graph: Path, tmp_path: Path, spawn_writer: Callable[..., subprocess.Popen[str]]
+    graph: Path,
+    tmp_path: Path,
+    spawn_writer: Callable[..., subprocess.Popen[str]],
+    watched: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Watched (issue 13: progress), the copy goes 2 pages a step, all in one read
+    transaction: still a consistent state under a writer, and the page counter only grows."""
+    seen: list[tuple[str, int, int | None, str]] = []
+    if watched:
+        monkeypatch.setattr(connection, "BACKUP_STEP_PAGES", 2)
     writer = spawn_writer(graph, 0)
     assert writer.stdout is not None
     for _ in range(5):  # let it commit a few times first
@@ -67,7 +77,7 @@ def test_backup_while_another_process_writes(
     copies = []
     for n in range(3):
         dest = tmp_path / f"b{n}"
-        backup(graph, dest)
+        backup(graph, dest, progress=(lambda *a: seen.append(a)) if watched else None)
         copies.append(dest)
         time.sleep(0.05)
     assert writer.poll() is None, "the writer must still be running"
@@ -81,3 +91,16 @@ def test_backup_while_another_process_writes(
             assert head is not None
             indices.append(head.index)
     assert indices == sorted(indices) and indices[-1] > indices[0]
+    if watched:
+        runs: list[list[tuple[int, int | None]]] = []
+        for stage, done, total, unit in seen:
+            if stage == "backup":
+                assert unit == "pages"
+                if done == 0:
+                    runs.append([])  # a new copy starts
+                runs[-1].append((done, total))
+        assert len(runs) == 3
+        for run in runs:
+            assert len(run) > 2, run  # several steps, the total known from the first report
+            assert [d for d, _ in run] == sorted(d for d, _ in run)
+            assert run[-1][0] == run[-1][1] == run[0][1]
