@@ -99,8 +99,9 @@ def detect(path: str | os.PathLike[str]) -> dict[str, Any]:
         report["redb"] = _redb_facts(p, head)
         return report
     try:
-        from importers.frame_log import frame_log_dialect, looks_like_frame_log
-        from importers.text_archive import looks_like_text_archive
+        # The sniffing modules only, not the readers (start-up time: tests/test_startup.py).
+        from importers.frame_log.dialect import frame_log_dialect, looks_like_frame_log
+        from importers.text_archive.sniff import looks_like_text_archive
     except ImportError:  # pragma: no cover - the importers ship with the package
         return report
     if looks_like_frame_log(head):

@@ -97,10 +97,57 @@ def test_write_once_is_atomic_and_fsyncs(tmp_path: Path, monkeypatch: pytest.Mon
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
 
-def test_a_store_source_refuses_receipt(tmp_path: Path, source: Path) -> None:
+@pytest.fixture
+def store_source(tmp_path: Path, source: Path) -> Path:
+    """A BBG store to transfer from (the migrated legacy fixture)."""
     store = tmp_path / "bbg"
     assert cli("run", str(source), "--store", str(store)).returncode == 0
-    res = cli("run", str(store), "--store", str(tmp_path / "t"), "--receipt",
-              str(tmp_path / "r.json"))  # fmt: skip
-    assert res.returncode == 2
-    assert "--receipt apply to legacy sources only" in res.stderr
+    return store
+
+
+@pytest.mark.parametrize("verb", ["run", "transfer"])
+def test_a_transfer_writes_its_receipt_once(tmp_path: Path, store_source: Path, verb: str) -> None:
+    """A BBG store as the source: ``--receipt`` writes the transfer receipt, by the same
+    write-once rules as a migration's."""
+    target, receipt = tmp_path / "t", tmp_path / "receipt.json"
+    res = cli(verb, str(store_source), "--store", str(target), "--receipt", str(receipt),
+              "--json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    written = json.loads(receipt.read_text())
+    schemas.validate(written, "transfer-receipt")
+    assert written == json.loads(res.stdout)
+    assert f"receipt written to {receipt}" in res.stderr
+    before = receipt.stat()
+    again = cli(verb, str(store_source), "--store", str(target), "--receipt", str(receipt))
+    assert again.returncode == 0, again.stderr
+    assert "already holds this receipt; left as it was" in again.stderr
+    assert receipt.stat().st_mtime_ns == before.st_mtime_ns
+    other = tmp_path / "other.json"
+    other.write_text("{}\n")
+    res = cli(verb, str(store_source), "--store", str(target), "--receipt", str(other))
+    assert res.returncode == 4
+    assert "already holds a different receipt; it is never overwritten" in res.stderr
+    assert other.read_text() == "{}\n"
+
+
+def test_transfer_steps_write_their_documents(tmp_path: Path, store_source: Path) -> None:
+    target = str(tmp_path / "t")
+    staged = tmp_path / "staged.json"
+    res = cli("run", str(store_source), "--store", target, "--pages", "1", "--page-rows", "10",
+              "--receipt", str(staged))  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert f"no receipt yet (staging): {staged} not written" in res.stderr
+    assert not staged.exists()
+    assert cli("stage", str(store_source), "--store", target).returncode == 0
+    report = tmp_path / "validated.json"
+    res = cli("validate", str(store_source), "--store", target, "--receipt", str(report))
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(report.read_text())
+    schemas.validate(doc, "transfer-report")
+    assert doc["status"] == "validated"
+    receipt = tmp_path / "receipt.json"
+    res = cli("activate", str(store_source), "--store", target, "--receipt", str(receipt))
+    assert res.returncode == 0, res.stderr
+    written = json.loads(receipt.read_text())
+    schemas.validate(written, "transfer-receipt")
+    assert written["manifest"] == doc["manifest"]

@@ -46,13 +46,82 @@ def test_version_imports_no_cli_no_sqlite_no_rich() -> None:
     assert not {m for m in found if m.split(".")[0] in HEAVY or m in HEAVY}
 
 
-def test_detect_imports_typer_but_not_the_rest() -> None:
-    found = imported("detect", "fixtures/legacy/signals-small.log")
+# What detection needs: the sniffing modules, not the readers behind them.
+SNIFFING = ("importers.frame_log.dialect", "importers.text_archive.sniff")
+READERS = (
+    "importers.frame_log.decode", "importers.frame_log.encode", "importers.frame_log.inspect",
+    "importers.signal_log.decode", "importers.signal_log.encode", "importers.signal_log.inspect",
+    "importers.text_archive.reader", "importers.text_archive.inspect", "importers.redb",
+    "importers.hemera",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("file", ["fixtures/legacy/signals-small.log", "README.md"])
+def test_detect_imports_typer_but_not_the_rest(file: str) -> None:
+    found = imported("detect", file)
     assert "typer" in found and "migrate.detect" in found
     assert "migrate.cli.cmd_inspect" in found and "migrate.cli.cmd_fleet" not in found
     unwanted = {"rich", "sqlite3", "_sqlite3", "jsonschema", "migrate.pipeline", "migrate.fleet",
                 "migrate.share", "migrate.store"}  # fmt: skip
     assert not (found & unwanted), found & unwanted
+    # typer 0.29 converts values through pydantic (typer._adapters): not for a path argument
+    # (migrate/cli/_coerce.py); and detection reads the sniffing modules, not the readers.
+    assert not {m for m in found if m.split(".")[0] == "pydantic" or m == "typer._adapters"}
+    assert set(SNIFFING) <= found
+    assert not {m for m in found if m.startswith(READERS)}, sorted(found)
+
+
+LIGHT_PROBE = """
+import sys
+import migrate.cli as cli
+if sys.argv[1] == "typer":
+    cli.lighten = lambda command: None
+sys.exit(cli.run(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("argv", [
+    ["detect", "fixtures/legacy/signals-small.log", "--json"],
+    ["detect", "no/such/file"],
+    ["detect"],
+    ["detect", "-h"],
+    ["--store", "--json", "detect", "README.md"],
+    ["--store=./s", "--config", "no-such.toml", "detect", "README.md"],
+    ["inspect", "--kind", "nope", "README.md"],
+    ["inspect", "--kind", "text-archive", "--json", "fixtures/legacy/signals-small.log"],
+    ["plan", "README.md", "--max-bytes", "12XB"],
+    ["plan", "README.md", "--kind", "bbg"],
+])  # fmt: skip
+def test_light_conversion_is_typers(argv: list[str]) -> None:
+    """Output, errors and exit codes are the same with the pydantic-free conversion as with
+    typer's own (migrate/cli/_coerce.py)."""
+    got = []
+    for mode in ("light", "typer"):
+        res = subprocess.run(
+            [sys.executable, "-c", LIGHT_PROBE, mode, *argv], capture_output=True, text=True,
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"},
+        )  # fmt: skip
+        got.append((res.returncode, res.stdout, res.stderr))
+    assert got[0] == got[1]
+    assert "Traceback" not in got[0][2]
+
+
+def test_lazy_packages_export_what_they_declare() -> None:
+    """The reader packages import their modules on first use (bbg_core.lazy): every name in
+    ``__all__`` resolves, and the lazy table names the same things as the imports type
+    checkers read."""
+    import importlib
+
+    for name in ("importers.signal_log", "importers.frame_log", "importers.text_archive"):
+        package = importlib.import_module(name)
+        for export in package.__all__:
+            assert getattr(package, export) is not None
+        tree = ast.parse((ROOT / name.replace(".", "/") / "__init__.py").read_text("utf-8"))
+        typed = {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                 for a in n.names if n.module and n.module.startswith(name)}  # fmt: skip
+        assert {alias for _, alias in typed} == set(package.__all__)
+        for module, export in typed:
+            assert getattr(importlib.import_module(module), export) is getattr(package, export)
 
 
 @pytest.mark.parametrize("word", sorted(COMMAND_MODULES))

@@ -16,25 +16,57 @@ Every fault raises :class:`bbg_core.errors.FrameLogError` (a ``SignalLogError``)
 
 from __future__ import annotations
 
-from importers.frame_log.decode import decode_frames, frame_log_error, read_frames
-from importers.frame_log.dialect import (
-    FRAME_LOG,
-    SIGNAL_LOG,
-    frame_log_dialect,
-    looks_like_frame_log,
-    signal_dialect,
-)
-from importers.frame_log.encode import encode_cli_signal, encode_frame, frame, write_sample
-from importers.frame_log.inspect import inspect_frame_log
-from importers.frame_log.model import (
-    DEFAULT_LIMITS,
-    ERROR_CODES,
-    SIGILS,
-    CliFrame,
-    CliLink,
-    CliSignal,
-    Finalize,
-    Limits,
+from typing import TYPE_CHECKING
+
+from bbg_core.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the same names, for type checkers
+    from importers.frame_log.decode import decode_frames, frame_log_error, read_frames
+    from importers.frame_log.dialect import (
+        FRAME_LOG,
+        SIGNAL_LOG,
+        frame_log_dialect,
+        looks_like_frame_log,
+        signal_dialect,
+    )
+    from importers.frame_log.encode import encode_cli_signal, encode_frame, frame, write_sample
+    from importers.frame_log.inspect import inspect_frame_log
+    from importers.frame_log.model import (
+        DEFAULT_LIMITS,
+        ERROR_CODES,
+        SIGILS,
+        CliFrame,
+        CliLink,
+        CliSignal,
+        Finalize,
+        Limits,
+    )
+
+# Imported when first read: `detect` needs only the sniffing module (bbg_core.lazy).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "decode": ("decode_frames", "frame_log_error", "read_frames"),
+        "dialect": (
+            "FRAME_LOG",
+            "SIGNAL_LOG",
+            "frame_log_dialect",
+            "looks_like_frame_log",
+            "signal_dialect",
+        ),
+        "encode": ("encode_cli_signal", "encode_frame", "frame", "write_sample"),
+        "inspect": ("inspect_frame_log",),
+        "model": (
+            "DEFAULT_LIMITS",
+            "ERROR_CODES",
+            "SIGILS",
+            "CliFrame",
+            "CliLink",
+            "CliSignal",
+            "Finalize",
+            "Limits",
+        ),
+    },
 )
 
 __all__ = [

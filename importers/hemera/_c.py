@@ -215,6 +215,12 @@ def _cumulative(items: Sequence[BytesLike]) -> tuple[Any, list[int]]:
     return ffi.new("uint64_t[]", ends), ends
 
 
+def _batch_buffers(items: Sequence[BytesLike]) -> tuple[Any, Any]:
+    """The items joined into one C buffer, and a C buffer for their digests."""
+    data = ffi.from_buffer(b"".join(items))  # the cdata keeps the joined bytes alive
+    return data, ffi.new("char[]", DIGEST_SIZE * len(items))
+
+
 def _split(out: Any) -> list[bytes]:
     raw = bytes(ffi.buffer(out))
     return [raw[i : i + DIGEST_SIZE] for i in range(0, len(raw), DIGEST_SIZE)]
@@ -229,10 +235,8 @@ def hash_many(items: Sequence[BytesLike], *, threads: int | None = None) -> list
     """
     if not items:
         return []
-    joined = b"".join(items)
-    data = ffi.from_buffer(joined)
+    data, out = _batch_buffers(items)
     c_ends, ends = _cumulative(items)
-    out = ffi.new("char[]", DIGEST_SIZE * len(items))
     _run(lambda first, count: lib.hemera_hash_many(data, c_ends, first, count, out), ends,
          threads)
     return _split(out)
@@ -269,10 +273,8 @@ def hash_leaf_many(
     _check_counter(counter)
     if not items:
         return []
-    joined = b"".join(items)
-    data = ffi.from_buffer(joined)
+    data, out = _batch_buffers(items)
     c_ends, ends = _cumulative(items)
-    out = ffi.new("char[]", DIGEST_SIZE * len(items))
     root = 1 if is_root else 0
     _run(lambda first, count: lib.hemera_hash_leaf_many(data, c_ends, first, count, counter,
                                                         root, out), ends, threads)
@@ -287,9 +289,7 @@ def hash_node_many(
         return []
     if any(len(p) != 2 * DIGEST_SIZE for p in pairs):
         raise ValueError(f"a node input is {2 * DIGEST_SIZE} bytes")
-    joined = b"".join(pairs)
-    data = ffi.from_buffer(joined)
-    out = ffi.new("char[]", DIGEST_SIZE * len(pairs))
+    data, out = _batch_buffers(pairs)
     root = 1 if is_root else 0
     ends = range(2 * DIGEST_SIZE, 2 * DIGEST_SIZE * (len(pairs) + 1), 2 * DIGEST_SIZE)
     _run(lambda first, count: lib.hemera_hash_node_many(data, first, count, root, out), ends,

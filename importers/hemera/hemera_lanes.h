@@ -19,7 +19,8 @@
  * suffix), LV_PER (vectors per element: 8 / lanes per vector), and the helpers
  * LV_LOAD, LV_STORE, LV_SET1, LV_MUL, LV_ADD (field), LV_PADD (plain 64-bit add), LV_LO32,
  * LV_HI32 (32-bit halves), LV_JOIN (join_limbs), LV_CANON, LV_NONZERO_OR_ONE(n) (n, or 1
- * where n == 0) and LV_IF_ZERO(n, a, b) (a where n == 0, else b).
+ * where n == 0) and LV_IF_ZERO(n, a, b) (a where n == 0, else b); this file undefines them
+ * at its end, ready for the next instruction set.
  */
 
 /* x <- M_E x (+ rc, the next round's constants, when not NULL), on 32-bit limbs so that
@@ -138,3 +139,20 @@ LV_ATTR static void LV_NAME(permute_lanes)(lanes_state *ls, const uint64_t *rc) 
     for (int e = 0; e < WIDTH; e++)
         for (int h = 0; h < LV_PER; h++) LV_STORE(&ls->e[e][h * (LANES / LV_PER)], x[e][h]);
 }
+
+#undef LV
+#undef LV_ATTR
+#undef LV_NAME
+#undef LV_PER
+#undef LV_LOAD
+#undef LV_STORE
+#undef LV_SET1
+#undef LV_MUL
+#undef LV_ADD
+#undef LV_PADD
+#undef LV_LO32
+#undef LV_HI32
+#undef LV_JOIN
+#undef LV_CANON
+#undef LV_NONZERO_OR_ONE
+#undef LV_IF_ZERO

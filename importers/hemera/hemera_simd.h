@@ -11,6 +11,56 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HEMERA_PORTABLE)
 #define HEMERA_SIMD 1
 #include <immintrin.h>
+
+/* The field arithmetic per lane, written once for AVX-512 and AVX2 and instantiated for
+ * each by DEFINE_FIELD_OPS with its hooks: X the intrinsics' prefix, V the vector type,
+ * M the lane-mask type, LT(u, w) the mask of u < w, LT_AND(m, u, w) that within m,
+ * ADD_EPS_IF(x, m, eps) / SUB_EPS_IF(...) x + or - EPS in the lanes of m, and
+ * LO(a, b, ll, mid2, eps) the low 64 bits of a * b. */
+
+/* a * b mod p: the high 64 bits of the product from four 32x32 products, then
+ * reduce128's steps.  hi_lo * EPS is one more 32x32 product (EPS < 2^32). */
+#define DEFINE_FIELD_MUL(NAME, ATTR, X, V, SET1, AND, LO, LT, ADD_EPS_IF, SUB_EPS_IF)       \
+    ATTR static inline V NAME(V a, V b) {                                                   \
+        const V eps = SET1((long long)HEMERA_EPS); /* also the low-32 mask */               \
+        V a_hi = X##_srli_epi64(a, 32), b_hi = X##_srli_epi64(b, 32);                       \
+        V ll = X##_mul_epu32(a, b);                                                         \
+        V lh = X##_mul_epu32(a, b_hi);                                                      \
+        V hl = X##_mul_epu32(a_hi, b);                                                      \
+        V hh = X##_mul_epu32(a_hi, b_hi);                                                   \
+        /* Each partial sum stays below 2^64: (2^32-1)^2 + 2*(2^32-1) = 2^64 - 1. */        \
+        V mid = X##_add_epi64(lh, X##_srli_epi64(ll, 32));                                  \
+        V mid2 = X##_add_epi64(hl, AND(mid, eps));                                          \
+        V lo = LO(a, b, ll, mid2, eps);                                                     \
+        V hi = X##_add_epi64(X##_add_epi64(hh, X##_srli_epi64(mid, 32)),                    \
+                             X##_srli_epi64(mid2, 32));                                     \
+        V hi_hi = X##_srli_epi64(hi, 32);                                                   \
+        V t0 = X##_sub_epi64(lo, hi_hi);                                                    \
+        t0 = SUB_EPS_IF(t0, LT(lo, hi_hi), eps);             /* borrowed 2^64 = EPS */      \
+        V r = X##_add_epi64(t0, X##_mul_epu32(hi, eps));     /* + hi_lo * EPS */            \
+        return ADD_EPS_IF(r, LT(r, t0), eps);                                               \
+    }
+
+/* a + b mod p, for any 64-bit lanes (the vector form of add()). */
+#define DEFINE_FIELD_ADD(NAME, ATTR, X, V, M, SET1, LT, LT_AND, ADD_EPS_IF)                 \
+    ATTR static inline V NAME(V a, V b) {                                                   \
+        const V eps = SET1((long long)HEMERA_EPS);                                          \
+        V s = X##_add_epi64(a, b);                                                          \
+        M wrap = LT(s, a);                                                                  \
+        V t = ADD_EPS_IF(s, wrap, eps);                                                     \
+        /* A second wrap only follows a first one, and leaves t < EPS. */                   \
+        return ADD_EPS_IF(t, LT_AND(wrap, t, eps), eps);                                    \
+    }
+
+/* mulN, addN and pow7xN (x^7, the S-box) for one instruction set. */
+#define DEFINE_FIELD_OPS(N, ATTR, X, V, M, SET1, AND, LO, LT, LT_AND, ADD_EPS_IF, SUB_EPS_IF) \
+    DEFINE_FIELD_MUL(mul##N, ATTR, X, V, SET1, AND, LO, LT, ADD_EPS_IF, SUB_EPS_IF)         \
+    DEFINE_FIELD_ADD(add##N, ATTR, X, V, M, SET1, LT, LT_AND, ADD_EPS_IF)                   \
+    ATTR static inline V pow7x##N(V x) {                                                    \
+        V x2 = mul##N(x, x);                                                                \
+        return mul##N(mul##N(x2, x), mul##N(x2, x2));                                       \
+    }
+
 #define AVX512 __attribute__((target("avx512f,avx512dq")))
 
 /*
@@ -20,45 +70,12 @@
  * (checked in hemera_setup); the tests compare it with the scalar path.
  */
 
-/* a * b mod p per lane: the low 64 bits of the product in one vpmullq, the high 64 from
- * four 32x32 products, then reduce128's steps with lane masks for the borrow and the
- * carry.  hi_lo * EPS is one more 32x32 product (EPS < 2^32). */
-AVX512 static inline __m512i mul8(__m512i a, __m512i b) {
-    const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);  /* also the low-32 mask */
-    __m512i a_hi = _mm512_srli_epi64(a, 32), b_hi = _mm512_srli_epi64(b, 32);
-    __m512i ll = _mm512_mul_epu32(a, b);
-    __m512i lh = _mm512_mul_epu32(a, b_hi);
-    __m512i hl = _mm512_mul_epu32(a_hi, b);
-    __m512i hh = _mm512_mul_epu32(a_hi, b_hi);
-    __m512i lo = _mm512_mullo_epi64(a, b);
-    /* Each partial sum stays below 2^64: (2^32-1)^2 + 2*(2^32-1) = 2^64 - 1. */
-    __m512i mid = _mm512_add_epi64(lh, _mm512_srli_epi64(ll, 32));
-    __m512i mid2 = _mm512_add_epi64(hl, _mm512_and_si512(mid, eps));
-    __m512i hi = _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(mid, 32)),
-                                  _mm512_srli_epi64(mid2, 32));
-    __m512i hi_hi = _mm512_srli_epi64(hi, 32);
-    __m512i t0 = _mm512_sub_epi64(lo, hi_hi);
-    t0 = _mm512_mask_sub_epi64(t0, _mm512_cmplt_epu64_mask(lo, hi_hi), t0, eps);
-    __m512i t1 = _mm512_mul_epu32(hi, eps);                     /* hi_lo * EPS */
-    __m512i r = _mm512_add_epi64(t0, t1);
-    return _mm512_mask_add_epi64(r, _mm512_cmplt_epu64_mask(r, t0), r, eps);
-}
-
-/* a + b mod p per lane, for any 64-bit lanes (the vector form of add()). */
-AVX512 static inline __m512i add8(__m512i a, __m512i b) {
-    const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);
-    __m512i s = _mm512_add_epi64(a, b);
-    __mmask8 wrap = _mm512_cmplt_epu64_mask(s, a);
-    __m512i t = _mm512_mask_add_epi64(s, wrap, s, eps);
-    /* A second wrap only follows a first one, and leaves t < EPS. */
-    __mmask8 again = _mm512_mask_cmplt_epu64_mask(wrap, t, eps);
-    return _mm512_mask_add_epi64(t, again, t, eps);
-}
-
-AVX512 static inline __m512i pow7x8(__m512i x) {
-    __m512i x2 = mul8(x, x);
-    return mul8(mul8(x2, x), mul8(x2, x2));
-}
+/* On AVX-512 the low 64 bits of a product are one vpmullq, and lane masks are registers. */
+#define LO8(a, b, ll, mid2, eps) _mm512_mullo_epi64(a, b)
+#define ADD_EPS_IF8(x, m, eps) _mm512_mask_add_epi64(x, m, x, eps)
+#define SUB_EPS_IF8(x, m, eps) _mm512_mask_sub_epi64(x, m, x, eps)
+DEFINE_FIELD_OPS(8, AVX512, _mm512, __m512i, __mmask8, _mm512_set1_epi64, _mm512_and_si512, LO8,
+                 _mm512_cmplt_epu64_mask, _mm512_mask_cmplt_epu64_mask, ADD_EPS_IF8, SUB_EPS_IF8)
 
 /* The linear part of M_E on one limb of every element (a = elements 0..7, b = 8..15).
  * By linearity circ(2*M4, M4, M4, M4) x = M4 (x_c + S) per chunk c, with S the sum of
@@ -206,22 +223,6 @@ AVX512 static inline __m512i if_zero8(__m512i n, __m512i a, __m512i b) {
 #define LV_NONZERO_OR_ONE nonzero_or_one8
 #define LV_IF_ZERO if_zero8
 #include "hemera_lanes.h"
-#undef LV
-#undef LV_ATTR
-#undef LV_NAME
-#undef LV_PER
-#undef LV_LOAD
-#undef LV_STORE
-#undef LV_SET1
-#undef LV_MUL
-#undef LV_ADD
-#undef LV_PADD
-#undef LV_LO32
-#undef LV_HI32
-#undef LV_JOIN
-#undef LV_CANON
-#undef LV_NONZERO_OR_ONE
-#undef LV_IF_ZERO
 
 #define AVX2 __attribute__((target("avx2")))
 
@@ -236,39 +237,15 @@ AVX2 static inline __m256i lt4(__m256i a, __m256i b) {  /* all ones where a < b 
     return _mm256_cmpgt_epi64(_mm256_xor_si256(b, top), _mm256_xor_si256(a, top));
 }
 
-AVX2 static inline __m256i mul4(__m256i a, __m256i b) {
-    const __m256i eps = _mm256_set1_epi64x((long long)HEMERA_EPS);  /* also the low-32 mask */
-    __m256i a_hi = _mm256_srli_epi64(a, 32), b_hi = _mm256_srli_epi64(b, 32);
-    __m256i ll = _mm256_mul_epu32(a, b);
-    __m256i lh = _mm256_mul_epu32(a, b_hi);
-    __m256i hl = _mm256_mul_epu32(a_hi, b);
-    __m256i hh = _mm256_mul_epu32(a_hi, b_hi);
-    __m256i mid = _mm256_add_epi64(lh, _mm256_srli_epi64(ll, 32));
-    __m256i mid2 = _mm256_add_epi64(hl, _mm256_and_si256(mid, eps));
-    __m256i lo = _mm256_or_si256(_mm256_slli_epi64(mid2, 32), _mm256_and_si256(ll, eps));
-    __m256i hi = _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(mid, 32)),
-                                  _mm256_srli_epi64(mid2, 32));
-    __m256i hi_hi = _mm256_srli_epi64(hi, 32);
-    __m256i t0 = _mm256_sub_epi64(lo, hi_hi);
-    t0 = _mm256_sub_epi64(t0, _mm256_and_si256(lt4(lo, hi_hi), eps));
-    __m256i t1 = _mm256_mul_epu32(hi, eps);                     /* hi_lo * EPS */
-    __m256i r = _mm256_add_epi64(t0, t1);
-    return _mm256_add_epi64(r, _mm256_and_si256(lt4(r, t0), eps));
-}
-
-AVX2 static inline __m256i add4(__m256i a, __m256i b) {
-    const __m256i eps = _mm256_set1_epi64x((long long)HEMERA_EPS);
-    __m256i s = _mm256_add_epi64(a, b);
-    __m256i wrap = lt4(s, a);
-    __m256i t = _mm256_add_epi64(s, _mm256_and_si256(wrap, eps));
-    __m256i again = _mm256_and_si256(wrap, lt4(t, eps));  /* only after a first wrap */
-    return _mm256_add_epi64(t, _mm256_and_si256(again, eps));
-}
-
-AVX2 static inline __m256i pow7x4(__m256i x) {
-    __m256i x2 = mul4(x, x);
-    return mul4(mul4(x2, x), mul4(x2, x2));
-}
+/* On AVX2 the low 64 bits of a product come from the 32x32 products too (there is no
+ * 64-bit multiply), and a lane mask is a vector of all-ones or zero lanes. */
+#define LO4(a, b, ll, mid2, eps) \
+    _mm256_or_si256(_mm256_slli_epi64(mid2, 32), _mm256_and_si256(ll, eps))
+#define LT_AND4(m, u, w) _mm256_and_si256(m, lt4(u, w))
+#define ADD_EPS_IF4(x, m, eps) _mm256_add_epi64(x, _mm256_and_si256(m, eps))
+#define SUB_EPS_IF4(x, m, eps) _mm256_sub_epi64(x, _mm256_and_si256(m, eps))
+DEFINE_FIELD_OPS(4, AVX2, _mm256, __m256i, __m256i, _mm256_set1_epi64x, _mm256_and_si256, LO4,
+                 lt4, LT_AND4, ADD_EPS_IF4, SUB_EPS_IF4)
 
 /* M_E's linear part on one limb of every element, v[c] = chunk c (see external_limbs). */
 AVX2 static inline void external_limbs4(__m256i *v) {
@@ -398,21 +375,5 @@ AVX2 static inline __m256i if_zero4(__m256i n, __m256i a, __m256i b) {
 #define LV_NONZERO_OR_ONE nonzero_or_one4
 #define LV_IF_ZERO if_zero4
 #include "hemera_lanes.h"
-#undef LV
-#undef LV_ATTR
-#undef LV_NAME
-#undef LV_PER
-#undef LV_LOAD
-#undef LV_STORE
-#undef LV_SET1
-#undef LV_MUL
-#undef LV_ADD
-#undef LV_PADD
-#undef LV_LO32
-#undef LV_HI32
-#undef LV_JOIN
-#undef LV_CANON
-#undef LV_NONZERO_OR_ONE
-#undef LV_IF_ZERO
 #endif
 

@@ -15,32 +15,76 @@ Every fault raises :class:`bbg_core.errors.SignalLogError` with ``code`` (one of
 
 from __future__ import annotations
 
-from importers.signal_log.decode import (
-    ValidPrefix,
-    decode_frames,
-    read_frames,
-    signal_log_error,
-    valid_prefix,
-)
-from importers.signal_log.encode import encode_frame, encode_intent, encode_leb128, encode_signal
-from importers.signal_log.inspect import (
-    LEGACY_SOURCE_DOMAIN,
-    file_digests,
-    inspect_signal_log,
-    looks_like_signal_log,
-)
-from importers.signal_log.model import (
-    DEFAULT_LIMITS,
-    ERROR_CODES,
-    SUFFIX_KINDS,
-    BoxMove,
-    DeltaPi,
-    Frame,
-    Intent,
-    Limits,
-    Link,
-    Signal,
-    SuffixKind,
+from typing import TYPE_CHECKING
+
+from bbg_core.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the same names, for type checkers
+    from importers.signal_log.decode import (
+        ValidPrefix,
+        decode_frames,
+        read_frames,
+        signal_log_error,
+        valid_prefix,
+    )
+    from importers.signal_log.encode import (
+        encode_frame,
+        encode_intent,
+        encode_leb128,
+        encode_signal,
+    )
+    from importers.signal_log.inspect import (
+        LEGACY_SOURCE_DOMAIN,
+        file_digests,
+        inspect_signal_log,
+        looks_like_signal_log,
+    )
+    from importers.signal_log.model import (
+        DEFAULT_LIMITS,
+        ERROR_CODES,
+        SUFFIX_KINDS,
+        BoxMove,
+        DeltaPi,
+        Frame,
+        Intent,
+        Limits,
+        Link,
+        Signal,
+        SuffixKind,
+    )
+
+# Imported when first read: `detect` needs only the sniffing module (bbg_core.lazy).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "decode": (
+            "ValidPrefix",
+            "decode_frames",
+            "read_frames",
+            "signal_log_error",
+            "valid_prefix",
+        ),
+        "encode": ("encode_frame", "encode_intent", "encode_leb128", "encode_signal"),
+        "inspect": (
+            "LEGACY_SOURCE_DOMAIN",
+            "file_digests",
+            "inspect_signal_log",
+            "looks_like_signal_log",
+        ),
+        "model": (
+            "DEFAULT_LIMITS",
+            "ERROR_CODES",
+            "SUFFIX_KINDS",
+            "BoxMove",
+            "DeltaPi",
+            "Frame",
+            "Intent",
+            "Limits",
+            "Link",
+            "Signal",
+            "SuffixKind",
+        ),
+    },
 )
 
 __all__ = [

@@ -16,26 +16,49 @@ with ``code`` (one of :data:`ERROR_CODES`), the 1-based ``line`` and ``path``.
 
 from __future__ import annotations
 
-from importers.text_archive.inspect import (
-    MAX_REPORTED_ERRORS,
-    file_digests,
-    inspect_text_archive,
-    looks_like_text_archive,
-)
-from importers.text_archive.lines import split_lines
-from importers.text_archive.model import (
-    DEFAULT_LIMITS,
-    ERROR_CODES,
-    Limits,
-    RawLine,
-    TextRecord,
-)
-from importers.text_archive.reader import (
-    decode_line,
-    decode_records,
-    iter_records,
-    read_records,
-    text_archive_error,
+from typing import TYPE_CHECKING
+
+from bbg_core.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the same names, for type checkers
+    from importers.text_archive.inspect import (
+        MAX_REPORTED_ERRORS,
+        file_digests,
+        inspect_text_archive,
+    )
+    from importers.text_archive.lines import split_lines
+    from importers.text_archive.model import (
+        DEFAULT_LIMITS,
+        ERROR_CODES,
+        Limits,
+        RawLine,
+        TextRecord,
+    )
+    from importers.text_archive.reader import (
+        decode_line,
+        decode_records,
+        iter_records,
+        read_records,
+        text_archive_error,
+    )
+    from importers.text_archive.sniff import looks_like_text_archive
+
+# Imported when first read: `detect` needs only the sniffing module (bbg_core.lazy).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "inspect": ("MAX_REPORTED_ERRORS", "file_digests", "inspect_text_archive"),
+        "lines": ("split_lines",),
+        "model": ("DEFAULT_LIMITS", "ERROR_CODES", "Limits", "RawLine", "TextRecord"),
+        "reader": (
+            "decode_line",
+            "decode_records",
+            "iter_records",
+            "read_records",
+            "text_archive_error",
+        ),
+        "sniff": ("looks_like_text_archive",),
+    },
 )
 
 __all__ = [

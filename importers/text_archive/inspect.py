@@ -1,4 +1,5 @@
-"""Read-only report on a TextArchive (``inspect``), and content sniffing for ``detect``."""
+"""Read-only report on a TextArchive (``inspect``); the sniffing for ``detect`` is in
+:mod:`importers.text_archive.sniff` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -17,23 +18,12 @@ from importers.text_archive.reader import (
     check_source_size,
     decode_line,
 )
+from importers.text_archive.sniff import looks_like_text_archive
+
+__all__ = ["MAX_REPORTED_ERRORS", "file_digests", "inspect_text_archive", "looks_like_text_archive"]
 
 _CHUNK: Final = 1 << 20
 MAX_REPORTED_ERRORS: Final = 100
-
-
-def looks_like_text_archive(head: bytes) -> bool:
-    """True if ``head`` (the first bytes of a file) starts like a TextArchive line.
-
-    Content only, never the name: after optional JSON whitespace (not a blank first line),
-    the first line opens a JSON object naming ``particle`` or ``text``, or an array whose
-    first member is a string (the form serde also reads).  An empty head is not claimed
-    (see ``looks_like_signal_log``).
-    """
-    first = head.split(b"\n", 1)[0].lstrip(b" \t\r")
-    if first.startswith(b"{"):
-        return b'"particle"' in first or b'"text"' in first
-    return first.startswith(b"[") and first[1:].lstrip(b" \t\r").startswith(b'"')
 
 
 def file_digests(path: PathLike, hasher: HasherFactory | None = None) -> tuple[str, str]:

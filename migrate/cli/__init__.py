@@ -16,7 +16,8 @@ import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError, error_document
 from migrate import api
-from migrate.cli._config import options_map
+from migrate.cli._coerce import lighten
+from migrate.cli._config import hoist, options_map
 from migrate.cli._help import decorate
 from migrate.cli._paths import path_arg
 from migrate.cli._render import emit_json, err
@@ -61,7 +62,8 @@ def _root(
         "--config",
         metavar="FILE",
         help="Options file (TOML; default ./bbg-migrate.toml when present): defaults for "
-        "store, nonce, mapping, bounds...; the command line wins.",
+        "store, nonce, mapping, bounds... ([fleet] and [fixtures] tables for those "
+        "commands); the command line wins. May also follow the command.",
     ),
     store: str = typer.Option(
         None,
@@ -215,7 +217,7 @@ def run(argv: list[str] | None = None) -> int:
     """Run the app; every outcome becomes a documented exit code (returned), every error one
     line on stderr (and, with ``--json``, one error document on stdout).  This is the one
     place where exceptions become exit codes."""
-    args = sys.argv[1:] if argv is None else list(argv)
+    args = hoist(sys.argv[1:] if argv is None else list(argv))  # --config after the command
     register(args)
     state.emitted = False
     # typer turns a Ctrl-C inside a command into a bare exit code 130; remember that one came.
@@ -225,9 +227,11 @@ def run(argv: list[str] | None = None) -> int:
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
         with ctrl_c:
-            defaults = options_map(app, args)
-            result = app(args=args, standalone_mode=False, prog_name="bbg-migrate",
-                         default_map=defaults)  # fmt: skip
+            command = typer.main.get_command(app)
+            defaults = options_map(command, args)
+            lighten(command)  # no pydantic for plain text values (start-up time)
+            result = command.main(args=args, standalone_mode=False, prog_name="bbg-migrate",
+                                  default_map=defaults)  # fmt: skip
         code = result if isinstance(result, int) else 0
         if code == Interrupted.exit_code and ctrl_c.seen:
             message = interrupted_line(args)

@@ -1,8 +1,11 @@
 """The live progress view of ``fleet plan``/``fleet run`` (stderr, terminals only).
 
 Jobs done/running/failed/waiting, rows for the whole fleet, elapsed time and an ETA, and one
-line per running job.  The ETA scales the elapsed time by the source bytes still to go over
-the source bytes done in this run (jobs kept from an earlier run do not count as speed).
+line per running job in the unit its current stage counts: rows (staging, a transfer), or
+the source's bytes read (sealing a Signal log or a TextArchive reads it whole before any row
+exists) -- never "0 rows" for a job that is reading.  The ETA scales the elapsed time by the
+source bytes still to go over the source bytes done in this run (jobs kept from an earlier run
+do not count as speed).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ class FleetView:
         self.total = len(jobs)
         self.size = {j.key: self._size(j.source) for j in jobs}
         self.left_bytes = sum(self.size.values())
-        self.running: dict[str, list[Any]] = {}
+        self.running: dict[str, list[Any]] = {}  # key -> [name, rows, bytes read]
         self.done = self.failed = self.rows = 0
         self.bytes_done = 0
         self.t0 = time.monotonic()
@@ -57,11 +60,24 @@ class FleetView:
 
     # -- Watcher ------------------------------------------------------------------------
     def started(self, job: Any) -> None:
-        self.running[job.key] = [job.name, 0]
+        self.running[job.key] = [job.name, 0, 0]
 
     def progress(self, job: Any, rows: int, nbytes: int) -> None:
-        if job.key in self.running:
-            self.running[job.key][1] = rows
+        # A stage counts rows or bytes (migrate.progress.as_observer sends the other as 0);
+        # a stage's first report (0, 0) keeps what the job showed so far.
+        entry = self.running.get(job.key)
+        if entry is not None and (rows or nbytes):
+            entry[1], entry[2] = rows, nbytes
+
+    def doing(self, key: str) -> str:
+        """What a running job has done so far, in the unit its stage counts."""
+        _, rows, nbytes = self.running[key]
+        if rows:
+            return f"{rows:,} rows"
+        if nbytes:
+            total = self.size.get(key, 0)
+            return f"{nbytes:,} of {total:,} bytes read" if total else f"{nbytes:,} bytes read"
+        return "starting"
 
     def finished(self, job: Any, result: dict[str, Any]) -> None:
         ran = self.running.pop(job.key, None) is not None
@@ -86,7 +102,7 @@ class FleetView:
         return _clock(elapsed * self.left_bytes / self.bytes_done)
 
     def render(self) -> Group:
-        live_rows = sum(r for _, r in self.running.values())
+        live_rows = sum(r for _, r, _ in self.running.values())
         waiting = self.total - self.done - len(self.running)
         head = Text.assemble(
             (f"{self.label}: ", "bold"),
@@ -97,7 +113,7 @@ class FleetView:
             f"{_clock(time.monotonic() - self.t0)} elapsed, ETA {self.eta()}",
         )
         lines = [head] + [
-            Text(f"  running: {name} ({rows:,} rows)", overflow="fold")
-            for name, rows in self.running.values()
+            Text(f"  running: {name} ({self.doing(key)})", overflow="fold")
+            for key, (name, _, _) in self.running.items()
         ]
         return Group(*lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +14,8 @@ from migrate.cli._confirm import confirm_retirement
 from migrate.cli._help import ContentCheck, LegacyKind
 from migrate.cli._paths import path_arg, store_option
 from migrate.cli._progress import watch
-from migrate.cli._render import (
-    count,
-    emit_json,
-    err,
-    facts,
-    print_table,
-    show,
-    size,
-    table,
-)
+from migrate.cli._receipt import RECEIPT, keep
+from migrate.cli._render import count, emit_json, err, facts, print_table, show, size, table
 from migrate.cli._sizes import parse_size
 from migrate.cli._state import state
 from migrate.cli.cmd_transfer import step as transfer_step
@@ -52,14 +45,6 @@ MAX_BYTES = typer.Option(
 )  # fmt: skip
 MAX_NS = typer.Option(1_000_000, "--max-namespaces", min=0, help="Refuse more namespaces.")
 PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per staged page.")
-RECEIPT = typer.Option(
-    None,
-    "--receipt",
-    metavar="FILE",
-    help="Also write the receipt (validate: the validation report) to FILE as JSON: atomically "
-    "(temporary file, fsync, link, fsync of the directory), never over a different one (exit 4).",
-    parser=path_arg,
-)
 RETIRE = typer.Option(
     False,
     "--retire-source",
@@ -156,21 +141,26 @@ def _totals(receipt: dict[str, Any]) -> tuple[int, int, int]:
     return sum(counts["rows"].values()), len(counts["rows"]), sum(counts["new_rows"].values())
 
 
-def _keep(outcome: api.Outcome, path: Path | None) -> None:
-    """``--receipt FILE``: write the receipt (or validation report) once, atomically."""
-    if path is None:
+def _one_step(
+    verb: str, call: Callable[[api.Job, Any], api.Outcome], source: Path, store: Path | None,
+    nonce: str | None, subject: str | None, maps: list[str] | None, mapping: Path | None,
+    accept_torn_tail: bool, kind: str | None, content_check: str, as_json: bool,
+    receipt: Path | None = None,
+) -> None:  # fmt: skip
+    """``seal``, ``validate``, ``activate``: that step of a transfer when SOURCE is a BBG
+    store, else of the migration (``call``: the api function), reported alike."""
+    legacy = _legacy(subject, maps, mapping, kind, accept_torn_tail, content_check)
+    if transfer_step(verb, source, store, nonce, as_json, legacy, receipt=receipt):
         return
-    doc = outcome.receipt if outcome.receipt is not None else outcome.to_json()
-    if outcome.receipt is None and outcome.status != "validated":
-        err.print(f"no receipt yet ({outcome.status}): {path} not written", markup=False)
-    elif api.write_receipt(path, doc):
-        err.print(f"receipt written to {path}", markup=False)
-    else:
-        err.print(f"{path} already holds this receipt; left as it was", markup=False)
+    job = _job(source, store, nonce, subject, maps, mapping, None, accept_torn_tail, kind,
+               content_check)  # fmt: skip
+    with watch(as_json) as progress:
+        outcome = call(job, progress)
+    _report(outcome, as_json, receipt)
 
 
 def _report(outcome: api.Outcome, as_json: bool, receipt: Path | None = None) -> None:
-    _keep(outcome, receipt)
+    keep(outcome, receipt)
     if outcome.receipt is not None and outcome.status in ("complete", "retired"):
         if as_json:
             emit_json(outcome.receipt, "receipt")
@@ -262,9 +252,9 @@ def run_cmd(
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
     legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    legacy.update(retire_source=retire_source, receipt=receipt)
+    legacy.update(retire_source=retire_source)
     if transfer_step("run", source, store, nonce, as_json, legacy, pages=pages,
-                     page_rows=page_rows):  # fmt: skip
+                     page_rows=page_rows, receipt=receipt):  # fmt: skip
         return
     confirm_retirement(source, retire_source, yes)
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
@@ -282,14 +272,8 @@ def seal_cmd(
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
-    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    if transfer_step("seal", source, store, nonce, as_json, legacy):
-        return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
-    with watch(as_json) as progress:
-        outcome = api.seal(job, progress)
-    _report(outcome, as_json)
+    _one_step("seal", api.seal, source, store, nonce, subject, map_, mapping, accept_torn_tail,
+              kind, content_check, as_json)  # fmt: skip
 
 
 @app.command("stage")
@@ -319,15 +303,8 @@ def validate_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
-    legacy = {**_legacy(subject, map_, mapping, kind, accept_torn_tail, content_check),
-              "receipt": receipt}  # fmt: skip
-    if transfer_step("validate", source, store, nonce, as_json, legacy):
-        return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
-    with watch(as_json) as progress:
-        outcome = api.validate(job, progress)
-    _report(outcome, as_json, receipt)
+    _one_step("validate", api.validate, source, store, nonce, subject, map_, mapping,
+              accept_torn_tail, kind, content_check, as_json, receipt)  # fmt: skip
 
 
 @app.command("activate")
@@ -338,15 +315,8 @@ def activate_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
-    legacy = {**_legacy(subject, map_, mapping, kind, accept_torn_tail, content_check),
-              "receipt": receipt}  # fmt: skip
-    if transfer_step("activate", source, store, nonce, as_json, legacy):
-        return
-    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
-    with watch(as_json) as progress:
-        outcome = api.activate(job, progress)
-    _report(outcome, as_json, receipt)
+    _one_step("activate", api.activate, source, store, nonce, subject, map_, mapping,
+              accept_torn_tail, kind, content_check, as_json, receipt)  # fmt: skip
 
 
 @app.command("discard")

@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -148,7 +149,26 @@ def upgrade_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     """Upgrade a store of schema version 1 to version 2 (adds the transaction ledger), in
     place, once: its current history becomes one ledger transaction. Older builds then
     refuse the store; running it again changes nothing."""
-    _summary(api.upgrade(_store(store)), as_json, "upgrade")
+    doc = api.upgrade(_store(store))
+    if as_json:
+        emit_json(doc, "upgrade")
+    else:
+        err.print(upgrade_line(doc), markup=False, soft_wrap=True)
+
+
+def upgrade_line(doc: dict[str, Any]) -> str:
+    """``upgrade`` for a human: what was upgraded, from what to what, and what changed."""
+    if not doc["upgraded"]:
+        return (f"nothing to do: {doc['path']} is already at store schema version {doc['to']} "
+                "(it has the transaction ledger); nothing written")  # fmt: skip
+    when = datetime.fromtimestamp(doc["at"] / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    got = doc["recorded"]
+    return (f"upgraded {doc['path']}: store schema version {doc['from']} -> {doc['to']}. Added "
+            f"the transaction ledger; the history so far became ledger transaction "
+            f"{doc['tx']:,} ({when}): {count(got['heads'], 'head')}, "
+            f"{count(got['rows'], 'row')} and {count(got['events'], 'event')} (imports, fences, "
+            "generation). Builds older than the ledger now refuse this store; running upgrade "
+            "again changes nothing")  # fmt: skip
 
 
 @app.command("apply")

@@ -12,16 +12,8 @@ from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
 from migrate.cli._progress import watch
-from migrate.cli._render import (
-    count,
-    emit_json,
-    err,
-    facts,
-    print_table,
-    show,
-    size,
-    table,
-)
+from migrate.cli._receipt import RECEIPT, keep
+from migrate.cli._render import count, emit_json, err, facts, print_table, show, size, table
 from migrate.cli._state import state
 
 SOURCE = typer.Argument(
@@ -97,10 +89,12 @@ def plan_report(doc: dict[str, Any], as_json: bool) -> None:
 
 def step(verb: str, source: Path, store: Path | None, nonce: str | None, as_json: bool,
          legacy: dict[str, Any] | None = None, *, pages: int | None = None,
-         page_rows: int = 512) -> bool:  # fmt: skip
+         page_rows: int = 512, receipt: Path | None = None) -> bool:  # fmt: skip
     """Run step ``verb`` as a transfer when SOURCE is a BBG store; False when it is not.
 
-    ``legacy``: the options that only apply to a legacy source (refused for a store).
+    ``legacy``: the options that only apply to a legacy source (refused for a store);
+    ``receipt``: ``--receipt FILE``, written with the transfer receipt (or, for ``validate``,
+    the transfer report) under the same write-once rules as a migration's.
     """
     if not api.is_store(source):
         return False
@@ -129,6 +123,7 @@ def step(verb: str, source: Path, store: Path | None, nonce: str | None, as_json
                 "activate": api.transfer_activate,
             }
             outcome = verbs[verb](job, progress)
+    keep(outcome, receipt)
     report(outcome, as_json)
     return True
 
@@ -136,10 +131,11 @@ def step(verb: str, source: Path, store: Path | None, nonce: str | None, as_json
 @app.command("transfer")
 def transfer_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, pages: int = PAGES,
-    page_rows: int = PAGE_ROWS, as_json: bool = JSON,
+    page_rows: int = PAGE_ROWS, receipt: Path = RECEIPT, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Seal a BBG store and move its history into another store; prints the receipt."""
-    if not step("transfer", source, store, nonce, as_json, pages=pages, page_rows=page_rows):
+    if not step("transfer", source, store, nonce, as_json, pages=pages, page_rows=page_rows,
+                receipt=receipt):  # fmt: skip
         api.detect(source)  # a path that cannot be read: exit 1, naming the OS's reason
         raise UsageError(
             f"{source} is not a BBG store; migrate a legacy file with `bbg-migrate run`",

@@ -67,8 +67,18 @@ def upgrade(conn: Connection) -> dict[str, Any]:
             "SELECT ?, 1, key FROM application_unique_claims",
             (number,),
         )
-        at = ledger.append(conn, number, "upgrade", None, _events(conn))
+        events = _events(conn)
+        at = ledger.append(conn, number, "upgrade", None, events)
         conn.execute("UPDATE bbg_storage_v1 SET last_transaction = ? WHERE id = 1", (number,))
         conn.execute(f"PRAGMA user_version = {layout.SCHEMA_VERSION}")
+        recorded = {
+            "heads": _count(conn, ledger.HEADS, number), "rows": _count(conn, ledger.ROWS, number),
+            "events": len(events),
+        }  # fmt: skip
     return {"kind": "bbg-upgrade", "from": version, "to": layout.SCHEMA_VERSION,
-            "upgraded": True, "tx": number, "at": at}  # fmt: skip
+            "upgraded": True, "tx": number, "at": at, "recorded": recorded}  # fmt: skip
+
+
+def _count(conn: Connection, table: str, tx: int) -> int:
+    row = conn.one(f"SELECT count(*) FROM {table} WHERE tx = ?", (tx,))
+    return 0 if row is None else int(row[0])

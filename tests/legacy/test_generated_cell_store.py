@@ -70,27 +70,28 @@ def test_inspect_says_conversion_valid_and_run_migrates(
     assert receipt["digests"]["staged_archive_sha256"] == doc["archive_digest_sha256"]
 
 
-def test_the_real_crate_reads_it_identically(store: tuple[Path, dict[str, int]]) -> None:
-    program = reference_program("redb-oracle-v4")
+def run_reference(name: str, *args: str) -> str:
+    """The standard output of a successful run of reference program ``name`` (the test is
+    skipped where the program is not there)."""
+    program = reference_program(name)
     if program is None:
-        pytest.skip("reference program redb-oracle-v4 not available (a development tool)")
-    res = subprocess.run([str(program), "dump", str(store[0])], capture_output=True,
-                         text=True, check=False)  # fmt: skip
+        pytest.skip(f"reference program {name} not available (a development tool)")
+    res = subprocess.run([str(program), *args], capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_the_real_crate_reads_it_identically(store: tuple[Path, dict[str, int]]) -> None:
+    stdout = run_reference("redb-oracle-v4", "dump", str(store[0]))
     with open_redb(store[0]) as db:
-        assert res.stdout.splitlines() == list(dump_lines(db))
+        assert stdout.splitlines() == list(dump_lines(db))
 
 
 def test_the_reference_checker_finds_it_valid(store: tuple[Path, dict[str, int]]) -> None:
-    program = reference_program("cell-fixtures")
-    if program is None:
-        pytest.skip("reference program cell-fixtures not available (a development tool)")
-    res = subprocess.run([str(program), "inspect", str(store[0])], capture_output=True,
-                         text=True, check=False)  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    lines = res.stdout.splitlines()
+    stdout = run_reference("cell-fixtures", "inspect", str(store[0]))
+    lines = stdout.splitlines()
     # Problems come first, one per line, then the verdict: there must be none.
-    assert lines[0] == "valid: true", res.stdout
+    assert lines[0] == "valid: true", stdout
     assert lines[1].startswith("data_id_scheme: nox-model-b (")
     assert lines[1].endswith(" Data rows, 0 with a wrong id)")
 

@@ -84,6 +84,35 @@ def _v1(tmp_path: Path, name: str) -> Path:
     return store
 
 
+def test_upgrade_says_what_it_upgraded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The human report names the store, the versions, the ledger transaction and what it
+    took in; a second run says there was nothing to do (not a generic key/value line)."""
+    store = _v1(tmp_path, "cell")
+    monkeypatch.setenv("BBG_MIGRATE_CLOCK", "1767225600000000")
+    done = run_cli("--store", str(store), "upgrade")
+    assert done.returncode == 0, done.stderr
+    db = sqlite3.connect(store / DB_NAME)
+    tx = db.execute("SELECT last_transaction FROM bbg_storage_v1").fetchone()[0]
+    heads = db.execute(f"SELECT count(*) FROM {ledger.HEADS} WHERE tx = ?", (tx,)).fetchone()[0]
+    rows = db.execute(f"SELECT count(*) FROM {ledger.ROWS} WHERE tx = ?", (tx,)).fetchone()[0]
+    db.close()
+    text = " ".join(done.stderr.decode().split())
+    assert text.startswith(
+        f"upgraded {store}: store schema version 1 -> 2. Added the transaction ledger; the "
+        f"history so far became ledger transaction {tx:,} (2026-01-01 00:00:00 UTC): "
+        f"{heads:,} head{'s' * (heads != 1)}, {rows:,} rows and "
+    ), text
+    assert heads > 0 and rows > 0
+    again = run_cli("--store", str(store), "upgrade")
+    assert again.returncode == 0
+    assert " ".join(again.stderr.decode().split()) == (
+        f"nothing to do: {store} is already at store schema version 2 (it has the transaction "
+        "ledger); nothing written"
+    )
+    report = json.loads(run_cli("--store", str(store), "upgrade", "--json").stdout)
+    assert report["upgraded"] is False and "recorded" not in report
+
+
 @pytest.mark.parametrize("name", ["graph", "cell"])
 def test_upgrade_a_version_1_store(tmp_path: Path, name: str) -> None:
     store = _v1(tmp_path, name)
