@@ -73,3 +73,23 @@ def test_no_test_passes_by_returning_early() -> None:
         hit for path in sorted((ROOT / "tests").rglob("test_*.py")) for hit in _silent_returns(path)
     ]
     assert not offenders, offenders
+
+
+def test_no_merge_conflict_markers_in_tracked_files() -> None:
+    """A merge that committed its conflict markers (it happened to CHANGELOG.md) is caught here."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
+    if listed.returncode != 0:  # an sdist has no git: the files it carries were checked in CI
+        pytest.skip("not a git checkout: tracked files unknown")
+    marker = re.compile(rb"^(<{7} |>{7} )", re.MULTILINE)  # not ======= (a Markdown heading)
+    found = []
+    for name in listed.stdout.decode().split("\0"):
+        path = ROOT / name
+        if not name or not path.is_file() or path.suffix in (".gz", ".redb", ".bin", ".sqlite3"):
+            continue
+        data = path.read_bytes()
+        for match in marker.finditer(data):
+            line = data[: match.start()].count(b"\n") + 1
+            found.append(f"{name}:{line}")
+    assert not found, "merge conflict markers: " + ", ".join(found)
