@@ -298,3 +298,77 @@ def test_validate_and_activate_count_rows_step_by_step(tmp_path: Path, source: P
         seen = _counts(screen, verb)
         assert seen and seen[-1] == (220, 220, "rows"), (verb, screen)
         assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
+
+
+@pytest.mark.parametrize("name", ["backup", "apply"])
+def test_a_closed_reader_never_stops_the_long_commands(
+    tmp_path: Path, made: dict[str, Path], name: str
+) -> None:
+    args, _ = _commands(made, tmp_path / "fresh")[name]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "migrate", "--json-progress", *args, "--json"],
+            stdout=subprocess.PIPE, stderr=write_end, text=True, check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert res.returncode == 0
+    schemas.validate(json.loads(res.stdout), name)
+    assert (tmp_path / "fresh").is_dir()
+
+
+def test_watched_or_not_the_library_returns_the_same(
+    tmp_path: Path, made: dict[str, Path]
+) -> None:
+    """An observer only watches: doctor, scan, snapshot and hemera give what they give
+    without one."""
+    from migrate import api
+
+    seen: list[tuple[str, int, int | None, str]] = []
+
+    def observe(stage: str, done: int, total: int | None, unit: str = "rows") -> None:
+        seen.append((stage, done, total, unit))
+
+    plain = api.doctor(made["store"])
+    watched = api.doctor(made["store"], progress=observe)
+    assert plain == watched
+    scanned = api.redb_scan(made["src"], progress=observe)
+    assert scanned["entries"] == api.redb_scan(made["src"])["entries"] == 220
+    assert api.hemera_file(str(made["snap"]), progress=observe) == api.hemera_file(
+        str(made["snap"]))  # fmt: skip
+    outs = []
+    for progress in (None, observe):
+        out = tmp_path / f"snap-{progress is None}"
+        with open(out, "wb") as fh:
+            api.write_snapshot(made["store"], fh, created_at=1, progress=progress)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    stages = {s for s, *_ in seen}
+    assert stages == {"integrity", "tables", "redb scan", "hemera", "snapshot"}
+    for stage in stages:
+        mine = [(d, t) for s, d, t, _ in seen if s == stage]
+        assert mine[-1][0] == mine[-1][1], (stage, mine)
+    snap = [(d, t) for s, d, t, _ in seen if s == "snapshot"]
+    assert snap[-1][0] == outs[0].count(b"\n")  # the total is every line written
+
+
+def test_stream_size_is_what_is_left_of_a_regular_file(tmp_path: Path) -> None:
+    from migrate.progress import stream_size
+
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 100)
+    with open(path, "rb") as fh:
+        assert stream_size(fh) == 100
+        fh.raw.seek(40)
+        assert stream_size(fh) == 60
+    read_end, write_end = os.pipe()
+    try:
+        with os.fdopen(read_end, "rb", closefd=False) as pipe:
+            assert stream_size(pipe) is None  # a pipe cannot tell
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert stream_size(object()) is None
