@@ -1,20 +1,36 @@
 """Benchmark: `run` throughput against a raw executemany load of the same rows into SQLite.
 
-Both are measured in this one run, on the same file, each in its own child process (so the
+Reproduce issue 17's measurement with one command (a generated ~1M-row store, ~580 bytes a
+row, generated on first use into a cache outside the repository and reused afterwards):
+
+    python benchmarks/pipeline.py --rows 1000000           # issue 17: ~1M rows
+    python benchmarks/pipeline.py --rows 200000 --existing # also `run` into a non-empty store
+    python benchmarks/pipeline.py --file cell.redb         # a store you have
+    python benchmarks/pipeline.py                          # the bundled demo store
+
+``--rows N`` generates with ``benchmarks/gen_cell_store.py`` (``--seed``, default 239000; 50
+namespaces) into ``--cache DIR`` (default ``$XDG_CACHE_HOME/bbg-migrate-bench``, else
+``~/.cache/bbg-migrate-bench``); a store of the same N, seed and generator source is reused.
+Nothing generated is ever written into the repository.
+
+Each side is measured in this one run, on the same file, in its own child process (so the
 peak RSS of each is its own):
 
 * baseline -- read every row of the five tables with the same redb reader and load them
   with ``executemany`` into five WITHOUT ROWID tables (WAL, synchronous=FULL), one
   transaction per 512 rows, like a bare copy with no staging, checks or receipts;
-* run -- the whole pipeline (preflight/inspect, seal, staging, validation, activation).
+* run -- the whole pipeline (preflight/inspect, seal, staging, validation, activation) into
+  a new store;
+* existing (with ``--existing``) -- ``run`` into a store that already holds another import
+  (a small generated store of other namespaces, loaded first and not timed): the staged
+  path -- preflight, seal, stage, validate, activate -- that every non-empty destination takes.
 
-Prints rows/s of both, the ratio run/baseline (goal >= 0.5), the share of each stage of
-``run`` and each peak RSS.  Stages: seal (the source's SHA-256), then into a new store (the
-usual case here) preflight+stage (one pass checks the source and loads the store being
-built), validate+activate (one transaction) and publish (fsync, rename); into an existing
-store preflight, stage, validate, activate.
-
-    python benchmarks/pipeline.py [--file cell.redb]   # default: the bundled demo store
+Prints rows/s of each, the ratio to the baseline (goal >= 0.5), the share of each stage and
+each peak RSS.  Stages: seal (the source's SHA-256), then into a new store (the usual case
+here) preflight+stage (one pass checks the source and loads the store being built),
+validate+activate (one transaction) and publish (fsync, rename); into an existing store
+preflight, stage, validate, activate.  ``--profile N`` also prints the N functions of the
+largest cumulative time of each `run` (cProfile).
 """
 
 from __future__ import annotations
@@ -29,12 +45,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import gen_cell_store  # noqa: E402
+
 CHILD = r"""
 import json, resource, sqlite3, sys, time
 from pathlib import Path
 mode, src, work = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+prefill, profile = sys.argv[4], int(sys.argv[5])
 t0 = time.perf_counter()
 rows = 0
+prof = None
 if mode == "baseline":
     from importers.redb import open_redb
     from migrate.cell_rules import DIGEST_ORDER
@@ -83,66 +106,127 @@ else:
         fresh.redb_report = timed("preflight+stage", fresh.redb_report)
         stages.activate_built = timed("validate+activate", stages.activate_built)
         build.Build.publish = timed("publish", build.Build.publish)
+    if mode == "existing":  # another import first (untimed): the destination is non-empty
+        pipeline.run(pipeline.Job(source=Path(prefill), store=work / "bbg"))
+        shares.clear()
+        t0 = time.perf_counter()
+    if profile:
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
     out = pipeline.run(pipeline.Job(source=src, store=work / "bbg"))
+    if prof is not None:
+        prof.disable()
     rows = sum(out.receipt["counts"]["rows"].values())
 elapsed = time.perf_counter() - t0
 usage = resource.getrusage(resource.RUSAGE_SELF)
-doc = {"mode": mode, "rows": rows, "seconds": elapsed, "peak_rss_bytes": usage.ru_maxrss * 1024,
+# This process's own peak (VmHWM): ru_maxrss also holds the parent's RSS at the spawn.
+peak = usage.ru_maxrss * 1024
+try:
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    pass
+doc = {"mode": mode, "rows": rows, "seconds": elapsed, "peak_rss_bytes": peak,
        "cpu_seconds": usage.ru_utime + usage.ru_stime}
-if mode == "run":
+if mode != "baseline":
     doc["stages"] = shares
+if prof is not None:
+    import io, pstats
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(profile)
+    sys.stderr.write(text.getvalue())
 print(json.dumps(doc))
 """
 
 
-def measure(mode: str, src: Path) -> dict[str, Any]:
+def measure(mode: str, src: Path, prefill: Path | None = None, profile: int = 0) -> dict[str, Any]:
+    """One child process: ``baseline``, ``run`` (a new store) or ``existing`` (into a store
+    that ``prefill`` was migrated into first); its JSON report."""
     with tempfile.TemporaryDirectory(prefix="bbg-bench-") as work:
         res = subprocess.run(
-            [sys.executable, "-c", CHILD, mode, str(src), work],
-            capture_output=True, text=True, check=True,
+            [sys.executable, "-c", CHILD, mode, str(src), work, str(prefill or ""), str(profile)],
+            capture_output=True, text=True, cwd=ROOT,
         )  # fmt: skip
+    if res.returncode != 0:
+        sys.exit(f"{mode} failed (exit {res.returncode}):\n{res.stderr}")
+    if profile:
+        print(res.stderr, end="")
     doc: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
     return doc
 
 
+def source_of(args: argparse.Namespace, tmp: Path) -> Path:
+    """The store to measure: ``--file``, a cached generated one (``--rows``), or the demo."""
+    if args.file is not None:
+        path: Path = args.file
+        return path
+    if args.rows is not None:
+        return gen_cell_store.cached(args.rows, seed=args.seed, cache=args.cache)[0]
+    from migrate.demo import unpack_demo
+
+    return unpack_demo(tmp)
+
+
+def prefill_of(args: argparse.Namespace) -> Path:
+    """The other import an ``existing`` destination holds: 2,000 rows of other namespaces."""
+    return gen_cell_store.cached(2000, seed=args.seed + 1, namespaces=5, cache=args.cache)[0]
+
+
+def report(doc: dict[str, Any], base: dict[str, Any] | None = None) -> None:
+    """Print one child's line (and its stages and ratio to ``base``)."""
+    print(
+        f"{doc['mode']:>8}: {doc['rows']:,} rows in {doc['seconds']:.2f} s = "
+        f"{doc['rows'] / doc['seconds']:,.0f} rows/s, "
+        f"peak RSS {doc['peak_rss_bytes'] / 2**20:.0f} MiB, "
+        f"CPU {doc['cpu_seconds']:.1f} s (all threads)"
+    )
+    if base is None:
+        return
+    stages: dict[str, float] = dict(doc.get("stages", {}))
+    stages["other"] = max(doc["seconds"] - sum(stages.values()), 0.0)
+    print(
+        "  stages: "
+        + ", ".join(
+            f"{name} {sec:.2f} s ({100 * sec / doc['seconds']:.0f}%)"
+            for name, sec in stages.items()
+        )
+    )
+    ratio = (doc["rows"] / doc["seconds"]) / (base["rows"] / base["seconds"])
+    # On a shared machine the wall ratio follows the CPU each side gets; this one does not.
+    cpu = base["cpu_seconds"] / doc["cpu_seconds"]
+    print(f"  ratio {doc['mode']}/baseline throughput: {ratio:.2f} (goal >= 0.5); "
+          f"CPU time baseline/{doc['mode']}: {cpu:.2f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--file", type=Path, help="a legacy cell.redb (default: bundled demo)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--file", type=Path, help="a legacy cell.redb (default: bundled demo)")
+    size.add_argument("--rows", type=int, help="generate (once, cached) a store of ~N rows")
+    parser.add_argument("--seed", type=int, default=239000, help="generator seed (--rows)")
+    parser.add_argument("--cache", type=Path, help="where generated stores are kept")
+    parser.add_argument("--existing", action="store_true",
+                        help="also measure `run` into a non-empty store (the staged path)")
+    parser.add_argument("--no-new", action="store_true", help="skip `run` into a new store")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the top N functions (cumulative) of each `run`")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        src = args.file
-        if src is None:
-            from migrate.demo import unpack_demo
-
-            src = unpack_demo(Path(tmp))
+        src = source_of(args, Path(tmp))
+        prefill = prefill_of(args) if args.existing else None
         from migrate import backends
 
         print(f"file: {src} ({src.stat().st_size / 1e6:.1f} MB); readers: {backends.active()}")
         t = time.perf_counter()
         base = measure("baseline", src)
-        run = measure("run", src)
-        for doc in (base, run):
-            print(
-                f"{doc['mode']:>8}: {doc['rows']:,} rows in {doc['seconds']:.2f} s = "
-                f"{doc['rows'] / doc['seconds']:,.0f} rows/s, "
-                f"peak RSS {doc['peak_rss_bytes'] / 2**20:.0f} MiB, "
-                f"CPU {doc['cpu_seconds']:.1f} s (all threads)"
-            )
-        stages: dict[str, float] = dict(run.get("stages", {}))
-        stages["other"] = max(run["seconds"] - sum(stages.values()), 0.0)
-        print(
-            "  stages: "
-            + ", ".join(
-                f"{name} {sec:.2f} s ({100 * sec / run['seconds']:.0f}%)"
-                for name, sec in stages.items()
-            )
-        )
-        ratio = base["seconds"] / run["seconds"]
+        report(base)
+        if not args.no_new:
+            report(measure("run", src, profile=args.profile), base)
+        if prefill is not None:
+            report(measure("existing", src, prefill, profile=args.profile), base)
         total = time.perf_counter() - t
-        print(f"ratio run/baseline throughput: {ratio:.2f} (goal >= 0.5); total {total:.1f} s")
-        # On a shared machine the wall ratio follows the CPU each side gets; this one does not.
-        cpu = base["cpu_seconds"] / run["cpu_seconds"]
-        print(f"ratio of CPU time baseline/run: {cpu:.2f}; load average {os.getloadavg()[0]:.1f}")
+        print(f"total {total:.1f} s; load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from bbg_core.closing import Closing
 from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
 
 MAX_PAGE_ROWS = 512
@@ -51,7 +52,7 @@ def decode_cursor(cursor: bytes | None) -> tuple[int, bytes | None]:
     return cursor[0], cursor[1:]
 
 
-class RedbSource:
+class RedbSource(Closing):
     """A legacy cell.redb read through :mod:`importers.redb` (never opened for writing)."""
 
     kind = "redb"
@@ -64,12 +65,6 @@ class RedbSource:
 
     def close(self) -> None:
         self._db.close()
-
-    def __enter__(self) -> RedbSource:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @property
     def header(self) -> Any:

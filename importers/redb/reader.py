@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from itertools import chain
 from pathlib import Path
-from types import TracebackType
 
+from bbg_core.closing import Closing
 from bbg_core.errors import RedbCorrupt, RedbUnsupported, SourceError
 from bbg_core.files import cannot_read
 from importers.redb import allocator_state
@@ -64,7 +64,7 @@ PAGE_LIST = "redb::PageList"  # value type of the system tables listing freed pa
 TRACKER_ORDERS = 21  # redb 1.x/2.x region tracker: one bitmap per page order 0..=20
 
 
-class RedbFile:
+class RedbFile(Closing):
     """An open redb file.  Use :func:`open_redb`; close it (or use ``with``) when done.
 
     ``backend`` is the name of the implementation reading it ("c" or "python").
@@ -120,17 +120,6 @@ class RedbFile:
             self._mm.close()
             self._mm = None
         self._fh.close()
-
-    def __enter__(self) -> RedbFile:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- header and commit selection ---------------------------------------------------------
 

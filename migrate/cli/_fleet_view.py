@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import time
-from types import TracebackType
 from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
+
+from bbg_core.closing import Closing
 
 
 def _clock(seconds: float) -> str:
@@ -25,7 +26,7 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-class FleetView:
+class FleetView(Closing):
     """A :class:`migrate.fleet.Watcher` that draws on a rich console."""
 
     def __init__(self, console: Console, jobs: list[Any], label: str) -> None:
@@ -50,12 +51,8 @@ class FleetView:
         self.live.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Stop the live view (leaving ``with`` does)."""
         self.live.stop()
 
     # -- Watcher ------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from bbg_core.closing import Closing
+
 Task = Callable[[Any, Callable[[int, int], None]], Any]
 PROGRESS_EVERY = 0.2  # seconds between progress messages of one job
 PRELOAD = ("migrate.fleet.run", "migrate.fleet.plan", "migrate.pipeline")
@@ -59,7 +61,7 @@ class _Slot:
     busy: Any = None  # the token of the task it holds
 
 
-class Pool:
+class Pool(Closing):
     """``workers`` processes; :meth:`submit` a task to a free one, :meth:`events` to listen."""
 
     def __init__(self, workers: int) -> None:
@@ -143,9 +145,3 @@ class Pool:
                 slot.process.kill()
                 slot.process.join()
             slot.conn.close()
-
-    def __enter__(self) -> Pool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

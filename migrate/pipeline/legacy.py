@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from bbg_core.closing import Closing
 from bbg_core.errors import SourceError, ValidationFailed
 from migrate.cell_rules import check_shape
 from migrate.pipeline import identity
@@ -323,7 +324,7 @@ def decode_cursor(cursor: bytes | None) -> tuple[int, int]:
     return int.from_bytes(cursor[:8], "big"), cursor[8]
 
 
-class LegacySource:
+class LegacySource(Closing):
     """Staging pages of a :class:`LegacyImport`, item by item (holds the file open)."""
 
     def __init__(self, imp: LegacyImport) -> None:
@@ -332,12 +333,6 @@ class LegacySource:
 
     def close(self) -> None:
         self._fh.close()
-
-    def __enter__(self) -> LegacySource:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def pages(
         self,

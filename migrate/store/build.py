@@ -40,8 +40,8 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import TracebackType
 
+from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
 from migrate.store import layout
 from migrate.store.codec import ARCHIVE_ORDER
@@ -123,7 +123,7 @@ def remove_abandoned(directory: Path) -> None:
             os.close(fd)
 
 
-class Build:
+class Build(Closing):
     """A store being built beside ``directory`` (see the module docstring)."""
 
     def __init__(self, directory: Path) -> None:
@@ -149,15 +149,8 @@ class Build:
             self.discard()
             raise
 
-    def __enter__(self) -> Build:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Leaving ``with``: :meth:`discard` (a published build is gone already)."""
         self.discard()
 
     def loader(self, page_rows: int, page_bytes: int) -> Loader:

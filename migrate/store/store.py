@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
 from fences import generations
 from migrate.store import creation, graph, layout, sanity
@@ -30,7 +30,7 @@ from migrate.store.tables import StagedTables, StoreTables
 from migrate.store.tx import Tx
 
 
-class Store:
+class Store(Closing):
     """An open BBG store (use :func:`open_store`)."""
 
     def __init__(
@@ -55,17 +55,6 @@ class Store:
         self._conn.close()
         if self.lock is not None and not keep_lock:
             self.lock.release()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @property
     def commit_hook(self) -> CommitHook | None:

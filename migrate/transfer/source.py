@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import schemas
+from bbg_core.closing import Closing
 from bbg_core.errors import Conflict, StoreCorrupt, ValidationFailed
 from fences import generations
 from migrate.cell_rules import DIGEST_ORDER
@@ -245,7 +246,7 @@ def _export_table_sql() -> str:
     raise AssertionError(f"schemas/store.sql has no {EXPORT_TABLE}")
 
 
-class SourceStore:
+class SourceStore(Closing):
     """A BBG store opened by the transfer reader (see the module docstring)."""
 
     def __init__(self, directory: Path) -> None:
@@ -257,12 +258,6 @@ class SourceStore:
     def close(self) -> None:
         self._conn.close()
         self.store.close()
-
-    def __enter__(self) -> SourceStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def read(self, progress: Progress | None = None) -> SourceState:
         """One consistent read of the source (see :func:`read_state`), checked."""

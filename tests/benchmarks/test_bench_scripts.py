@@ -1,0 +1,56 @@
+"""The issue-17 benchmark scripts run end to end on tiny generated stores (what they print
+is measured, not asserted: no timed assertions).  Proves ``benchmarks/pipeline.py --rows N``
+generates its store once into a cache outside the repository and reuses it, and that
+``--existing`` measures `run` into a non-empty store; and that ``benchmarks/rss_sizes.py``
+reports the peak RSS of `run` into a new and into an existing store for each source size."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+
+def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+def test_pipeline_rows_generates_once_into_the_cache_and_reuses_it(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = _bench("pipeline.py", "--rows", "1500", "--cache", str(cache), "--existing")
+    assert "generating 1,500 rows" in first.stderr
+    out = first.stdout
+    for line in ("baseline:", "run:", "existing:", "ratio run/baseline", "ratio existing/baseline"):
+        assert line in out, out
+    assert "stages: seal" in out and "preflight" in out and "validate" in out
+    stores = sorted(p.name for p in cache.glob("*.redb"))
+    assert len(stores) == 2  # the measured store and the existing destination's first import
+    assert any(name.startswith("cells-r1500-") for name in stores)
+    mtimes = {p: p.stat().st_mtime_ns for p in cache.iterdir()}
+    again = _bench("pipeline.py", "--rows", "1500", "--cache", str(cache), "--no-new")
+    assert "generating" not in again.stderr  # reused: same rows, seed and generator
+    assert {p: p.stat().st_mtime_ns for p in cache.iterdir()} == mtimes
+    assert "baseline:" in again.stdout and "     run:" not in again.stdout
+    other = _bench("pipeline.py", "--rows", "1500", "--seed", "7", "--cache", str(cache),
+                   "--no-new")  # fmt: skip
+    assert "generating 1,500 rows" in other.stderr  # another seed is another store
+
+
+def test_rss_sizes_reports_peak_rss_of_both_paths_against_the_goal(tmp_path: Path) -> None:
+    res = _bench("rss_sizes.py", "--sizes", "0.5,1", "--cache", str(tmp_path))
+    out = res.stdout
+    new = [line for line in out.splitlines() if line.strip().startswith("new ")]
+    existing = [line for line in out.splitlines() if line.strip().startswith("existing ")]
+    assert len(new) == len(existing) == 2, out
+    assert "new: peak RSS largest/smallest source" in out
+    assert "existing: peak RSS largest/smallest source" in out
+    assert "goal <= 150 MB" in out and "load average" in out
+    # Two sizes and the existing destination's first import, each generated once.
+    assert len(list(tmp_path.glob("*.redb"))) == 3
