@@ -101,21 +101,25 @@ def stage_stage(
     done_pages = 0
     copied_bytes = 0
     b = job.bounds
-    for page in source.pages(cursor, max_rows=b.page_rows, max_bytes=b.page_bytes):
-        if max_pages is not None and done_pages >= max_pages:
-            return StageResult(False, done_pages, copied)
-        with store.transaction(import_id=iid) as tx:
-            by_table: dict[int, list[tuple[bytes, bytes]]] = {}
-            for ordinal, key, value in page.rows:
-                by_table.setdefault(ordinal, []).append((key, value))
-            for ordinal, rows in by_table.items():
-                imports.stage_rows(tx, iid, DIGEST_ORDER[ordinal], rows)
-            copied += len(page.rows)
-            imports.set_cursor(tx, iid, ROWS_STREAM, page.cursor, copied)
-        done_pages += 1
-        copied_bytes += page.nbytes
-        if progress is not None:
-            progress(copied, copied_bytes)
+    # Each page commits with its cursor, without an fsync of its own: staged rows are inert
+    # and a page a power cut rolls back is staged again.  Leaving ``staging_sync`` fsyncs the
+    # log once, so whatever this call staged is durable when it returns.
+    with store.staging_sync():
+        for page in source.pages(cursor, max_rows=b.page_rows, max_bytes=b.page_bytes):
+            if max_pages is not None and done_pages >= max_pages:
+                return StageResult(False, done_pages, copied)
+            with store.transaction(import_id=iid) as tx:
+                by_table: dict[int, list[tuple[bytes, bytes]]] = {}
+                for ordinal, key, value in page.rows:
+                    by_table.setdefault(ordinal, []).append((key, value))
+                for ordinal, rows in by_table.items():
+                    imports.stage_rows(tx, iid, DIGEST_ORDER[ordinal], rows)
+                copied += len(page.rows)
+                imports.set_cursor(tx, iid, ROWS_STREAM, page.cursor, copied)
+            done_pages += 1
+            copied_bytes += page.nbytes
+            if progress is not None:
+                progress(copied, copied_bytes)
     with store.transaction(import_id=iid) as tx:
         imports.journal(tx, iid, "staged", {"rows": copied})
     return StageResult(True, done_pages, copied)

@@ -78,6 +78,18 @@ def translate(
     return StoreError(f"{path}: {action} failed: {text}", path=str(path), **context)
 
 
+
+def _fsync_file(path: Path) -> None:
+    """fsync ``path`` if it exists (a checkpoint may have removed a WAL: nothing to sync)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
 class Connection:
     """A store connection (``isolation_level=None``: we issue BEGIN/COMMIT ourselves)."""
 
@@ -233,6 +245,26 @@ class Connection:
             self._rollback()
             return
         self._commit(context)
+
+    @contextmanager
+    def staging_sync(self) -> Iterator[None]:
+        """Commits inside are atomic but not each fsynced (``synchronous = NORMAL``; WAL only):
+        for inert, resumable staging pages, each committed with its cursor.  A SIGKILL loses
+        nothing committed (it is in the log); a power loss may roll back the last pages, never
+        tear one -- the rerun stages them again.  Leaving the block normally fsyncs the log
+        once (every page committed inside is then durable); FULL again in any case."""
+        if self._db.in_transaction:
+            raise StoreError(f"{self.path}: a transaction is open on this handle")
+        wal = str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
+        if wal:
+            self._db.execute("PRAGMA synchronous = NORMAL")
+        try:
+            yield
+            if wal:
+                _fsync_file(Path(f"{self.path}-wal"))
+        finally:
+            if wal:
+                self._db.execute("PRAGMA synchronous = FULL")
 
     @contextmanager
     def read(self) -> Iterator[None]:

@@ -16,7 +16,7 @@ get HeadMismatch).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +162,11 @@ class Store(Closing):
             )
 
     # -- transactions and snapshots -----------------------------------------------------
+    def staging_sync(self) -> AbstractContextManager[None]:
+        """Write transactions inside commit without an fsync each (inert staging pages only;
+        see :meth:`migrate.store.connection.Connection.staging_sync`)."""
+        return self._conn.staging_sync()
+
     @contextmanager
     def transaction(
         self, *, check_status: bool = True, kind: str | None = None, **context: Any
