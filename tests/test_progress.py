@@ -76,6 +76,18 @@ def _lines(stderr: str) -> list[dict[str, Any]]:
     return docs
 
 
+def _each_stage_rises_to_its_total(docs: list[dict[str, Any]], stages: list[str]) -> None:
+    """Stages started and finished in order; each one's counter never falls and ends at 100 %."""
+    assert [d["stage"] for d in docs if d["status"] == "started"] == stages
+    assert [d["stage"] for d in docs if d["status"] == "finished"] == stages
+    for stage in stages:
+        mine = [d for d in docs if d["stage"] == stage]
+        done = [d["done"] for d in mine]
+        assert done == sorted(done), (stage, done)  # never backwards
+        assert mine[-1]["total"] and mine[-1]["done"] == mine[-1]["total"], mine[-1]
+        assert mine[-1]["percent"] == 100.0
+
+
 def test_json_progress_lines(tmp_path: Path, source: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "migrate", "--json-progress", "run", str(source), "--store",
@@ -86,13 +98,7 @@ def test_json_progress_lines(tmp_path: Path, source: Path) -> None:
     assert res.returncode == 0, res.stderr
     json.loads(res.stdout)  # the receipt stays alone on stdout
     docs = _lines(res.stderr)
-    assert [d["stage"] for d in docs if d["status"] == "started"] == STAGES
-    assert [d["stage"] for d in docs if d["status"] == "finished"] == STAGES
-    for stage in STAGES:
-        mine = [d for d in docs if d["stage"] == stage]
-        done = [d["done"] for d in mine]
-        assert done == sorted(done), (stage, done)  # never backwards
-        assert mine[-1]["done"] == mine[-1]["total"] and mine[-1]["percent"] == 100.0
+    _each_stage_rises_to_its_total(docs, STAGES)
     assert next(d for d in docs if d["stage"] == "stage" and d["status"] == "finished")[
         "total"] == 220  # fmt: skip
 
@@ -233,15 +239,10 @@ def test_long_commands_json_progress(
         )  # fmt: skip
     assert res.returncode == 0, res.stderr
     docs = _lines(res.stderr)
-    assert [d["stage"] for d in docs if d["status"] == "started"] == stages
-    assert [d["stage"] for d in docs if d["status"] == "finished"] == stages
+    _each_stage_rises_to_its_total(docs, stages)
     for stage in stages:
-        mine = [d for d in docs if d["stage"] == stage]
-        done = [d["done"] for d in mine]
-        assert done == sorted(done), (stage, done)
-        assert mine[0]["total"] is not None, mine[0]  # known from the start
-        assert mine[-1]["total"] and mine[-1]["done"] == mine[-1]["total"], mine[-1]
-        assert mine[-1]["percent"] == 100.0
+        first = next(d for d in docs if d["stage"] == stage)
+        assert first["total"] is not None, first  # known from the start
 
 
 @pytest.mark.parametrize("name", ["doctor", "backup", "restore", "apply", "redb scan",

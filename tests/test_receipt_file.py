@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,20 +51,28 @@ def test_a_different_receipt_is_refused(tmp_path: Path, source: Path) -> None:
     assert receipt.read_text() == '{"import_id": "someone else\'s"}\n'
 
 
-def test_validate_and_activate_write_their_documents(tmp_path: Path, source: Path) -> None:
-    store = str(tmp_path / "bbg")
-    for step in ("seal", "stage"):
-        assert cli(step, str(source), "--store", store).returncode == 0
+def _validate_then_activate(
+    tmp_path: Path, source: Path, store: str, report_schema: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``validate`` then ``activate`` with ``--receipt``: the two documents written, checked."""
     report = tmp_path / "validated.json"
     res = cli("validate", str(source), "--store", store, "--receipt", str(report))
     assert res.returncode == 0, res.stderr
     doc = json.loads(report.read_text())
-    schemas.validate(doc, "stage-report")
+    schemas.validate(doc, report_schema)
     assert doc["status"] == "validated"
     receipt = tmp_path / "receipt.json"
     res = cli("activate", str(source), "--store", store, "--receipt", str(receipt))
     assert res.returncode == 0, res.stderr
-    assert json.loads(receipt.read_text())["import_id"] == doc["import_id"]
+    return doc, json.loads(receipt.read_text())
+
+
+def test_validate_and_activate_write_their_documents(tmp_path: Path, source: Path) -> None:
+    store = str(tmp_path / "bbg")
+    for step in ("seal", "stage"):
+        assert cli(step, str(source), "--store", store).returncode == 0
+    doc, written = _validate_then_activate(tmp_path, source, store, "stage-report")
+    assert written["import_id"] == doc["import_id"]
 
 
 def test_a_staging_run_writes_no_receipt(tmp_path: Path, source: Path) -> None:
@@ -139,15 +148,6 @@ def test_transfer_steps_write_their_documents(tmp_path: Path, store_source: Path
     assert f"no receipt yet (staging): {staged} not written" in res.stderr
     assert not staged.exists()
     assert cli("stage", str(store_source), "--store", target).returncode == 0
-    report = tmp_path / "validated.json"
-    res = cli("validate", str(store_source), "--store", target, "--receipt", str(report))
-    assert res.returncode == 0, res.stderr
-    doc = json.loads(report.read_text())
-    schemas.validate(doc, "transfer-report")
-    assert doc["status"] == "validated"
-    receipt = tmp_path / "receipt.json"
-    res = cli("activate", str(store_source), "--store", target, "--receipt", str(receipt))
-    assert res.returncode == 0, res.stderr
-    written = json.loads(receipt.read_text())
+    doc, written = _validate_then_activate(tmp_path, store_source, target, "transfer-report")
     schemas.validate(written, "transfer-receipt")
     assert written["manifest"] == doc["manifest"]
