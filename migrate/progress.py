@@ -32,17 +32,12 @@ def phase(
     observer: Observer | None, stage: str, total: int | None = None, *, unit: str = "rows"
 ) -> RowsCallback | None:
     """The ``(rows, nbytes)`` callback of one stage (``unit``: which of the two counts)."""
-    if observer is None:
+    count = counter(observer, stage, total, unit)
+    if count is None:
         return None
-    seen = 0
-    observer(stage, 0, total, unit)
-
-    def report(rows: int, nbytes: int) -> None:
-        nonlocal seen
-        seen = max(seen, nbytes if unit == "bytes" else rows)
-        observer(stage, seen, None if total is None else max(total, seen), unit)
-
-    return report
+    if unit == "bytes":
+        return lambda rows, nbytes: count(nbytes)
+    return lambda rows, nbytes: count(rows)
 
 
 CountCallback = Callable[[int], None]

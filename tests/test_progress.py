@@ -127,20 +127,25 @@ def test_a_stage_counter_never_runs_backwards() -> None:
     assert seen[-1][2] == 12  # the total grows rather than fall below done
 
 
-def test_a_closed_progress_reader_never_stops_the_work(tmp_path: Path, source: Path) -> None:
-    """`--json-progress` into a pipe nobody reads any more (`2>&1 | head`): the migration
-    still finishes and prints its receipt."""
+def _progress_into_a_closed_pipe(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """``bbg-migrate --json-progress ARGS`` with stderr a pipe whose reader is gone."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        res = subprocess.run(
-            [sys.executable, "-m", "migrate", "--json-progress", "run", str(source), "--store",
-             str(tmp_path / "bbg"), "--json"],
+        return subprocess.run(
+            [sys.executable, "-m", "migrate", "--json-progress", *args],
             stdout=subprocess.PIPE, stderr=write_end, text=True, check=False,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip
     finally:
         os.close(write_end)
+
+
+def test_a_closed_progress_reader_never_stops_the_work(tmp_path: Path, source: Path) -> None:
+    """`--json-progress` into a pipe nobody reads any more (`2>&1 | head`): the migration
+    still finishes and prints its receipt."""
+    res = _progress_into_a_closed_pipe(["run", str(source), "--store", str(tmp_path / "bbg"),
+                                        "--json"])  # fmt: skip
     assert res.returncode == 0
     schemas.validate(json.loads(res.stdout), "receipt")
 
@@ -306,16 +311,7 @@ def test_a_closed_reader_never_stops_the_long_commands(
     tmp_path: Path, made: dict[str, Path], name: str
 ) -> None:
     args, _ = _commands(made, tmp_path / "fresh")[name]
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    try:
-        res = subprocess.run(
-            [sys.executable, "-m", "migrate", "--json-progress", *args, "--json"],
-            stdout=subprocess.PIPE, stderr=write_end, text=True, check=False,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )  # fmt: skip
-    finally:
-        os.close(write_end)
+    res = _progress_into_a_closed_pipe([*args, "--json"])
     assert res.returncode == 0
     schemas.validate(json.loads(res.stdout), name)
     assert (tmp_path / "fresh").is_dir()

@@ -23,7 +23,7 @@ from typing import Any
 
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
 from bbg_core.files import owned_tempdir, sweep
-from migrate.progress import Observer
+from migrate.progress import CountCallback, Observer, counter
 from migrate.share.common import db_file, open_readonly
 from migrate.share.doctor import doctor
 from migrate.store.layout import DB_NAME
@@ -39,15 +39,19 @@ def _fsync(path: Path) -> None:
 
 def _pages(observer: Observer | None) -> Callable[[int, int], None] | None:
     """Stage ``backup`` fed by SQLite's ``(pages copied, pages in all)``: first ``(0, the
-    database's page count)``, then after each step; ``done`` is held at the highest value."""
+    database's page count)``, which starts the stage with its total, then after each step."""
     if observer is None:
         return None
-    seen = 0
+    count: CountCallback | None = None
 
     def report(done: int, total: int) -> None:
-        nonlocal seen
-        seen = max(seen, done)
-        observer("backup", seen, max(total, seen), "pages")
+        nonlocal count
+        if count is None:  # the first report: the stage starts, (0, total) reported
+            count = counter(observer, "backup", total, "pages")
+            if done == 0:
+                return
+        if count is not None:
+            count(done)
 
     return report
 

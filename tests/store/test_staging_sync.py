@@ -15,11 +15,17 @@ from migrate.store import connection, open_store
 FULL, NORMAL = 2, 1
 
 
+@pytest.fixture
+def synced(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files the store fsyncs (recorded instead)."""
+    seen: list[Path] = []
+    monkeypatch.setattr(connection, "_fsync_file", seen.append)
+    return seen
+
+
 def test_normal_inside_full_after_and_the_log_fsynced_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, synced: list[Path]
 ) -> None:
-    synced: list[Path] = []
-    monkeypatch.setattr(connection, "_fsync_file", synced.append)
     with open_store(tmp_path / "bbg", create=True) as st:
         assert st.one("PRAGMA synchronous") == (FULL,)
         with st.staging_sync():
@@ -31,11 +37,7 @@ def test_normal_inside_full_after_and_the_log_fsynced_once(
         assert synced == [Path(f"{st.db_path}-wal")]
 
 
-def test_a_failing_block_restores_full_and_raises(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    synced: list[Path] = []
-    monkeypatch.setattr(connection, "_fsync_file", synced.append)
+def test_a_failing_block_restores_full_and_raises(tmp_path: Path, synced: list[Path]) -> None:
     with open_store(tmp_path / "bbg", create=True) as st:
         with pytest.raises(KeyError), st.staging_sync():
             raise KeyError("boom")

@@ -36,6 +36,8 @@ from pathlib import Path
 
 import xxhash
 
+from tests.redb.synth import leaf
+
 MAGIC = b"redb\x1a\x0a\xa9\x0d\x0a"
 FORMAT_VERSION = 3
 GOD_TWO_PHASE = 4  # bit 2: two-phase commit; bit 0 (primary slot) left 0; bit 1 (recovery) 0
@@ -102,18 +104,8 @@ class _Level:
 
 
 def _leaf(pairs: list[tuple[bytes, bytes]]) -> bytes:
-    n = len(pairs)
-    head = bytearray(struct.pack("<BBH", LEAF, 0, n))
-    at = 4 + 8 * n
-    ends = []
-    for key, _ in pairs:
-        at += len(key)
-        ends.append(at)
-    for _, value in pairs:
-        at += len(value)
-        ends.append(at)
-    head += struct.pack(f"<{2 * n}I", *ends)
-    return b"".join([bytes(head), *(k for k, _ in pairs), *(v for _, v in pairs)])
+    """A leaf page body of variable-width keys and values (tests/redb/synth.py builds it)."""
+    return leaf(pairs, None, None)
 
 
 def _branch(keys: list[bytes], pages: list[int], sums: list[bytes]) -> bytes:
