@@ -48,13 +48,6 @@ class MigrateError(Exception):
     def __str__(self) -> str:
         return self.message
 
-    def to_json(self) -> dict[str, Any]:
-        """The error as a JSON-able document (used by ``--json`` output)."""
-        doc: dict[str, Any] = {"error": self.code, "message": self.message}
-        for key, value in self.context.items():
-            doc[key] = value.hex() if isinstance(value, bytes | bytearray) else value
-        return doc
-
 
 class UsageError(MigrateError):
     exit_code = 2

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from importers import hemera, nox  # noqa: E402
+from importers import hemera, nox
 
 P = nox.P
 

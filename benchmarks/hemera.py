@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from importers import hemera  # noqa: E402
+from importers import hemera
 
 MiB = 1 << 20
 GOAL_ONE_CORE = 50.0  # MB/s

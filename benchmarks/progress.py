@@ -28,11 +28,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.share import build  # noqa: E402
-from migrate.hashing import file_digest  # noqa: E402
-from migrate.share import apply_stream, backup, doctor, restore, tail, write_snapshot  # noqa: E402
-from migrate.share.common import canonical  # noqa: E402
-from migrate.store import open_store  # noqa: E402
+from benchmarks.share import build
+from migrate.hashing import file_digest
+from migrate.share import apply_stream, backup, doctor, restore, tail, write_snapshot
+from migrate.share.common import canonical
+from migrate.store import open_store
 
 
 def _null(stage: str, done: int, total: int | None, unit: str = "rows") -> None:

@@ -31,8 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import gen_cell_store  # noqa: E402
-import pipeline  # noqa: E402  (benchmarks/pipeline.py: the child process that runs `run`)
+import gen_cell_store
+import pipeline  # benchmarks/pipeline.py: the child process that runs `run`
 
 BYTES_PER_ROW = 580  # what the generator writes on average (cells-large shape)
 GOAL_BYTES = 150 * 10**6

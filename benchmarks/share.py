@@ -26,11 +26,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from importers import hemera  # noqa: E402
-from migrate.share import apply_stream, backup, doctor, restore, tail, write_snapshot  # noqa: E402
-from migrate.share.common import canonical  # noqa: E402
-from migrate.store import DB_NAME, Head, open_store  # noqa: E402
-from migrate.store.graph import publish  # noqa: E402
+from importers import hemera
+from migrate.share import apply_stream, backup, doctor, restore, tail, write_snapshot
+from migrate.share.common import canonical
+from migrate.store import DB_NAME, Head, open_store
+from migrate.store.graph import publish
 
 
 def _h(*parts: bytes) -> bytes:

@@ -104,7 +104,7 @@ def source_rows(path: str | os.PathLike[str]) -> int | None:
         from importers.redb.report import tables_doc
 
         return int(sum(t["len"] for t in tables_doc(path)["tables"]))
-    except Exception:  # noqa: BLE001 - only a total for a progress bar
+    except Exception:  # only a total for a progress bar
         return None
 
 

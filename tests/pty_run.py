@@ -27,7 +27,7 @@ def run_on_pty(
     for name in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE"):
         if env is None or name not in env:
             full.pop(name, None)
-    out = open(stdout_to, "wb") if stdout_to is not None else None  # noqa: SIM115
+    out = open(stdout_to, "wb") if stdout_to is not None else None
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "migrate", *args], stdin=subprocess.DEVNULL,

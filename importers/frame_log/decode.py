@@ -71,7 +71,7 @@ def read_frames(path: PathLike, *, limits: Limits = DEFAULT_LIMITS) -> Iterator[
     """Decode the log file at ``path`` through a buffered forward window (bounded memory)."""
     name = os.fspath(path)
     try:
-        handle = open(name, "rb")  # noqa: SIM115 - closed in the finally below
+        handle = open(name, "rb")  # closed in the finally below
     except OSError as exc:
         raise SourceError(f"{name}: cannot open the frame log: {exc.strerror}", path=name) from exc
     try:

@@ -65,7 +65,7 @@ impl: Backend = python_impl if c_impl is None or _pure else c_impl
 BACKEND = "c" if impl is c_impl else "python"
 
 Hasher = impl.Hasher
-hash = impl.hash  # noqa: A001 - the specification's own name
+hash = impl.hash  # the specification's own name
 hash_many = impl.hash_many
 #: Tree mode (``specs/tree.md``): leaf and parent chaining values, and their batch forms.
 hash_leaf = impl.hash_leaf

@@ -32,7 +32,7 @@ class Backend(Protocol):
     """
 
     @property
-    def Hasher(self) -> Callable[..., HasherLike]: ...  # noqa: N802 - a class in each backend
+    def Hasher(self) -> Callable[..., HasherLike]: ...  # a class in each backend
 
     def hash(self, data: BytesLike) -> bytes: ...
 

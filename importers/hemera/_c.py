@@ -106,7 +106,7 @@ class Hasher:
         return other
 
 
-def hash(data: BytesLike) -> bytes:  # noqa: A001 - the specification's own name
+def hash(data: BytesLike) -> bytes:  # the specification's own name
     """The 32-byte hemera hash of ``data``."""
     buf = ffi.from_buffer(data)
     out = ffi.new("char[]", DIGEST_SIZE)

@@ -191,7 +191,7 @@ def hash_many(items: Sequence[BytesLike], *, threads: int | None = None) -> list
     return [hash(item) for item in items]
 
 
-def hash(data: BytesLike) -> bytes:  # noqa: A001 - the specification's own name
+def hash(data: BytesLike) -> bytes:  # the specification's own name
     """The 32-byte hemera hash of ``data``."""
     return Hasher(data).digest()
 

@@ -86,7 +86,7 @@ class RedbFile(Closing):
         self._mm: mmap.mmap | None = None
         self._budget = memory_budget
         try:
-            fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+            fh = open(self.path, "rb")  # closed in close()
         except OSError as exc:
             raise cannot_read(self._label, exc) from exc
         self._fh = fh

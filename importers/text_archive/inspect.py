@@ -74,7 +74,7 @@ def inspect_text_archive(
             errors.append({"code": ctx["code"], "line": ctx["line"], "message": exc.message})
 
     try:
-        handle = open(name, "rb")  # noqa: SIM115 - closed by the with below
+        handle = open(name, "rb")  # closed by the with below
     except OSError as exc:
         raise SourceError(
             f"{name}: cannot open the text archive: {exc.strerror}", path=name

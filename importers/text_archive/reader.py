@@ -312,7 +312,7 @@ def read_records(
     """Yield each record of the archive file at ``path`` (buffered, bounded memory)."""
     name = os.fspath(path)
     try:
-        handle = open(name, "rb")  # noqa: SIM115 - closed in the finally below
+        handle = open(name, "rb")  # closed in the finally below
     except OSError as exc:
         raise SourceError(
             f"{name}: cannot open the text archive: {exc.strerror}", path=name

@@ -260,7 +260,7 @@ def run(argv: list[str] | None = None) -> int:
         failure, code = exc, exc.exit_code
     except BrokenPipeError:
         code = 0
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
+    except Exception as exc:  # the last line of defence
         if state.debug:
             traceback.print_exc()
         message = f"internal error: {type(exc).__name__}: {exc}"

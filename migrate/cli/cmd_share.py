@@ -49,7 +49,7 @@ def _open_input(name: str) -> BinaryIO:
     if name == "-":
         return sys.stdin.buffer
     try:
-        return open(name, "rb")  # noqa: SIM115 - closed by the caller
+        return open(name, "rb")  # closed by the caller
     except OSError as exc:
         raise cannot_read(name, exc) from exc
 

@@ -74,7 +74,7 @@ def plan_job(job: FleetJob, progress: Callable[[int, int], None]) -> dict[str, A
             outcome="ok" if code == 0 else (doc.get("outcome") or "refused"),
             problems=problems,
         )
-    except Exception as exc:  # noqa: BLE001 - the job's own predicted failure
+    except Exception as exc:  # the job's own predicted failure
         error = results.error_doc(exc)
         row.update(
             action="fail",

@@ -35,12 +35,6 @@ def error_doc(exc: BaseException) -> dict[str, Any]:
     return error_document(exc)
 
 
-def exit_code_of(exc: BaseException) -> int:
-    """The exit code ``bbg-migrate`` gives for ``exc``."""
-    code: int = error_doc(exc)["exit_code"]
-    return code
-
-
 def atomic_write_json(path: Path, doc: Any) -> None:
     """Write ``doc`` to ``path`` so that a reader sees the old file or the whole new one."""
     atomic_write_text(path, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")

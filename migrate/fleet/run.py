@@ -69,7 +69,7 @@ def run_job(arg: RunArg, progress: Callable[[int, int], None]) -> dict[str, Any]
     try:
         status, kind, receipt = sources.run(job, progress)
         doc.update(exit_code=0, status=status, kind=kind, rows=rows_of(receipt), receipt=receipt)
-    except Exception as exc:  # noqa: BLE001 - every failure is this job's result
+    except Exception as exc:  # every failure is this job's result
         error = results.error_doc(exc)
         doc.update(exit_code=error["exit_code"], status="failed", kind=job.kind, error=error)
     doc["finished"] = now()

@@ -10,7 +10,7 @@
 | :mod:`~migrate.share.backup` | ``backup``: SQLite online backup, verified, atomically published |
 | :mod:`~migrate.share.doctor` | ``doctor``: read-only health report |
 
-Every reader here opens the store file read-only (:func:`migrate.share.common.open_readonly`);
+Every reader here opens the store file read-only (:func:`migrate.store.readonly.open_readonly`);
 only ``apply`` and ``restore`` write, through the store API.
 """
 

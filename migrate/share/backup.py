@@ -24,9 +24,9 @@ from typing import Any
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
 from bbg_core.files import owned_tempdir, sweep
 from migrate.progress import CountCallback, Observer, counter
-from migrate.share.common import db_file, open_readonly
 from migrate.share.doctor import doctor
 from migrate.store.layout import DB_NAME
+from migrate.store.readonly import db_file, open_readonly
 
 
 def _fsync(path: Path) -> None:

@@ -1,5 +1,5 @@
-"""What every share module needs: canonical lines, stable UUIDs, and read-only store opens
-(:func:`open_readonly` and :func:`db_file` live in :mod:`migrate.store.readonly`)."""
+"""What every share module needs: canonical lines, stable UUIDs and the cheap soundness
+checks of a store opened read-only (:func:`migrate.store.readonly.open_readonly`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from bbg_core.errors import StoreError, ValidationFailed
 from migrate.store.connection import Connection
 from migrate.store.imports import canonical_json
 from migrate.store.layout import PRE_LEDGER_VERSION, needs_upgrade
-from migrate.store.readonly import db_file, open_readonly
 
 # apply refuses longer lines.  A content payload may be 16 MiB (BRIEF §2.1), i.e. 32 MiB as
 # hex, so the default must exceed that or a valid store could not travel as events.
@@ -203,8 +202,6 @@ def require_ledger(conn: Connection) -> None:
 __all__ = [
     "MAX_LINE",
     "canonical",
-    "db_file",
-    "open_readonly",
     "require_ledger",
     "schema_problem",
     "schema_version",

@@ -1,6 +1,6 @@
 """``doctor``: a read-only health report of a BBG store.
 
-The file is opened read-only (:func:`migrate.share.common.open_readonly`: ``mode=ro``, or
+The file is opened read-only (:func:`migrate.store.readonly.open_readonly`: ``mode=ro``, or
 ``immutable=1`` when no ``-wal``/``-shm`` exist, so no file is created or changed) and every
 check reads one consistent snapshot.  Checks:
 
@@ -43,12 +43,13 @@ from fences import generations
 from migrate.inspect import cell_report
 from migrate.progress import Observer, phase, step
 from migrate.share.common import DAMAGE as READ_DAMAGE
-from migrate.share.common import db_file, open_readonly, schema_version
+from migrate.share.common import schema_version
 from migrate.share.content_classes import classify
 from migrate.store import imports, ledger
 from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION
+from migrate.store.readonly import db_file, open_readonly
 from migrate.store.sanity import column_problems
 from migrate.store.tables import StoreTables
 

@@ -42,7 +42,6 @@ from bbg_core.errors import ValidationFailed
 from fences import generations
 from migrate.share.common import (
     damaged_reads,
-    open_readonly,
     require_ledger,
     require_sound,
     stable_uuid,
@@ -60,6 +59,7 @@ from migrate.store.codec import (
     split_request_value,
 )
 from migrate.store.connection import Connection
+from migrate.store.readonly import open_readonly
 
 FORMAT = "event/1"
 ROWS_PER_EVENT = 256

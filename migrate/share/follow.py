@@ -25,12 +25,12 @@ from bbg_core.errors import UsageError
 from migrate.share.common import (
     canonical,
     damaged_reads,
-    open_readonly,
     require_ledger,
     require_sound,
 )
 from migrate.share.events import Event, entry_events, iter_events
 from migrate.store import ledger
+from migrate.store.readonly import open_readonly
 
 
 def follow(
@@ -66,7 +66,7 @@ def resume_point(path: Path) -> tuple[int, int] | None:
     A torn last line (no LF: the writer was killed mid-write) is cut off first.
     """
     try:
-        fh = open(path, "r+b")  # noqa: SIM115 - closed below
+        fh = open(path, "r+b")  # closed below
     except FileNotFoundError:
         return None
     with fh:

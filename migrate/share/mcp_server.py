@@ -115,7 +115,7 @@ class Tools:
             return {"namespace": namespace, "request": request,
                     "head": _head(graph.resolve(conn, ns, req))}  # fmt: skip
 
-    def content(self, id: str, max_bytes: int = 4096) -> dict[str, Any]:  # noqa: A002
+    def content(self, id: str, max_bytes: int = 4096) -> dict[str, Any]:
         cid = _id(id, "id")
         if not 0 <= max_bytes <= MAX_CONTENT:
             raise UsageError(f"max_bytes must be 0..{MAX_CONTENT}, not {max_bytes}")

@@ -39,7 +39,6 @@ from migrate.progress import Observer, counter
 from migrate.share.common import (
     canonical,
     damaged_reads,
-    open_readonly,
     require_ledger,
     require_sound,
     table_names,
@@ -48,6 +47,7 @@ from migrate.store import clock, imports, ledger
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
+from migrate.store.readonly import open_readonly
 from migrate.store.tables import StoreTables
 
 FORMAT = "snapshot/1"

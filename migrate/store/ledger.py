@@ -179,10 +179,6 @@ def heads_of(db: _Db, tx: int) -> Iterator[tuple[bytes, Head | None, Head, bytes
         )
 
 
-def has_rows(db: _Db, tx: int) -> bool:
-    return db.one(f"SELECT 1 FROM {ROWS} WHERE tx = ? LIMIT 1", (tx,)) is not None
-
-
 def boundary_of(db: _Db, namespace: bytes) -> tuple[int, Head] | None:
     """``(first retained index, the head just below it)`` of a ``nohistory`` namespace."""
     row = db.one(

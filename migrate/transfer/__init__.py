@@ -252,7 +252,7 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
     source, a seal for another target or nonce, a target that refuses writes, a namespace
     that collides in the target) are raised with the same error.
     """
-    from migrate.share.common import open_readonly
+    from migrate.store.readonly import open_readonly
     from migrate.transfer.source import read_state
 
     with open_readonly(Path(job.source)) as conn:

@@ -45,7 +45,7 @@ def sealed_source(db: Any) -> dict[str, Any] | None:
 
 def _progress_at(path: str | None, manifest: bytes) -> dict[str, Any]:
     """The transfer's progress as recorded in the target at ``path`` (read-only)."""
-    from migrate.share.common import open_readonly
+    from migrate.store.readonly import open_readonly
 
     if path is None or not Path(path).is_dir():
         return {"target_found": False, "progress": None, "state": None}
@@ -96,10 +96,3 @@ def section(db: Any) -> dict[str, Any]:
     """The ``transfer`` section of ``inspect``/``doctor``: sealed source and transfers."""
     return {"sealed_source": sealed_source(db), "transfers": transfers(db)}
 
-
-def section_at(store_dir: Path) -> dict[str, Any]:
-    """:func:`section` of the store in ``store_dir``, on a read-only connection of its own."""
-    from migrate.share.common import open_readonly
-
-    with open_readonly(Path(store_dir)) as db, db.read():
-        return section(db)

@@ -88,7 +88,7 @@ def single_run(source: Path, work: Path, **job: Any) -> dict[str, Any]:
     store = work / hashlib.sha256(str(source).encode()).hexdigest()[:16]
     try:
         outcome = api.run(api.Job(source=source, store=store, **job))
-    except Exception as exc:  # noqa: BLE001 - the reference failure
+    except Exception as exc:  # the reference failure
         return {"exit_code": error_doc(exc)["exit_code"], "error": error_doc(exc)}
     finally:
         shutil.rmtree(store, ignore_errors=True)

@@ -62,8 +62,8 @@ def test_every_write_transaction_appends_one_ledger_row(graph: Path) -> None:
 def test_the_ledger_records_heads_before_and_after(graph: Path) -> None:
     w = graph_writes()[1]
     with open_store(graph) as st:
-        entries = list(ledger.entries(st._conn))  # noqa: SLF001 - the handle's reader
-        moved = [(e.tx, list(ledger.heads_of(st._conn, e.tx))) for e in entries]  # noqa: SLF001
+        entries = list(ledger.entries(st._conn))  # the handle's reader
+        moved = [(e.tx, list(ledger.heads_of(st._conn, e.tx))) for e in entries]
     mine = [m for _, heads in moved for m in heads if m[0] == w.namespace and m[3] == w.request]
     assert mine == [(w.namespace, w.expected, w.new_head, w.request)]
 

@@ -26,8 +26,8 @@ except ImportError:  # pragma: no cover - depends on the installation
     pytest.skip("the MCP server tests need the `mcp` package: pip install -e '.[test]' "
                 "or 'bbg-migrate[mcp]'", allow_module_level=True)
 
-from mcp import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 READ_TOOLS = {"heads", "history", "resolve", "content", "tail", "ledger", "doctor", "inspect"}
 

@@ -24,7 +24,7 @@ NS = birth("g-0").namespace  # 4 commits after its birth (index 4 is the head)
 
 def _rows(store: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
     with open_store(store) as st:
-        return list(st._conn.rows(sql, params))  # noqa: SLF001 - a read for the test
+        return list(st._conn.rows(sql, params))  # a read for the test
 
 
 def _state(store: Path) -> dict[str, object]:

@@ -109,7 +109,7 @@ class _Content:
 
     def __init__(self, spool: Path) -> None:
         self.spool_path = spool
-        self.fh = open(spool, "wb")  # noqa: SIM115 - closed in rows()/close()
+        self.fh = open(spool, "wb")  # closed in rows()/close()
         self.at: dict[bytes, tuple[int, int]] = {}
         self.offset = 0
 
