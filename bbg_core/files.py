@@ -186,6 +186,61 @@ def require_regular(path: Path) -> int:
         os.close(fd)
 
 
+# -- durable writes: the one fsync of a file, of a directory, and the one atomic write ----
+
+
+def fsync_file(path: str | os.PathLike[str], *, missing_ok: bool = False) -> None:
+    """Make the bytes of the file ``path`` durable (``missing_ok``: a file that is gone, e.g.
+    a WAL a checkpoint removed, has nothing to sync)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Make the names in the directory ``path`` durable (after a create, link or rename)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd``, then fsync it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` by ``data`` so that a reader, or a crash, sees the old file or the
+    whole new one: a temporary file beside it (``.NAME.tmp``), fsync, rename over ``path``,
+    fsync of the directory.  One writer per path; a temporary file a killed writer left is
+    overwritten by the next write.  OSError is the caller's to translate."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
 def write_once(path: Path, data: bytes) -> bool:
     """Publish ``data`` at ``path`` atomically and never over different bytes.
 
@@ -220,10 +275,10 @@ def write_once(path: Path, data: bytes) -> bool:
     except OSError as exc:
         raise StoreError(f"{path}: cannot write: {exc.strerror or exc}", path=str(path)) from exc
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -238,9 +293,5 @@ def write_once(path: Path, data: bytes) -> bool:
         raise StoreError(f"{path}: cannot write: {exc.strerror or exc}", path=str(path)) from exc
     finally:
         Path(tmp).unlink(missing_ok=True)
-    dfd = os.open(parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    fsync_dir(parent)
     return True

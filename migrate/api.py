@@ -40,7 +40,6 @@ transfer verbs a :class:`TransferJob` (source store, target store, nonce, page r
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -281,9 +280,10 @@ def make_job(
 def write_receipt(path: Path, doc: dict[str, Any]) -> bool:
     """Write ``doc`` (a receipt) to ``path`` atomically, never over a different receipt
     (Conflict, exit 4); True when written, False when ``path`` already holds this receipt."""
+    from bbg_core.canonical import canonical_json
     from bbg_core.files import write_once
 
-    text = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    text = canonical_json(doc, indent=2) + "\n"
     return write_once(path, text.encode("utf-8"))
 
 

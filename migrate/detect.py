@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.files import cannot_read, open_regular
+from importers.redb.sniff import header_claims, looks_like_redb
 
-REDB_MAGIC = b"redb\x1a\x0a\xa9\x0d\x0a"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SNIFF_BYTES = 4096
 
@@ -40,21 +40,6 @@ def lock_held(path: Path) -> bool:
         return False
     finally:
         os.close(fd)
-
-
-def _redb_facts(path: Path, head: bytes) -> dict[str, Any]:
-    god = head[9] if len(head) > 9 else 0
-    primary = god & 1
-    slot = 64 + 128 * primary
-    facts: dict[str, Any] = {
-        "primary_slot": primary,
-        "recovery_required": bool(god & 2),
-        "two_phase_commit": bool(god & 4),
-        "format_version": head[slot] if len(head) > slot else None,
-        "page_size": int.from_bytes(head[12:16], "little") if len(head) >= 16 else None,
-        "locked": lock_held(path),
-    }
-    return facts
 
 
 def _bbg_store_db(path: Path) -> Path | None:
@@ -94,9 +79,9 @@ def detect(path: str | os.PathLike[str]) -> dict[str, Any]:
     except OSError as exc:
         raise cannot_read(p, exc) from exc
 
-    if head.startswith(REDB_MAGIC):
+    if looks_like_redb(head):
         report["kind"] = "redb"
-        report["redb"] = _redb_facts(p, head)
+        report["redb"] = {**header_claims(head), "locked": lock_held(p)}
         return report
     try:
         # The sniffing modules only, not the readers (start-up time: tests/test_startup.py).

@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bbg_core.canonical import canonical_json
+
 if TYPE_CHECKING:
     from migrate.progress import Observer
 
@@ -285,7 +287,7 @@ def _replay_cell(path: Path, expected: dict[str, Any], work: Path, golden: Path,
         diffs.append(f"destination rows: expected {_show(want_rows)}, got {_show(rows)}")
     if not after["valid"]:
         diffs.append(f"destination breaks the links: {_show(after['errors'][:1])}")
-    text = json.dumps(outcome.receipt, sort_keys=True, indent=1) + "\n"
+    text = canonical_json(outcome.receipt, ascii=True, indent=1) + "\n"
     if golden.exists():
         if golden.read_text("utf-8") != text:
             diffs.append(

@@ -97,9 +97,11 @@ def file_size(path: str | os.PathLike[str]) -> int | None:
 def source_rows(path: str | os.PathLike[str]) -> int | None:
     """The rows a redb file holds, from its table lengths (cheap: no entry is read); None
     for anything else or a file that cannot tell (the real read reports why)."""
+    from importers.redb.sniff import MAGIC, looks_like_redb
+
     try:
         with open(path, "rb") as fh:
-            if fh.read(9) != b"redb\x1a\x0a\xa9\x0d\x0a":
+            if not looks_like_redb(fh.read(len(MAGIC))):
                 return None
         from importers.redb.report import tables_doc
 

@@ -66,9 +66,23 @@ class _KillingOs:
 def main() -> None:
     spec = sys.argv[1]
     if spec.startswith("file-op:"):
+        from bbg_core import files
         from migrate.pipeline import retire
 
-        retire.os = _KillingOs(int(spec.removeprefix("file-op:")))  # type: ignore[assignment]
+        killing = _KillingOs(int(spec.removeprefix("file-op:")))
+        retire.os = killing  # type: ignore[assignment]
+        # The retirement writes its record with bbg_core.files.atomic_write: count those
+        # operations too, but only while a retirement runs (the store's own fsyncs are not).
+        real_retire = retire.retire
+
+        def retiring(*args: Any, **kwargs: Any) -> Any:
+            files.os = killing  # type: ignore[assignment]
+            try:
+                return real_retire(*args, **kwargs)
+            finally:
+                files.os = os
+
+        retire.retire = retiring  # type: ignore[assignment]
     else:
         pause: tuple[float, str] | None = None
         sig = signal.SIGKILL

@@ -85,13 +85,10 @@ def test_a_report_already_printed_is_the_only_document() -> None:
 
 @pytest.mark.parametrize("name", ["fleet-job", "fleet-plan"])
 def test_fleet_error_documents_are_the_cli_error_document(name: str) -> None:
-    """The fleet schemas reuse schemas/error.schema.json ($ref), and fleet builds the document
-    with the same function as the CLI."""
-    from migrate.fleet.results import error_doc
-
+    """The fleet schemas reuse schemas/error.schema.json ($ref); fleet and CLI both build the
+    document with error_document."""
     text = (Path(schemas.__file__).parent / f"{name}.schema.json").read_text()
     assert '"$ref": "error"' in text or '"$ref": "fleet-job#/$defs/error"' in text
     exc = RedbCorrupt("x: bad", path="x", offset=7, table="t")
-    assert error_doc(exc) == error_document(exc)
     schemas.validate(error_document(exc), "error")
     assert error_document(exc)["offset"] == 7

@@ -47,11 +47,12 @@ def test_version_imports_no_cli_no_sqlite_no_rich() -> None:
 
 
 # What detection needs: the sniffing modules, not the readers behind them.
-SNIFFING = ("importers.frame_log.dialect", "importers.text_archive.sniff")
+SNIFFING = ("importers.frame_log.dialect", "importers.text_archive.sniff", "importers.redb.sniff")
 READERS = (
     "importers.frame_log.decode", "importers.frame_log.encode", "importers.frame_log.inspect",
     "importers.signal_log.decode", "importers.signal_log.encode", "importers.signal_log.inspect",
-    "importers.text_archive.reader", "importers.text_archive.inspect", "importers.redb",
+    "importers.text_archive.reader", "importers.text_archive.inspect", "importers.redb.reader",
+    "importers.redb.backend",
     "importers.hemera",
 )  # fmt: skip
 
@@ -112,7 +113,8 @@ def test_lazy_packages_export_what_they_declare() -> None:
     checkers read."""
     import importlib
 
-    for name in ("importers.signal_log", "importers.frame_log", "importers.text_archive"):
+    for name in ("importers.signal_log", "importers.frame_log", "importers.text_archive",
+                 "importers.redb"):
         package = importlib.import_module(name)
         for export in package.__all__:
             assert getattr(package, export) is not None

@@ -17,10 +17,29 @@ results and errors.  ``BACKEND`` says which one is active ("c" or "python");
 ``open_redb(path, backend=...)`` picks one for a single file.
 """
 
-from importers.redb.backend import BACKEND
-from importers.redb.header import Header
-from importers.redb.reader import RedbFile, open_redb
-from importers.redb.tables import TableInfo
-from importers.redb.types import format_value
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bbg_core.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the same names, for type checkers
+    from importers.redb.backend import BACKEND
+    from importers.redb.header import Header
+    from importers.redb.reader import RedbFile, open_redb
+    from importers.redb.tables import TableInfo
+    from importers.redb.types import format_value
+
+# Imported when first read: `detect` needs only the sniffing module (bbg_core.lazy).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "backend": ("BACKEND",),
+        "header": ("Header",),
+        "reader": ("RedbFile", "open_redb"),
+        "tables": ("TableInfo",),
+        "types": ("format_value",),
+    },
+)
 
 __all__ = ["BACKEND", "Header", "RedbFile", "TableInfo", "format_value", "open_redb"]

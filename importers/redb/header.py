@@ -34,17 +34,18 @@ from dataclasses import dataclass
 
 import xxhash
 
-MAGIC = b"redb\x1a\x0a\xa9\x0d\x0a"
-GOD_BYTE_OFFSET = 9
-PAGE_SIZE_OFFSET = 12
-SLOT_OFFSETS = (64, 192)
+from importers.redb.sniff import (
+    GOD_BYTE_OFFSET,
+    MAGIC,
+    PRIMARY_BIT,
+    RECOVERY_REQUIRED,
+    SLOT_OFFSETS,
+    TWO_PHASE_COMMIT,
+)
+
 SLOT_SIZE = 128
 SLOT_CHECKSUM_OFFSET = 112
 DB_HEADER_SIZE = 320
-
-PRIMARY_BIT = 1
-RECOVERY_REQUIRED = 2
-TWO_PHASE_COMMIT = 4
 
 SUPPORTED_FORMATS = (1, 2, 3)
 MIN_PAGE_SIZE = 512

@@ -34,14 +34,9 @@ app = typer.Typer(
 )
 
 
-def version_text() -> str:
-    """``bbg-migrate --version``: the package version and which readers are active."""
-    return api.version_text()
-
-
 def _version(value: bool) -> None:
     if value:
-        typer.echo(version_text())
+        typer.echo(api.version_text())
         raise typer.Exit(0)
 
 

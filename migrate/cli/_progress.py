@@ -13,7 +13,6 @@ The library calls the observer as ``observer(stage, done, total, unit)``; within
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from bbg_core.canonical import canonical_json
 from migrate.cli._render import err, stderr_console
 from migrate.cli._state import state
 
@@ -108,7 +108,7 @@ class _Watcher:
         self._last_line = now
         doc = s.doc(now, status)
         try:
-            sys.stderr.write(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+            sys.stderr.write(canonical_json(doc, ascii=True) + "\n")
             sys.stderr.flush()
         except (OSError, ValueError):
             # Progress is advisory: a reader that went away (`2>&1 | head`, a closed pipe)

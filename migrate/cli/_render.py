@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
+from bbg_core.canonical import canonical_json
 from migrate.cli._state import state
 
 if TYPE_CHECKING:
@@ -114,5 +114,5 @@ def emit_json(doc: Any, schema: str) -> None:
 
     schemas.validate(doc, schema)
     state.emitted = True
-    sys.stdout.write(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+    sys.stdout.write(canonical_json(doc, ascii=True) + "\n")
     sys.stdout.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass
@@ -17,3 +18,11 @@ class State:
 
 
 state = State()
+
+
+def named_store(option: Path | None) -> Path | None:
+    """The store a command names: its own ``--store``, else the root ``--store`` given
+    before the command, else None (the library's default store)."""
+    if option is not None:
+        return option
+    return Path(state.store) if state.store else None

@@ -9,7 +9,7 @@ import typer
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
-from migrate.cli._state import state
+from migrate.cli._state import named_store
 
 STORE = store_option("The BBG store directory (default ./bbg).")
 WRITE = typer.Option(
@@ -23,5 +23,5 @@ def mcp_cmd(write: bool = WRITE, store: Path = STORE) -> None:
     'bbg-migrate[mcp]'). Read-only by default: SQLite opened read-only, only read tools
     (heads, history pages, resolve, content with size caps, tail from a tx, ledger, doctor,
     inspect); --write adds apply_events for a store the agent may change."""
-    named = store if store is not None else (Path(state.store) if state.store else None)
+    named = named_store(store)
     api.mcp_serve(api.resolve_store_dir(named, create=False), write=write)

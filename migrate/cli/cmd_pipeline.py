@@ -17,7 +17,7 @@ from migrate.cli._progress import watch
 from migrate.cli._receipt import RECEIPT, keep
 from migrate.cli._render import count, emit_json, err, facts, print_table, show, size, table
 from migrate.cli._sizes import parse_size
-from migrate.cli._state import state
+from migrate.cli._state import named_store
 from migrate.cli.cmd_transfer import step as transfer_step
 
 SOURCE = typer.Argument(
@@ -85,7 +85,7 @@ def _job(
     kind: str | None = None,
     content_check: str = "codec",
 ) -> api.Job:
-    named = store if store is not None else (Path(state.store) if state.store else None)
+    named = named_store(store)
     return api.make_job(
         source, named, nonce=nonce, subject=subject, maps=maps, mapping_file=mapping_file,
         bounds=bounds, accept_torn_tail=accept_torn_tail, kind=kind, content_check=content_check,
@@ -328,7 +328,7 @@ def discard_cmd(
 ) -> None:  # fmt: skip
     """Give up an import in progress (its staged rows and namespaces are released), e.g. when
     its source changed since the seal; a published import cannot be discarded."""
-    named = store if store is not None else (Path(state.store) if state.store else None)
+    named = named_store(store)
     _report(api.discard(named, import_id), as_json)
 
 
@@ -337,7 +337,7 @@ def imports_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
     """Every import of the store: state (staging, active, retired, discarded), kind, stage
     reached, rows staged, source fingerprint and receipt; an import in progress names the
     exact `discard` command that gives it up.  Reads only."""
-    named = store if store is not None else (Path(state.store) if state.store else None)
+    named = named_store(store)
     doc = api.list_imports(named)
     if as_json:
         emit_json(doc, "imports")

@@ -25,7 +25,7 @@ from migrate.cli._paths import store_option
 from migrate.cli._progress import watch
 from migrate.cli._render import count, emit_json, err, show, size
 from migrate.cli._sizes import parse_size, show_size
-from migrate.cli._state import state
+from migrate.cli._state import named_store
 
 STORE = store_option("The BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
@@ -41,7 +41,7 @@ DEST = typer.Argument(
 
 
 def _store(option: Path | None, *, create: bool = False) -> Path:
-    named = option if option is not None else (Path(state.store) if state.store else None)
+    named = named_store(option)
     return api.resolve_store_dir(named, create=create)
 
 

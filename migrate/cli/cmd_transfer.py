@@ -14,7 +14,7 @@ from migrate.cli._paths import store_option
 from migrate.cli._progress import watch
 from migrate.cli._receipt import RECEIPT, keep
 from migrate.cli._render import count, emit_json, err, facts, print_table, show, size, table
-from migrate.cli._state import state
+from migrate.cli._state import named_store
 
 SOURCE = typer.Argument(
     ...,
@@ -32,7 +32,7 @@ JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 
 
 def _job(source: Path, store: Path | None, nonce: str | None, page_rows: int) -> api.TransferJob:
-    named = store if store is not None else (Path(state.store) if state.store else None)
+    named = named_store(store)
     return api.TransferJob(source=source, store=named, nonce=nonce, page_rows=page_rows)
 
 

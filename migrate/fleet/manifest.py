@@ -40,6 +40,7 @@ from typing import Any
 import jsonschema
 
 import schemas
+from bbg_core.canonical import canonical_json
 from bbg_core.errors import MigrateError, UsageError
 from bbg_core.files import cannot_read
 from migrate.pipeline import Bounds, Job
@@ -238,7 +239,7 @@ def _mapping(
 
 
 def _key(source: str, store: str) -> str:
-    ident = json.dumps({"source": source, "store": store}, sort_keys=True, separators=(",", ":"))
+    ident = canonical_json({"source": source, "store": store}, ascii=True)
     return hashlib.sha256(ident.encode()).hexdigest()
 
 

@@ -3,7 +3,7 @@
 Each job's row comes from :func:`migrate.pipeline.plan` (the dry run of ``run``; it writes
 nothing).  Its predicted exit code is the plan's own when the plan document carries one;
 when ``plan`` raises, it is the error's exit code through the project's one mapping
-(:func:`migrate.fleet.results.error_doc`), which is the code ``run`` would exit with.
+(:func:`bbg_core.errors.error_document`), which is the code ``run`` would exit with.
 
 Disk: the destinations are grouped by filesystem (``st_dev`` of the nearest existing
 ancestor of each store directory); the bytes the plans say they need are added up per
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import schemas
-from migrate.fleet import results, sources
+from bbg_core.errors import error_document
+from migrate.fleet import sources
 from migrate.fleet.manifest import FleetJob, Manifest, select
 from migrate.fleet.scheduler import Watcher, default_workers, schedule
 
@@ -75,7 +76,7 @@ def plan_job(job: FleetJob, progress: Callable[[int, int], None]) -> dict[str, A
             problems=problems,
         )
     except Exception as exc:  # the job's own predicted failure
-        error = results.error_doc(exc)
+        error = error_document(exc)
         row.update(
             action="fail",
             exit_code=error["exit_code"],

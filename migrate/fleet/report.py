@@ -16,12 +16,12 @@ Anomalies (each makes the merged exit status at least 1):
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import schemas
+from bbg_core.canonical import canonical_json
 from bbg_core.errors import UsageError
 from bbg_core.files import cannot_read
 from migrate.fleet import results
@@ -68,22 +68,21 @@ def _inputs(paths: list[Path]) -> tuple[Found, Found]:
 def _signature(job: dict[str, Any]) -> str:
     """What must agree between two copies of one job's result (not timings or host)."""
     error = job.get("error")
-    return json.dumps(
+    return canonical_json(
         {
             "source": job["source"],
             "store": job["store"],
             "exit_code": job["exit_code"],
             "receipt": job.get("receipt"),
             "error": None if error is None else [error["code"], error["exit_code"]],
-        },
-        sort_keys=True,
+        }
     )
 
 
 def _conflicting(results: list[dict[str, Any]]) -> bool:
     """Results of one job, oldest first: two different receipts, or a success followed by a
     failure.  A failure followed by another outcome is a retry, not an anomaly."""
-    receipts = {json.dumps(r["receipt"], sort_keys=True) for r in results if "receipt" in r}
+    receipts = {canonical_json(r["receipt"]) for r in results if "receipt" in r}
     return len(receipts) > 1 or (bool(receipts) and "receipt" not in results[-1])
 
 

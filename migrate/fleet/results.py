@@ -15,49 +15,30 @@ kill never leaves half a file.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
 import schemas
-from bbg_core.errors import UsageError, error_document
+from bbg_core.canonical import canonical_json
+from bbg_core.errors import UsageError
+from bbg_core.files import atomic_write
 
 JOB_FORMAT = "bbg-migrate/fleet-job/1"
 JOBS_DIR = "jobs"
 
 
-def error_doc(exc: BaseException) -> dict[str, Any]:
-    """The error document of ``exc``: exactly what ``--json`` prints when the CLI fails
-    (``schemas/error.schema.json``)."""
-    return error_document(exc)
-
-
 def atomic_write_json(path: Path, doc: Any) -> None:
     """Write ``doc`` to ``path`` so that a reader sees the old file or the whole new one."""
-    atomic_write_text(path, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+    atomic_write_text(path, canonical_json(doc, ascii=True) + "\n")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Temporary file beside ``path``, fsync, rename over ``path``, fsync the directory."""
+    """Write ``text`` to ``path`` (its directory made as needed) so that a reader sees the old
+    file or the whole new one (:func:`bbg_core.files.atomic_write`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    atomic_write(path, text.encode("utf-8"))
 
 
 def write_job(report_dir: Path, result: dict[str, Any]) -> Path:

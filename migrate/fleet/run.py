@@ -26,7 +26,7 @@ from types import FrameType
 from typing import Any
 
 import schemas
-from bbg_core.errors import Interrupted, UsageError
+from bbg_core.errors import Interrupted, UsageError, error_document
 from migrate.fleet import results, sources
 from migrate.fleet.manifest import FleetJob, Manifest, select
 from migrate.fleet.scheduler import Watcher, default_workers, schedule
@@ -70,7 +70,7 @@ def run_job(arg: RunArg, progress: Callable[[int, int], None]) -> dict[str, Any]
         status, kind, receipt = sources.run(job, progress)
         doc.update(exit_code=0, status=status, kind=kind, rows=rows_of(receipt), receipt=receipt)
     except Exception as exc:  # every failure is this job's result
-        error = results.error_doc(exc)
+        error = error_document(exc)
         doc.update(exit_code=error["exit_code"], status="failed", kind=job.kind, error=error)
     doc["finished"] = now()
     doc["seconds"] = round(time.monotonic() - t0, 3)

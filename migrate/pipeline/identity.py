@@ -30,14 +30,9 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-from migrate.store import imports
+from bbg_core.canonical import canonical_json
 
 CODEC_BLOB = b"\x01"
-
-
-def canonical_json(doc: Any) -> bytes:
-    """Canonical JSON as UTF-8 bytes (the store's one definition: sorted keys, no spaces)."""
-    return imports.canonical_json(doc).encode()
 
 
 def hemera(data: bytes) -> bytes:
@@ -63,7 +58,7 @@ def import_id(
     doc: dict[str, Any] = {"kind": kind, "source": fingerprint, "mapping": mapping, "nonce": nonce}
     if content_check != "codec":
         doc["content_check"] = content_check
-    return hashlib.sha256(b"bbg-migrate/import-id/1\x00" + canonical_json(doc)).hexdigest()
+    return hashlib.sha256(b"bbg-migrate/import-id/1\x00" + canonical_json(doc).encode()).hexdigest()
 
 
 def default_nonce(source_sha256: str) -> str:

@@ -29,10 +29,10 @@ from __future__ import annotations
 from typing import Any
 
 import schemas
+from bbg_core.canonical import canonical_json
 from importers.frame_log import CliSignal, Finalize
 from importers.signal_log import Intent, Signal
 from importers.text_archive import TextRecord
-from migrate.pipeline.identity import canonical_json
 
 IMPORT_FORMAT = "bbg-migrate/legacy-import/1"
 ITEM_FORMAT = "bbg-migrate/legacy-item/1"
@@ -128,4 +128,4 @@ def payload(doc: dict[str, Any], schema: str | None = None) -> bytes:
     """
     if schema is not None:
         schemas.validate(doc, schema)
-    return canonical_json(doc)
+    return canonical_json(doc).encode()

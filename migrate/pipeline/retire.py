@@ -33,8 +33,9 @@ from typing import Any
 import jsonschema
 
 import schemas
+from bbg_core.canonical import canonical_json
 from bbg_core.errors import Conflict, SourceError, ValidationFailed
-from bbg_core.files import file_sha256
+from bbg_core.files import atomic_write, file_sha256, fsync_dir
 from migrate.store import imports
 from migrate.store.store import Store
 
@@ -51,28 +52,6 @@ def aside(source: Path) -> Path:
     """Where the retirement directory of ``source`` is built."""
     real = target(source)
     return real.with_name(f".{real.name}.retiring")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    data = (json.dumps(doc, sort_keys=True, indent=2) + "\n").encode("utf-8")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
 
 
 def _read_record(directory: Path) -> dict[str, Any] | None:
@@ -116,7 +95,7 @@ def resume(source: Path) -> dict[str, Any] | None:
         )
     try:
         os.rename(built, real)
-        _fsync_dir(real.parent)
+        fsync_dir(real.parent)
     except OSError as exc:
         raise SourceError(f"{source}: cannot finish the retirement: {exc.strerror}",
                           path=str(source)) from exc  # fmt: skip
@@ -242,8 +221,9 @@ def retire(source: Path, doc: dict[str, Any]) -> dict[str, Any]:
                 os.unlink(kept)  # a stale link from an earlier attempt at other bytes
             if not kept.exists():
                 os.link(real, kept)
-            _write_json(built / RETIREMENT, doc)
-            _fsync_dir(built)
+            # Durable, and the name in ``built`` too: a crash after it finds a whole record.
+            text = canonical_json(doc, ascii=True, indent=2) + "\n"
+            atomic_write(built / RETIREMENT, text.encode())
         elif not real.exists():
             raise SourceError(
                 f"{source}: the source is gone and no retirement is under way",
@@ -261,7 +241,7 @@ def retire(source: Path, doc: dict[str, Any]) -> dict[str, Any]:
             )
         os.unlink(real)
         os.rename(built, real)
-        _fsync_dir(real.parent)
+        fsync_dir(real.parent)
     except OSError as exc:
         raise SourceError(
             f"{source}: cannot retire the source: {exc.strerror}", path=str(source)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bbg_core.canonical import canonical_json
 from bbg_core.errors import Conflict, StoreError, ValidationFailed
 from fences import generations
 from fences.namespaces import fence
@@ -293,7 +294,7 @@ def _publish_manifest(tx: Any, mapping: Mapping, pre: Preflight) -> dict[str, An
     import schemas
 
     schemas.validate(manifest, "import-manifest")
-    payload = identity.canonical_json(manifest)
+    payload = canonical_json(manifest).encode()
     manifest_id = identity.hemera(payload)
     request = identity.request_id(subject_ns, "manifest", pre.import_id)
     new_head = Head(current.index + 1, manifest_id)

@@ -22,19 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
-from bbg_core.files import owned_tempdir, sweep
+from bbg_core.files import fsync_dir, fsync_file, owned_tempdir, sweep
 from migrate.progress import CountCallback, Observer, counter
 from migrate.share.doctor import doctor
 from migrate.store.layout import DB_NAME
 from migrate.store.readonly import db_file, open_readonly
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _pages(observer: Observer | None) -> Callable[[int, int], None] | None:
@@ -93,12 +85,12 @@ def backup(store_dir: Path, dest: Path, *, progress: Observer | None = None) -> 
                 errors=report["problems"],
             )
         size = copy.stat().st_size
-        _fsync(copy)
-        _fsync(tmp)
+        fsync_file(copy)
+        fsync_dir(tmp)
         if dest.exists():  # appeared while we copied: still never overwrite
             raise UsageError(f"{dest}: appeared during the backup; not overwritten")
         os.rename(tmp, dest)
-        _fsync(parent)
+        fsync_dir(parent)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise StoreError(f"{dest}: backup failed: {exc}", path=str(dest)) from exc

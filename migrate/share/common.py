@@ -14,9 +14,9 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
 import schemas
+from bbg_core.canonical import canonical_json
 from bbg_core.errors import StoreError, ValidationFailed
 from migrate.store.connection import Connection
-from migrate.store.imports import canonical_json
 from migrate.store.layout import PRE_LEDGER_VERSION, needs_upgrade
 
 # apply refuses longer lines.  A content payload may be 16 MiB (BRIEF §2.1), i.e. 32 MiB as

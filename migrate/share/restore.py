@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
-from bbg_core.files import owned_tempdir, sweep
+from bbg_core.files import fsync_dir, fsync_file, owned_tempdir, sweep
 from migrate.links import validate_links
 from migrate.progress import Observer, counter, stream_size
 from migrate.share.apply import read_line
-from migrate.share.backup import _fsync
 from migrate.share.common import MAX_LINE, canonical, schema_problem
 from migrate.share.snapshot import REPORT_EVERY, STORAGE, columns, line_hash, retained_tables
 from migrate.share.verify import ContentLedger
@@ -214,13 +213,13 @@ def restore(
     try:
         report = counter(progress, "restore", stream_size(stream), "bytes")
         summary = _load(stream, built, max_line, report)
-        _fsync(built / DB_NAME)
-        _fsync(built)
+        fsync_file(built / DB_NAME)
+        fsync_dir(built)
         _pristine(dest)  # still pristine: never replace what appeared meanwhile
         if dest.exists():
             dest.rmdir()  # empty, checked just above; rename cannot replace it portably
         os.rename(built, dest)
-        _fsync(parent)
+        fsync_dir(parent)
         shutil.rmtree(tmp, ignore_errors=True)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)

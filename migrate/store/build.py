@@ -43,6 +43,7 @@ from pathlib import Path
 
 from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
+from bbg_core.files import fsync_dir, fsync_file
 from migrate.store import layout
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
@@ -53,14 +54,6 @@ _MARK = ".bbg-build-"
 BUILD_PAGE_SIZE = 16384
 BUILD_CACHE_KIB = 16 * 1024
 _LOCK_WAIT = 30.0
-
-
-def _fsync(path: Path, *, directory: bool = False) -> None:
-    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _alive(pid: int) -> bool:
@@ -193,8 +186,8 @@ class Build(Closing):
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{db}{suffix}")  # checkpointed and closed: nothing in them
-        _fsync(db)
-        _fsync(self.path, directory=True)
+        fsync_file(db)
+        fsync_dir(self.path)
         target = self._lock_target()
         if target is None:
             return False
@@ -215,7 +208,7 @@ class Build(Closing):
                     f"{self.directory}: cannot publish the new store: {exc.strerror}",
                     path=str(self.directory),
                 ) from exc
-            _fsync(self.directory.parent, directory=True)
+            fsync_dir(self.directory.parent)
             if hook is not None:
                 hook("after")
         finally:

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bbg_core.errors import CommitUnknown, Locked, MigrateError, StoreError, StoreRefused
+from bbg_core.files import fsync_file
 
 CommitPhase = Literal["before", "after"]
 CommitHook = Callable[[CommitPhase], None]
@@ -78,17 +79,6 @@ def translate(
     return StoreError(f"{path}: {action} failed: {text}", path=str(path), **context)
 
 
-
-def _fsync_file(path: Path) -> None:
-    """fsync ``path`` if it exists (a checkpoint may have removed a WAL: nothing to sync)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 class Connection:
     """A store connection (``isolation_level=None``: we issue BEGIN/COMMIT ourselves)."""
@@ -261,7 +251,8 @@ class Connection:
         try:
             yield
             if wal:
-                _fsync_file(Path(f"{self.path}-wal"))
+                # A checkpoint may have removed the log: then nothing is left to sync.
+                fsync_file(Path(f"{self.path}-wal"), missing_ok=True)
         finally:
             if wal:
                 self._db.execute("PRAGMA synchronous = FULL")

@@ -32,20 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bbg_core.errors import Locked, StoreError, StoreRefused
+from bbg_core.files import fsync_dir, fsync_file
 from migrate.store import layout
 from migrate.store.connection import Connection
 
 TEMP_PREFIX = f".{layout.DB_NAME}.new-"
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 _POLL = 0.02
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _unlink_db(path: Path) -> None:
@@ -275,11 +268,7 @@ def _create_file(directory: Path, hash_suite: str) -> str:
             store_id = str(row[0])
         finally:
             conn.close()
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(tmp)
         if db.exists():  # an empty file left by an older build's crash: replace it
             os.replace(tmp, db)
         else:
@@ -291,7 +280,7 @@ def _create_file(directory: Path, hash_suite: str) -> str:
                 os.replace(tmp, db)  # a filesystem without hard links (we hold the lock)
             else:
                 os.unlink(tmp)
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except OSError as exc:
         _unlink_db(tmp)
         raise StoreError(f"{db}: cannot create the store: {exc.strerror or exc}",
@@ -325,5 +314,5 @@ def remove_if_untouched(lock: DirLock) -> bool:
         with contextlib.suppress(OSError):
             os.rmdir(lock.directory)  # only if empty: never what someone else put there
     with contextlib.suppress(OSError):
-        _fsync_dir(lock.directory.parent if lock.created_dir else lock.directory)
+        fsync_dir(lock.directory.parent if lock.created_dir else lock.directory)
     return True

@@ -30,6 +30,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from bbg_core.canonical import canonical_json
 from bbg_core.errors import Conflict, StoreError
 from migrate.store.codec import (
     ARCHIVE_ORDER,
@@ -50,12 +51,6 @@ class _Reader(Protocol):
     def path(self) -> Any: ...
 
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...
-
-
-def canonical_json(doc: Any) -> str:
-    """Sorted keys, no spaces, non-ASCII kept: the one canonical JSON of the project (seals,
-    receipts, journal details, manifests and records, event and snapshot lines)."""
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def begin_import(tx: Tx, import_id: str) -> str:

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bbg_core.canonical import canonical_json
 from bbg_core.errors import StoreCorrupt
 from migrate.store import clock
 from migrate.store.codec import Head
@@ -65,10 +66,6 @@ class _Db(Protocol):
     def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]: ...
 
     def execute(self, sql: str, params: Any = ()) -> Any: ...
-
-
-def canonical_json(doc: Any) -> str:
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _number(db: _Db, value: Any, what: str) -> int:

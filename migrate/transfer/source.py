@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import schemas
+from bbg_core.canonical import canonical_json
 from bbg_core.closing import Closing
 from bbg_core.errors import Conflict, StoreCorrupt, ValidationFailed
 from fences import generations
@@ -39,7 +40,6 @@ from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS, Page
 from migrate.store import open_store
 from migrate.store.codec import Head
 from migrate.store.connection import Connection
-from migrate.store.imports import canonical_json
 from migrate.store.store import Store
 from migrate.store.tables import StoreTables
 from migrate.transfer.cursor import DONE, Cursor

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bbg_core.errors import error_document
 from migrate import api
 from tests.conftest import FIXTURES
 
@@ -83,13 +84,11 @@ def build_fleet(root: Path, cells: int, *, page_rows: int = 16, invalid: bool = 
 def single_run(source: Path, work: Path, **job: Any) -> dict[str, Any]:
     """What one ordinary ``run`` of ``source`` into a fresh store gives: exit code and the
     receipt or the error document (the reference a fleet job must match)."""
-    from migrate.fleet.results import error_doc
-
     store = work / hashlib.sha256(str(source).encode()).hexdigest()[:16]
     try:
         outcome = api.run(api.Job(source=source, store=store, **job))
     except Exception as exc:  # the reference failure
-        return {"exit_code": error_doc(exc)["exit_code"], "error": error_doc(exc)}
+        return {"exit_code": error_document(exc)["exit_code"], "error": error_document(exc)}
     finally:
         shutil.rmtree(store, ignore_errors=True)
     return {"exit_code": 0, "receipt": outcome.receipt}

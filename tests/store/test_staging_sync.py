@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bbg_core.files import fsync_file
 from migrate.store import connection, open_store
 
 FULL, NORMAL = 2, 1
@@ -19,7 +20,7 @@ FULL, NORMAL = 2, 1
 def synced(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The files the store fsyncs (recorded instead)."""
     seen: list[Path] = []
-    monkeypatch.setattr(connection, "_fsync_file", seen.append)
+    monkeypatch.setattr(connection, "fsync_file", lambda path, **_: seen.append(path))
     return seen
 
 
@@ -50,4 +51,4 @@ def test_the_real_fsync_of_the_log(tmp_path: Path) -> None:
         with st.staging_sync(), st.transaction() as tx:
             tx.execute("CREATE TABLE t (x)")
         assert st.one("SELECT count(*) FROM sqlite_master WHERE name = 't'") == (1,)
-    connection._fsync_file(tmp_path / "absent-wal")  # no log: nothing to sync
+    fsync_file(tmp_path / "absent-wal", missing_ok=True)  # no log: nothing to sync
