@@ -14,7 +14,7 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 CFFI_MODULES = [
     "importers/redb/_build.py:ffi",
-    "importers/hemera/_build.py:ffi",
+    "hashing/hemera/_build.py:ffi",
 ]
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from importers import hemera, nox
+from hashing import hemera, nox
 
 P = nox.P
 
@@ -74,7 +74,7 @@ def tree_rows(n: int, n_python: int, repeat: int) -> list[dict[str, Any]]:
 
 
 def inspect_rows(path: Path, repeat: int) -> list[dict[str, Any]]:
-    from migrate.inspect import inspect_redb
+    from migrate.probe.inspect import inspect_redb
 
     rows: list[dict[str, Any]] = []
     base = None

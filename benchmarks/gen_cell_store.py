@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from importers import hemera
+from hashing import hemera
 from tests.support.cell_store import generate
 
 ROOT = Path(__file__).resolve().parent.parent

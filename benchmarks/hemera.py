@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from importers import hemera
+from hashing import hemera
 
 MiB = 1 << 20
 GOAL_ONE_CORE = 50.0  # MB/s
@@ -68,7 +68,7 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
 
 def at_level(level: int, fn: Callable[[], object]) -> Callable[[], object]:
     """``fn`` with the C core forced onto one of its slower permutations."""
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     def run() -> object:
         before = _c.simd_level()
@@ -107,7 +107,7 @@ def one_input(sizes: list[int], repeat: int, python_full: bool, tool: str | None
         rows.append(row("one input", size, "sha256", wall, cpu, sha))
         impls: list[tuple[str, Callable[[], object]]] = []
         if hemera.c_impl is not None:
-            from importers.hemera import _c
+            from hashing.hemera import _c
 
             impls.append(("c", lambda d=data: _c.hash(d)))
             impls += [(f"c-{_c.SIMD_LEVELS[lv]}", at_level(lv, lambda d=data: _c.hash(d)))
@@ -155,7 +155,7 @@ def batch(total: int, repeat: int) -> list[dict[str, Any]]:
     rows = [row(label, size, "sha256", wall, cpu, sha)]
     if hemera.c_impl is None:
         return rows + [row(label, size, "c", None, None, sha, "not built")]
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     def many(threads: int) -> Callable[[], object]:
         return lambda: _c.hash_many(items, threads=threads)
@@ -197,7 +197,7 @@ def batch(total: int, repeat: int) -> list[dict[str, Any]]:
 
 def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The goal's figures: best one-core rate and the all-cores scaling of the batch."""
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     one = max((r["mb_s"] for r in rows if r["impl"] == "c" and r["mb_s"]), default=None)
     b1 = next((r["mb_s"] for r in rows if r["impl"] == "c, 1 thread"), None)
@@ -226,7 +226,7 @@ def main() -> None:
     sizes = [MiB, 8 * MiB] if args.quick else [MiB, 64 * MiB]
     rows = one_input(sizes, args.repeat, args.python_full, args.reference)
     rows += batch((16 if args.quick else 64) * MiB, args.repeat)
-    simd = getattr(sys.modules.get("importers.hemera._c"), "SIMD", None)
+    simd = getattr(sys.modules.get("hashing.hemera._c"), "SIMD", None)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     doc = {"active_backend": hemera.BACKEND, "c_permutation": simd, "suite": hemera.SUITE,
            "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,

@@ -97,7 +97,7 @@ def bench_frame_log(repeat: int) -> None:
 
 
 def bench_archive(path: Path, repeat: int) -> None:
-    from importers.hemera import hash as hemera
+    from hashing.hemera import hash as hemera
     from importers.text_archive import decode_records
 
     data = path.read_bytes()

@@ -60,7 +60,7 @@ rows = 0
 prof = None
 if mode == "baseline":
     from importers.redb import open_redb
-    from migrate.cell_rules import DIGEST_ORDER
+    from migrate.rules.shape import DIGEST_ORDER
     conn = sqlite3.connect(work / "raw.sqlite3", isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL"); conn.execute("PRAGMA synchronous=FULL")
     for t in DIGEST_ORDER:
@@ -215,7 +215,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         src = source_of(args, Path(tmp))
         prefill = prefill_of(args) if args.existing else None
-        from migrate import backends
+        from migrate.probe import versions as backends
 
         print(f"file: {src} ({src.stat().st_size / 1e6:.1f} MB); readers: {backends.active()}")
         t = time.perf_counter()

@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.share import build
-from migrate.hashing import file_digest
+from migrate.probe.hashes import file_digest
 from migrate.share import apply_stream, backup, doctor, restore, tail, write_snapshot
 from migrate.share.common import canonical
 from migrate.store import open_store

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from importers import hemera
+from hashing import hemera
 from migrate.share import apply_stream, backup, doctor, restore, tail, write_snapshot
 from migrate.share.common import canonical
 from migrate.store import DB_NAME, Head, open_store

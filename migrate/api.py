@@ -49,8 +49,7 @@ if TYPE_CHECKING:
     from importers.redb.report import dump as redb_dump
     from importers.redb.report import tables_doc as redb_tables
     from migrate.demo import run_demo as demo
-    from migrate.detect import detect
-    from migrate.fixtures_check import check as fixtures_check
+    from migrate.fixtures.check import check as fixtures_check
     from migrate.fleet import default_workers as fleet_default_workers
     from migrate.fleet import ensure_report_dir as fleet_report_dir
     from migrate.fleet import jobs_of as fleet_select
@@ -60,10 +59,6 @@ if TYPE_CHECKING:
     from migrate.fleet import plan_fleet as fleet_plan
     from migrate.fleet import run_fleet as fleet_run
     from migrate.fleet import write_html as fleet_html
-    from migrate.hashing import data_id as nox_data_id
-    from migrate.hashing import file_digest as hemera_file
-    from migrate.hashing import tree_leaf as hemera_leaf
-    from migrate.hashing import tree_node as hemera_node
     from migrate.pipeline import (
         Bounds,
         Job,
@@ -80,6 +75,11 @@ if TYPE_CHECKING:
     from migrate.pipeline.listing import summary as imports_summary
     from migrate.pipeline.retire import preview as retirement_preview
     from migrate.pipeline.retire import preview_lines as retirement_lines
+    from migrate.probe.detect import detect
+    from migrate.probe.hashes import data_id as nox_data_id
+    from migrate.probe.hashes import file_digest as hemera_file
+    from migrate.probe.hashes import tree_leaf as hemera_leaf
+    from migrate.probe.hashes import tree_node as hemera_node
     from migrate.progress import Observer
     from migrate.progress import phase as progress_phase
     from migrate.share import (
@@ -120,7 +120,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "nohistory": ("migrate.share.retention", "nohistory"),
     "upgrade": ("migrate.store.store", "upgrade_store"),
     "Bounds": ("migrate.pipeline", "Bounds"),
-    "CODEC": ("migrate.content_ids", "CODEC"),
+    "CODEC": ("migrate.rules.content_ids", "CODEC"),
     "Observer": ("migrate.progress", "Observer"),
     "TransferJob": ("migrate.transfer", "TransferJob"),
     "TransferOutcome": ("migrate.transfer", "TransferOutcome"),
@@ -133,11 +133,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "apply_stream": ("migrate.share", "apply_stream"),
     "backup": ("migrate.share", "backup"),
     "demo": ("migrate.demo", "run_demo"),
-    "detect": ("migrate.detect", "detect"),
+    "detect": ("migrate.probe.detect", "detect"),
     "discard": ("migrate.pipeline", "discard"),
     "doctor": ("migrate.share", "doctor"),
     "event_line": ("migrate.share.common", "canonical"),
-    "fixtures_check": ("migrate.fixtures_check", "check"),
+    "fixtures_check": ("migrate.fixtures.check", "check"),
     "fleet_default_workers": ("migrate.fleet", "default_workers"),
     "fleet_html": ("migrate.fleet", "write_html"),
     "fleet_load": ("migrate.fleet", "load_manifest"),
@@ -148,12 +148,12 @@ _LAZY: dict[str, tuple[str, str]] = {
     "fleet_select": ("migrate.fleet", "jobs_of"),
     "fleet_shard": ("migrate.fleet", "parse_shard"),
     "follow": ("migrate.share", "follow"),
-    "hemera_file": ("migrate.hashing", "file_digest"),
-    "hemera_leaf": ("migrate.hashing", "tree_leaf"),
-    "hemera_node": ("migrate.hashing", "tree_node"),
-    "inspect_path": ("migrate.inspect", "inspect_path"),
+    "hemera_file": ("migrate.probe.hashes", "file_digest"),
+    "hemera_leaf": ("migrate.probe.hashes", "tree_leaf"),
+    "hemera_node": ("migrate.probe.hashes", "tree_node"),
+    "inspect_path": ("migrate.probe.inspect", "inspect_path"),
     "mapping_mod": ("migrate.pipeline", "mapping"),
-    "nox_data_id": ("migrate.hashing", "data_id"),
+    "nox_data_id": ("migrate.probe.hashes", "data_id"),
     "plan": ("migrate.pipeline", "plan"),
     "progress_phase": ("migrate.progress", "phase"),
     "redb_dump": ("importers.redb.report", "dump"),
@@ -191,9 +191,9 @@ def inspect(
     path: str | os.PathLike[str], *, kind: str | None = None,
     progress: Observer | None = None, content_check: str = "codec",
 ) -> dict[str, Any]:  # fmt: skip
-    """Read-only report of ``path`` (:func:`migrate.inspect.inspect_path`); ``progress`` an
+    """Read-only report of ``path`` (:func:`migrate.probe.inspect.inspect_path`); ``progress`` an
     observer (stage ``inspect``, rows of a cell.redb out of its table lengths)."""
-    from migrate.inspect import inspect_path
+    from migrate.probe.inspect import inspect_path
     from migrate.progress import phase as progress_phase
     from migrate.progress import source_rows
 
@@ -234,14 +234,14 @@ def schema_text(name: str) -> str:
 
 def versions() -> dict[str, str]:
     """``{"bbg-migrate": version, "redb reader": "c"|"python", "hemera": ...}``."""
-    from migrate import backends
+    from migrate.probe import versions as backends
 
     return backends.versions()
 
 
 def version_text() -> str:
     """``bbg-migrate --version``: the package version and which readers are active."""
-    from migrate import backends
+    from migrate.probe import versions as backends
 
     return backends.version_text()
 
@@ -257,7 +257,7 @@ def make_job(
     bounds: Bounds | None = None,
     accept_torn_tail: bool = False,
     kind: str | None = None,
-    content_check: str = "codec",  # migrate.content_ids.CODEC (imported on first use)
+    content_check: str = "codec",  # migrate.job.CODEC (imported on first use)
 ) -> Job:
     """A :class:`Job` from the inputs as an operator types them: ``nonce`` in hex, a mapping
     as ``--subject`` plus ``ORIGIN=INSTALL_NONCE`` pairs or a mapping file (UsageError when
@@ -289,7 +289,7 @@ def write_receipt(path: Path, doc: dict[str, Any]) -> bool:
 
 def is_store(path: str | os.PathLike[str]) -> bool:
     """True if ``path`` is a BBG store directory (judged by content, like ``detect``)."""
-    from migrate.detect import detect
+    from migrate.probe.detect import detect
 
     return os.path.isdir(path) and detect(path)["kind"] == "bbg"
 

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["--version"]:  # the fast path: no typer, rich, SQLite or jsonschema
         try:
-            from migrate.backends import version_text
+            from migrate.probe.versions import version_text
 
             sys.stdout.write(version_text() + "\n")
             sys.stdout.flush()

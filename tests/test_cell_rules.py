@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from importers import hemera
-from migrate.cell_rules import DIGEST_ORDER, check_shape
-from migrate.content_ids import ContentIds
+from hashing import hemera
+from migrate.rules.content_ids import ContentIds
+from migrate.rules.shape import DIGEST_ORDER, check_shape
 
 
 class Rows:
@@ -73,7 +73,7 @@ class RowsWithGet(Rows):
 
 
 def test_data_ids_and_children_with_and_without_point_lookups() -> None:
-    from importers import nox
+    from hashing import nox
 
     a1, a2 = (1).to_bytes(8, "little"), (2).to_bytes(8, "little")
     k1, k2 = nox.particle(a1), nox.particle(a2)

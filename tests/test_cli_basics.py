@@ -48,16 +48,16 @@ def test_demo_fails_when_the_store_digest_differs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The demo is a check, not a show: a store whose digest differs must exit non-zero."""
-    import migrate.inspect
+    import migrate.probe.inspect
     from migrate.cli import main
 
-    real = migrate.inspect.inspect_bbg
+    real = migrate.probe.inspect.inspect_bbg
 
     def tampered(path: Path, **kw: Any) -> dict[str, Any]:
         doc = real(path, **kw)
         return {**doc, "archive_digest_sha256": "00" * 32}
 
-    monkeypatch.setattr(migrate.inspect, "inspect_bbg", tampered)
+    monkeypatch.setattr(migrate.probe.inspect, "inspect_bbg", tampered)
     with pytest.raises(SystemExit) as exc:
         main(["demo"])
     assert exc.value.code == 3

@@ -1,7 +1,9 @@
-"""Meta-tests of the layers (BRIEF layout; issue 12, item 13): ``bbg_core`` at the bottom;
-``importers/`` and ``fences/`` never import ``migrate``; the library never imports the CLI;
-the CLI reaches the library only through ``migrate.api`` (plus its own render helpers), and
-every command is a thin layer: parse, call ``migrate.api``, render (at most 15 lines)."""
+"""Meta-tests of the layers, bottom to top: ``bbg_core`` (errors, files, canonical JSON,
+lazy loading) imports none of the others; ``hashing`` (hemera, nox) sits on it; the legacy
+readers (``importers``) and ``fences`` sit on those and never import ``migrate``; ``migrate``
+is on top.  The library never imports the CLI; the CLI reaches the library only through
+``migrate.api`` (plus its own render helpers), and every command is a thin layer: parse,
+call ``migrate.api``, render (at most 15 lines)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def _sources(*parts: str) -> list[Path]:
 
 def _cli_may_import(name: str) -> bool:
     top = name.split(".")[0]
-    if top not in ("migrate", "importers", "fences"):
+    if top not in ("migrate", "hashing", "importers", "fences"):
         return True  # the standard library, typer, rich, bbg_core (the error tree)
     if name == "migrate.api" or name.startswith("migrate.api."):
         return True
@@ -52,14 +54,23 @@ def test_the_cli_reaches_the_library_only_through_the_api() -> None:
     assert not offenders, offenders
 
 
-@pytest.mark.parametrize("package", ["importers", "fences", "bbg_core"])
-def test_lower_layers_do_not_import_migrate(package: str) -> None:
+# What each lower package may import of the project's own top-level packages.
+BELOW = {
+    "bbg_core": set(),
+    "hashing": {"bbg_core"},
+    "importers": {"bbg_core", "hashing"},
+    "fences": {"bbg_core", "hashing", "importers"},
+}
+PROJECT = {"bbg_core", "hashing", "importers", "fences", "migrate", "schemas"}
+
+
+@pytest.mark.parametrize("package", sorted(BELOW))
+def test_lower_layers_import_only_what_is_below_them(package: str) -> None:
     offenders = [
         f"{p.relative_to(ROOT)}:{line}: {name}"
         for p in _sources(package)
         for line, name in _imports(p)
-        if name.split(".")[0] == "migrate" or (package == "bbg_core" and name.split(".")[0]
-                                                in ("importers", "fences"))
+        if name.split(".")[0] in PROJECT - BELOW[package] - {package}
     ]
     assert not offenders, offenders
 

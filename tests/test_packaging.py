@@ -83,7 +83,7 @@ def test_sdist_carries_tests_fixtures_and_license(dist: Path) -> None:
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     needs = ("LICENSE", "CHANGELOG.md", "README.md", "tests/conftest.py", "fixtures/legacy",
-             "importers/redb/redb.c", "importers/hemera/hemera.c")  # fmt: skip
+             "importers/redb/redb.c", "hashing/hemera/hemera.c")  # fmt: skip
     for needed in needs:
         assert any(n == needed or n.startswith(needed + "/") for n in names), needed
     assert not any(n.endswith(".so") for n in names)

@@ -42,25 +42,25 @@ def imported(*args: str) -> set[str]:
 
 def test_version_imports_no_cli_no_sqlite_no_rich() -> None:
     found = imported("--version")
-    assert "migrate.backends" in found
+    assert "migrate.probe.versions" in found
     assert not {m for m in found if m.split(".")[0] in HEAVY or m in HEAVY}
 
 
 # What detection needs: the sniffing modules, not the readers behind them.
 SNIFFING = ("importers.frame_log.dialect", "importers.text_archive.sniff", "importers.redb.sniff")
 READERS = (
-    "importers.frame_log.decode", "importers.frame_log.encode", "importers.frame_log.inspect",
-    "importers.signal_log.decode", "importers.signal_log.encode", "importers.signal_log.inspect",
-    "importers.text_archive.reader", "importers.text_archive.inspect", "importers.redb.reader",
+    "importers.frame_log.decode", "importers.frame_log.encode", "importers.frame_log.report",
+    "importers.signal_log.decode", "importers.signal_log.encode", "importers.signal_log.report",
+    "importers.text_archive.reader", "importers.text_archive.report", "importers.redb.reader",
     "importers.redb.backend",
-    "importers.hemera",
+    "hashing.hemera",
 )  # fmt: skip
 
 
 @pytest.mark.parametrize("file", ["fixtures/legacy/signals-small.log", "README.md"])
 def test_detect_imports_typer_but_not_the_rest(file: str) -> None:
     found = imported("detect", file)
-    assert "typer" in found and "migrate.detect" in found
+    assert "typer" in found and "migrate.probe.detect" in found
     assert "migrate.cli.cmd_inspect" in found and "migrate.cli.cmd_fleet" not in found
     unwanted = {"rich", "sqlite3", "_sqlite3", "jsonschema", "migrate.pipeline", "migrate.fleet",
                 "migrate.share", "migrate.store"}  # fmt: skip

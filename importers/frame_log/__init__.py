@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # the same names, for type checkers
         signal_dialect,
     )
     from importers.frame_log.encode import encode_cli_signal, encode_frame, frame, write_sample
-    from importers.frame_log.inspect import inspect_frame_log
     from importers.frame_log.model import (
         DEFAULT_LIMITS,
         ERROR_CODES,
@@ -41,6 +40,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
         Finalize,
         Limits,
     )
+    from importers.frame_log.report import inspect_frame_log
 
 # Imported when first read: `detect` needs only the sniffing module (bbg_core.lazy).
 __getattr__ = lazy_exports(
@@ -55,7 +55,7 @@ __getattr__ = lazy_exports(
             "signal_dialect",
         ),
         "encode": ("encode_cli_signal", "encode_frame", "frame", "write_sample"),
-        "inspect": ("inspect_frame_log",),
+        "report": ("inspect_frame_log",),
         "model": (
             "DEFAULT_LIMITS",
             "ERROR_CODES",

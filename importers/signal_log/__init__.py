@@ -33,12 +33,6 @@ if TYPE_CHECKING:  # the same names, for type checkers
         encode_leb128,
         encode_signal,
     )
-    from importers.signal_log.inspect import (
-        LEGACY_SOURCE_DOMAIN,
-        file_digests,
-        inspect_signal_log,
-        looks_like_signal_log,
-    )
     from importers.signal_log.model import (
         DEFAULT_LIMITS,
         ERROR_CODES,
@@ -51,6 +45,12 @@ if TYPE_CHECKING:  # the same names, for type checkers
         Link,
         Signal,
         SuffixKind,
+    )
+    from importers.signal_log.report import (
+        LEGACY_SOURCE_DOMAIN,
+        file_digests,
+        inspect_signal_log,
+        looks_like_signal_log,
     )
 
 # Imported when first read: `detect` needs only the sniffing module (bbg_core.lazy).
@@ -65,7 +65,7 @@ __getattr__ = lazy_exports(
             "valid_prefix",
         ),
         "encode": ("encode_frame", "encode_intent", "encode_leb128", "encode_signal"),
-        "inspect": (
+        "report": (
             "LEGACY_SOURCE_DOMAIN",
             "file_digests",
             "inspect_signal_log",

@@ -9,8 +9,8 @@ Public API::
     inspect_text_archive(path, *, limits=Limits(), hash_fn=None, hasher=None) -> dict
     looks_like_text_archive(head: bytes) -> bool
 
-``hash_fn`` (bytes -> 32-byte digest) defaults to ``importers.hemera.hash`` and ``hasher`` to
-``importers.hemera.Hasher``.  Every fault raises :class:`bbg_core.errors.TextArchiveError`
+``hash_fn`` (bytes -> 32-byte digest) defaults to ``hashing.hemera.hash`` and ``hasher`` to
+``hashing.hemera.Hasher``.  Every fault raises :class:`bbg_core.errors.TextArchiveError`
 with ``code`` (one of :data:`ERROR_CODES`), the 1-based ``line`` and ``path``.
 """
 
@@ -21,11 +21,6 @@ from typing import TYPE_CHECKING
 from bbg_core.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the same names, for type checkers
-    from importers.text_archive.inspect import (
-        MAX_REPORTED_ERRORS,
-        file_digests,
-        inspect_text_archive,
-    )
     from importers.text_archive.lines import split_lines
     from importers.text_archive.model import (
         DEFAULT_LIMITS,
@@ -41,13 +36,18 @@ if TYPE_CHECKING:  # the same names, for type checkers
         read_records,
         text_archive_error,
     )
+    from importers.text_archive.report import (
+        MAX_REPORTED_ERRORS,
+        file_digests,
+        inspect_text_archive,
+    )
     from importers.text_archive.sniff import looks_like_text_archive
 
 # Imported when first read: `detect` needs only the sniffing module (bbg_core.lazy).
 __getattr__ = lazy_exports(
     __name__,
     {
-        "inspect": ("MAX_REPORTED_ERRORS", "file_digests", "inspect_text_archive"),
+        "report": ("MAX_REPORTED_ERRORS", "file_digests", "inspect_text_archive"),
         "lines": ("split_lines",),
         "model": ("DEFAULT_LIMITS", "ERROR_CODES", "Limits", "RawLine", "TextRecord"),
         "reader": (

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Final, Protocol
 
 from bbg_core.errors import TextArchiveError
-from importers.text_archive._hashing import HasherFactory, HashFn
+from hashing.hemera import HasherFactory, HashFn
 from importers.text_archive.model import Limits, TextRecord
 
 OBSERVATION_SCHEMA: Final = "cybergraph/text-observation/1"

@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO, Final
 
 from bbg_core.errors import SourceError, TextArchiveError
-from importers.text_archive._hashing import HasherFactory, HashFn, default_hash, default_hasher
+from hashing import hemera
+from hashing.hemera import HasherFactory, HashFn
 from importers.text_archive.budget import ArchiveBudget, ChainSource, Rereader, source_cap_line
 from importers.text_archive.lines import split_lines
 from importers.text_archive.model import (
@@ -278,9 +279,9 @@ def iter_records(
     first fault.  ``hasher`` (streaming, the same function as ``hash_fn``) is used only for
     the source id an exact transaction budget needs; without it the source is hashed whole.
     """
-    check = hash_fn or default_hash()
+    check = hash_fn or hemera.hash
     if hash_fn is None and hasher is None:
-        hasher = default_hasher()
+        hasher = hemera.Hasher
     check_source_size(handle, limits, path)
     budget = archive_budget(handle, limits, check, path, hasher)
     for piece in split_lines(handle, limits.max_line_bytes):

@@ -58,7 +58,7 @@ def run_demo() -> dict[str, Any]:
     ``inspect`` of the destination, whose archive digest must equal the source's.
     """
     from migrate import pipeline
-    from migrate.inspect import inspect_bbg
+    from migrate.probe.inspect import inspect_bbg
 
     with tempfile.TemporaryDirectory(prefix="bbg-migrate-demo-") as tmp:
         path = unpack_demo(Path(tmp))

@@ -16,10 +16,10 @@ from typing import Any
 import schemas
 from bbg_core.errors import UsageError
 from migrate import pipeline, transfer
-from migrate.detect import detect
 from migrate.fleet.manifest import FleetJob
+from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
+from migrate.probe.detect import detect
 from migrate.progress import as_observer
-from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 
 Progress = Callable[[int, int], None]
 STORE_KIND = "bbg"

@@ -26,12 +26,13 @@ from typing import Any
 from bbg_core.errors import Conflict, StoreRefused
 from fences import generations
 from fences.seal import Seal
+from migrate.job import Bounds, Job
 from migrate.pipeline import fresh, gate, retire, stages
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
-from migrate.pipeline.preflight import Bounds, Job, Preflight, preflight
+from migrate.pipeline.preflight import Preflight, preflight
+from migrate.pipeline.sources import RedbSource
 from migrate.progress import Observer, file_size, phase, source_rows
-from migrate.sources import RedbSource
 from migrate.store import imports, open_store
 from migrate.store.layout import resolve_store_dir
 from migrate.store.runlock import run_lock

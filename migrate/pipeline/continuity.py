@@ -21,7 +21,7 @@ from typing import Any
 
 from bbg_core.errors import ValidationFailed
 from bbg_core.files import file_sha256, require_regular
-from migrate.pipeline.preflight import Job
+from migrate.job import Job
 from migrate.store import imports
 from migrate.store.layout import DB_NAME, resolve_store_dir
 from migrate.store.readonly import open_readonly

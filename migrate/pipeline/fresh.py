@@ -28,10 +28,11 @@ from typing import Any
 
 from bbg_core.errors import MigrateError
 from fences.seal import Seal
+from migrate.job import Job
 from migrate.pipeline import gate, stages
-from migrate.pipeline.preflight import Job, Preflight, judge, redb_report
+from migrate.pipeline.preflight import Preflight, judge, redb_report
+from migrate.pipeline.sources import RedbSource
 from migrate.progress import Observer, phase
-from migrate.sources import RedbSource
 from migrate.store.build import Loader, can_build, open_build
 from migrate.store.codec import ORDINAL
 from migrate.store.connection import Connection

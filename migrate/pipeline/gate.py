@@ -23,9 +23,9 @@ from bbg_core.errors import Conflict, HeadMismatch
 from fences import generations
 from fences.namespaces import fence_of
 from fences.seal import Seal, seal
-from migrate.content_ids import CODEC
+from migrate.job import CODEC, Job
 from migrate.pipeline import continuity, identity
-from migrate.pipeline.preflight import Job, Preflight, preflight, source_kind
+from migrate.pipeline.preflight import Preflight, preflight, source_kind
 from migrate.store import creation, imports
 from migrate.store.connection import Connection
 from migrate.store.graph import head as live_head

@@ -37,7 +37,7 @@ CODEC_BLOB = b"\x01"
 
 def hemera(data: bytes) -> bytes:
     """hemera(data): the cyber content hash (C path when built)."""
-    from importers.hemera import hash as hemera_hash
+    from hashing.hemera import hash as hemera_hash
 
     out: bytes = hemera_hash(data)
     return out

@@ -31,11 +31,12 @@ from typing import Any, BinaryIO
 
 from bbg_core.closing import Closing
 from bbg_core.errors import SourceError, ValidationFailed
-from migrate.cell_rules import check_shape
+from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 from migrate.pipeline import identity
 from migrate.pipeline import legacy_records as records
 from migrate.pipeline.legacy_scan import LOG_KINDS, Scan, decode_item, ordinal_of, scan
-from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS, Page
+from migrate.pipeline.sources import Page
+from migrate.rules.shape import check_shape
 from migrate.store.codec import (
     ARCHIVE_ORDER,
     CLAIMS,

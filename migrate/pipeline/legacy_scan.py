@@ -128,7 +128,7 @@ def _scan_log(
 def _scan_archive(path: Path, tick: Callable[[int, int], None]) -> Scan:
     found = Scan(array("Q"), array("Q"))
     try:
-        from importers.hemera import Hasher
+        from hashing.hemera import Hasher
 
         records = read_records(path, limits=TEXT_LIMITS, hash_fn=identity.hemera, hasher=Hasher)
         for record in records:

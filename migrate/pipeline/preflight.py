@@ -13,18 +13,18 @@ store's (the rows it becomes), plus a ``legacy`` section.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bbg_core.errors import SourceError, UsageError, ValidationFailed
-from migrate.cell_rules import RowSource
-from migrate.content_ids import CODEC, MODES
-from migrate.detect import detect
-from migrate.inspect import cell_report
+from migrate.job import CODEC, MODES, Bounds, Job
 from migrate.pipeline import identity
 from migrate.pipeline.mapping import Mapping
-from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS, RedbSource
+from migrate.pipeline.sources import RedbSource
+from migrate.probe.detect import detect
+from migrate.rules.report import cell_report
+from migrate.rules.shape import RowSource
 
 if TYPE_CHECKING:
     from migrate.pipeline.legacy import LegacyImport
@@ -32,44 +32,6 @@ if TYPE_CHECKING:
 KINDS = ("redb", "signal-log", "bbg-frame-log", "text-archive")
 LOG_KINDS = ("signal-log", "bbg-frame-log")
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Explicit limits; exceeding one is an error (exit 3), never a silent pass."""
-
-    max_rows: int = 100_000_000
-    max_bytes: int = 256 * 1024**3
-    max_namespaces: int = 1_000_000
-    page_rows: int = MAX_PAGE_ROWS
-    page_bytes: int = MAX_PAGE_BYTES
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.page_rows <= MAX_PAGE_ROWS:
-            raise UsageError(f"page rows must be 1..{MAX_PAGE_ROWS}")
-        if not 1 <= self.page_bytes <= MAX_PAGE_BYTES:
-            raise UsageError(f"page bytes must be 1..{MAX_PAGE_BYTES}")
-        if min(self.max_rows, self.max_bytes, self.max_namespaces) < 0:
-            raise UsageError("bounds must not be negative")
-
-
-@dataclass(frozen=True)
-class Job:
-    """What the operator asked for: a source, a store, an optional mapping and nonce."""
-
-    source: Path
-    store: Path | None
-    mapping: Mapping | None = None
-    nonce: str | None = None
-    bounds: Bounds = field(default_factory=Bounds)
-    # Import a torn Signal log's valid prefix (an explicit operator choice, in the receipt).
-    accept_torn_tail: bool = False
-    # The source's kind when the content cannot tell (an empty file); checked against detect.
-    kind: str | None = None
-    # cell.redb only: "codec" (cybergraph's codec-checked import: every Blob and Data row
-    # decoded and its id verified) or "none" (bbg's raw converter: rows copied as bytes with
-    # the structural and link rules only).  Recorded in the receipt.
-    content_check: str = CODEC
 
 
 @dataclass(frozen=True)

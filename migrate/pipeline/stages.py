@@ -19,13 +19,13 @@ from bbg_core.errors import Conflict, StoreError, ValidationFailed
 from fences import generations
 from fences.namespaces import fence
 from fences.seal import Seal
-from migrate.cell_rules import check_shape
-from migrate.content_ids import CODEC
-from migrate.links import iter_link_errors
+from migrate.job import CODEC, Job
 from migrate.pipeline import continuity, gate, identity
 from migrate.pipeline.mapping import Mapping
-from migrate.pipeline.preflight import Job, Preflight
-from migrate.sources import PageSource
+from migrate.pipeline.preflight import Preflight
+from migrate.pipeline.sources import PageSource
+from migrate.rules.links import iter_link_errors
+from migrate.rules.shape import check_shape
 from migrate.store import imports
 from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
 from migrate.store.codec import Head

@@ -5,8 +5,8 @@ The file is opened read-only (:func:`migrate.store.readonly.open_readonly`: ``mo
 check reads one consistent snapshot.  Checks:
 
 * ``sqlite``: ``PRAGMA integrity_check`` and ``PRAGMA foreign_key_check``;
-* ``tables``: row shapes, codecs and the links of BRIEF §2.1 (:func:`migrate.inspect.cell_report`),
-  with the archive digests (§6);
+* ``tables``: row shapes, codecs and the links of BRIEF §2.1
+  (:func:`migrate.rules.report.cell_report`), with the archive digests (§6);
 * ``generation``: the status marker and the reader generation it stands for;
 * ``fences``: every fenced namespace;
 * ``leftovers``: imports still in state ``staging``, staged rows and staged namespaces;
@@ -20,7 +20,7 @@ check reads one consistent snapshot.  Checks:
   records); a ledger that does not end at the store's last transaction, or a head the ledger
   did not put there, is a problem (``ledger-mismatch``); a version-1 store is a warning
   (``needs-upgrade``).  Retained boundaries (``nohistory``) and excised ids are part of the
-  links (:mod:`migrate.links`).
+  links (:mod:`migrate.rules.links`).
 
 Problems (the report is unhealthy, exit 3): SQLite corruption, a shape or link error, a status
 marker that is not a reader generation (except ``export-v1`` with a seal that recomputes: a
@@ -40,8 +40,8 @@ from typing import Any, TypeVar
 
 from bbg_core.errors import StoreError
 from fences import generations
-from migrate.inspect import cell_report
 from migrate.progress import Observer, phase, step
+from migrate.rules.report import cell_report
 from migrate.share.common import DAMAGE as READ_DAMAGE
 from migrate.share.common import schema_version
 from migrate.share.content_classes import classify

@@ -177,7 +177,7 @@ class Tools:
         return doctor(self.store_dir)
 
     def inspect(self) -> dict[str, Any]:
-        from migrate.inspect import inspect_path
+        from migrate.probe.inspect import inspect_path
 
         return inspect_path(self.store_dir)
 

@@ -5,7 +5,7 @@ temporary sibling directory; every line is checked as it is read (LF-terminated,
 JSON, its ``h``, its schema, header first and footer last, the table it names exists with the
 same columns) and its row inserted, all in one write transaction.  At the footer: the SHA-256
 over every prior line, the counts, the record total, the archive digest of the restored five
-tables and their links (:func:`migrate.links.validate_links`) must all agree; nothing may
+tables and their links (:func:`migrate.rules.links.validate_links`) must all agree; nothing may
 follow the footer.  Only then is the transaction committed, the file and directory fsynced,
 and the directory renamed onto the destination.  Every content row is checked exactly as a
 migration checks content (:mod:`migrate.share.verify`).  Any failure removes the temporary
@@ -28,8 +28,8 @@ from typing import Any, BinaryIO
 
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
 from bbg_core.files import fsync_dir, fsync_file, owned_tempdir, sweep
-from migrate.links import validate_links
 from migrate.progress import Observer, counter, stream_size
+from migrate.rules.links import validate_links
 from migrate.share.apply import read_line
 from migrate.share.common import MAX_LINE, canonical, schema_problem
 from migrate.share.snapshot import REPORT_EVERY, STORAGE, columns, line_hash, retained_tables

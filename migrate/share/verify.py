@@ -1,6 +1,6 @@
 """Content rows that arrive in a stream (``apply``, ``restore``), checked as a migration does.
 
-A migration checks content with :func:`migrate.cell_rules.check_shape` (codec byte, length,
+A migration checks content with :func:`migrate.rules.shape.check_shape` (codec byte, length,
 Blob ids = hemera(payload), and whatever else the content check of a migration verifies, such
 as Data ids); a stream is held to exactly the same function, so an ``apply`` or a ``restore``
 can never publish a row that ``doctor`` or a migration would reject.
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bbg_core.errors import ValidationFailed
-from migrate.cell_rules import check_shape
+from migrate.rules.shape import check_shape
 from migrate.store.codec import ARCHIVE_ORDER, CONTENT
 from migrate.store.tx import Tx
 

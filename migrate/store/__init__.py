@@ -15,7 +15,7 @@ Modules, by responsibility:
 * :mod:`~migrate.store.connection` — the SQLite connection, transactions, error translation
   and the COMMIT fault-injection hook.
 
-Link validation is :func:`migrate.links.validate_links`; reader generations and fences are in
+Link validation is :func:`migrate.rules.links.validate_links`; reader generations and fences are in
 the :mod:`fences` package.
 """
 

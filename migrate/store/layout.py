@@ -20,7 +20,7 @@ from pathlib import Path
 
 import schemas
 from bbg_core.errors import StoreError, StoreRefused
-from importers import hemera
+from hashing import hemera
 from migrate.store import ledger
 from migrate.store.connection import Connection
 

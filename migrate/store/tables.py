@@ -1,7 +1,7 @@
 """The five application tables of a store (live or staged) as sorted row sources.
 
-Both classes satisfy :class:`migrate.links.SortedTables` (``rows`` in key order, ``get``
-point lookups), so :func:`migrate.links.validate_links` and
+Both classes satisfy :class:`migrate.rules.links.SortedTables` (``rows`` in key order, ``get``
+point lookups), so :func:`migrate.rules.links.validate_links` and
 :func:`migrate.store.digest.archive_digest` run unchanged over a store, over an import's
 staging area, or over a legacy file read by another module.  Use them inside
 ``store.snapshot()`` (live) or a transaction (staged) so all tables come from one state.
@@ -88,7 +88,7 @@ class StoreTables:
         return self._has_retention
 
     def boundary(self, namespace: bytes) -> tuple[int, Head] | None:
-        """The retained boundary of a ``nohistory`` namespace (see :mod:`migrate.links`)."""
+        """The retained boundary of a ``nohistory`` namespace (see :mod:`migrate.rules.links`)."""
         return ledger.boundary_of(self._db, namespace) if self._retention() else None  # type: ignore[arg-type]
 
     def excised(self, content_id: bytes) -> bool:

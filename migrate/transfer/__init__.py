@@ -26,8 +26,8 @@ from typing import Any
 import schemas
 from bbg_core.errors import CommitUnknown, MigrateError, UsageError
 from fences import generations
-from migrate.pipeline.preflight import Bounds, Job, Preflight
-from migrate.sources import MAX_PAGE_ROWS
+from migrate.job import MAX_PAGE_ROWS, Bounds, Job
+from migrate.pipeline.preflight import Preflight
 from migrate.store import imports, open_store
 from migrate.store.layout import DB_NAME, resolve_store_dir
 from migrate.store.store import Store

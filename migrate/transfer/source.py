@@ -34,9 +34,10 @@ from bbg_core.canonical import canonical_json
 from bbg_core.closing import Closing
 from bbg_core.errors import Conflict, StoreCorrupt, ValidationFailed
 from fences import generations
-from migrate.cell_rules import DIGEST_ORDER
-from migrate.inspect import cell_report
-from migrate.sources import MAX_PAGE_BYTES, MAX_PAGE_ROWS, Page
+from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
+from migrate.pipeline.sources import Page
+from migrate.rules.report import cell_report
+from migrate.rules.shape import DIGEST_ORDER
 from migrate.store import open_store
 from migrate.store.codec import Head
 from migrate.store.connection import Connection
@@ -60,7 +61,7 @@ def prior_of(last_transaction: int) -> bytes:
 
 def manifest_of(target: bytes, nonce: bytes, prior: bytes, sources: Sources) -> bytes:
     """The transfer manifest (bbg ``TransferSource::from_archive``), over sorted sources."""
-    from importers import hemera
+    from hashing import hemera
 
     h = hemera.Hasher()
     h.update(SEAL_DOMAIN)
@@ -213,7 +214,8 @@ class _Five:
 
 def read_state(conn: Connection, path: Path, progress: Progress | None = None) -> SourceState:
     """Read everything in one snapshot of ``conn``: shape, content ids and links of every
-    row (the project's cell rules, :func:`migrate.inspect.cell_report`), heads, marker, seal."""
+    row (the project's cell rules, :func:`migrate.rules.report.cell_report`), heads, marker,
+    seal."""
     with conn.read():
         storage = conn.one("SELECT store_id, last_transaction FROM bbg_storage_v1 WHERE id = 1")
         assert storage is not None

@@ -29,8 +29,9 @@ import schemas
 from bbg_core.errors import Conflict, HeadMismatch, StoreError
 from fences import generations
 from fences.namespaces import fence_of
+from migrate.job import Job
 from migrate.pipeline import stages
-from migrate.pipeline.preflight import Job, Preflight
+from migrate.pipeline.preflight import Preflight
 from migrate.store import imports
 from migrate.store.graph import head as live_head
 from migrate.store.store import Store
@@ -46,7 +47,7 @@ STREAM = stages.ROWS_STREAM
 
 def target_id(store_id: str) -> bytes:
     """The 32-byte transfer target of a store: bound to its store id (not to its path)."""
-    from importers import hemera
+    from hashing import hemera
 
     out: bytes = hemera.hash(TARGET_DOMAIN + store_id.encode())
     return out

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from importers import hemera
-from importers.hemera import Backend
+from hashing import hemera
+from hashing.hemera import Backend
 
 
 @pytest.fixture(scope="session", params=["python", "c", "c-avx2", "c-scalar"])
@@ -20,7 +20,7 @@ def backend_name(request: pytest.FixtureRequest) -> str:
         return name
     if hemera.c_impl is None:
         pytest.skip("the C extension is not built (pure-Python fallback)")
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     if name != "c" and _c.SIMD_LEVELS.index(name.removeprefix("c-")) >= _c.BEST_LEVEL:
         pytest.skip(f"this CPU's best C path is {_c.SIMD}: the 'c' run covers it")
@@ -33,7 +33,7 @@ def impl(backend_name: str) -> Iterator[Backend]:
     if backend_name == "python" or hemera.c_impl is None:
         yield hemera.python_impl
         return
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     before = _c.simd_level()
     wanted = _c.BEST_LEVEL if backend_name == "c" else _c.SIMD_LEVELS.index(

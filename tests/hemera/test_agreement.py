@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from importers import hemera
+from hashing import hemera
 
 needs_c = pytest.mark.skipif(hemera.c_impl is None, reason="the C extension is not built")
 
@@ -44,7 +44,7 @@ def _backend_in_subprocess(pure: str | None) -> str:
     env.pop("BBG_MIGRATE_PURE", None)
     if pure is not None:
         env["BBG_MIGRATE_PURE"] = pure
-    code = "from importers import hemera; print(hemera.BACKEND, hemera.hash(b'hello').hex())"
+    code = "from hashing import hemera; print(hemera.BACKEND, hemera.hash(b'hello').hex())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     return out.stdout.strip()
@@ -70,7 +70,7 @@ def test_module_api_follows_backend() -> None:
 @given(length=st.integers(0, 20_000), seed=st.binary(min_size=1, max_size=8))
 def test_c_permutations_agree(length: int, seed: bytes) -> None:
     """Every SIMD level this CPU has gives the same hash."""
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     data = hashlib.shake_256(seed).digest(length)
     found = set()
@@ -87,7 +87,7 @@ def test_c_permutations_agree(length: int, seed: bytes) -> None:
 def test_use_simd_clamps_to_cpu() -> None:
     if hemera.c_impl is None:
         pytest.skip("the C extension is not built")
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     before = _c.simd_level()
     try:
@@ -102,8 +102,8 @@ def test_use_simd_clamps_to_cpu() -> None:
 def test_missing_extension_falls_back_to_python() -> None:
     """A machine where the C build failed: the package still imports and hashes."""
     code = (
-        "import sys; sys.modules['importers.hemera._hemera_c'] = None\n"  # import -> ImportError
-        "from importers import hemera\n"
+        "import sys; sys.modules['hashing.hemera._hemera_c'] = None\n"  # import -> ImportError
+        "from hashing import hemera\n"
         "print(hemera.BACKEND, hemera.c_impl, hemera.hash(b'hello').hex())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

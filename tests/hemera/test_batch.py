@@ -18,9 +18,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from importers import hemera
-from importers.hemera import Backend
-from importers.hemera.vectors import case_input
+from hashing import hemera
+from hashing.hemera import Backend
+from hashing.hemera.vectors import case_input
 from tests.hemera.test_partial_zero import _state_with_zero_sbox
 from tests.hemera.test_vectors import load_vectors
 
@@ -32,7 +32,7 @@ def c_impl(impl: Backend, backend_name: str) -> Iterator[Backend]:
     """The C core at each permutation level, with batches split even when small."""
     if backend_name == "python":
         pytest.skip("the twin has no batch machinery of its own")
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     before = _c.PARALLEL_MIN_BYTES
     _c.PARALLEL_MIN_BYTES = 0
@@ -118,7 +118,7 @@ def test_hash_node_many(c_impl: Backend, threads: int, is_root: bool) -> None:
 @pytest.mark.parametrize("zero", [False, True], ids=["hemera", "hemera0"])
 def test_lane_permutation_equals_twin(c_impl: Backend, zero: bool) -> None:
     """Random and edge states, and states whose S-box input is 0 in some lanes only."""
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     rng = random.Random(5 + zero)
     edge = [0, 1, P - 1, P, P + 1, 2**64 - 1, 2**32 - 1, 2**32]
@@ -136,7 +136,7 @@ def test_lane_permutation_equals_twin(c_impl: Backend, zero: bool) -> None:
 def test_ranges_cover_every_input_once() -> None:
     if hemera.c_impl is None:
         pytest.skip("the C extension is not built")
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     rng = random.Random(3)
     for _ in range(200):
@@ -153,7 +153,7 @@ def test_ranges_cover_every_input_once() -> None:
 def test_threads_setting_from_environment() -> None:
     if hemera.c_impl is None:
         pytest.skip("the C extension is not built")
-    code = "from importers.hemera import _c; print(_c.THREADS)"
+    code = "from hashing.hemera import _c; print(_c.THREADS)"
     env = dict(os.environ, BBG_MIGRATE_HEMERA_THREADS="3")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True)
@@ -166,7 +166,7 @@ def test_run_hands_every_input_out_once(threads: int) -> None:
     input is hashed exactly once, whatever thread takes it."""
     if hemera.c_impl is None:
         pytest.skip("the C extension is not built")
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     rng = random.Random(threads)
     sizes = [rng.randrange(1, 20_000) for _ in range(400)]
@@ -182,7 +182,7 @@ def test_run_hands_every_input_out_once(threads: int) -> None:
 def test_big_batch_same_on_any_thread_count() -> None:
     if hemera.c_impl is None:
         pytest.skip("the C extension is not built")
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     rng = random.Random(11)
     inputs = [rng.randbytes(rng.randrange(0, 3000)) for _ in range(600)]

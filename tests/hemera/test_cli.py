@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from importers import hemera
+from hashing import hemera
 
 HELLO = "e1b19b8235443e9fac8f1d6a1203de66e9a58c53e36cbbc1f71a031c3d13ce77"
 EMPTY = "a67a71b221e6bdd6442a20432bf5d74c885d89e5dfbeec3ec4e334cb806d563c"
@@ -77,7 +77,7 @@ def test_version_names_hemera_backend() -> None:
     lines = res.stdout.splitlines()
     assert f"hemera: {hemera.BACKEND}" in lines
     if hemera.BACKEND == "c":
-        from importers.hemera import _c
+        from hashing.hemera import _c
 
         assert f"hemera C core: {_c.SIMD}, {_c.THREADS} thread{'s' * (_c.THREADS > 1)}" in lines
     else:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from importers import hemera
-from importers.hemera import Backend, domains
+from hashing import hemera
+from hashing.hemera import Backend, domains
 from tests.conftest import FIXTURES
 
 LEGACY = FIXTURES / "legacy"

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from importers import hemera
-from importers.hemera import Backend
-from importers.hemera._params import NUM_CONSTANTS, WIDTH, P
+from hashing import hemera
+from hashing.hemera import Backend
+from hashing.hemera._params import NUM_CONSTANTS, WIDTH, P
 
 # Spot values from rs/src/constants.rs of cyberia-to/hemera at e63b85a (the code's table;
 # the table in specs/constants.md predates the R_P = 16 change and does not match).

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from importers.hemera import Backend, _python
-from importers.hemera._params import FULL_ROUNDS, INTERNAL_DIAG, NUM_CONSTANTS, WIDTH, P
+from hashing.hemera import Backend, _python
+from hashing.hemera._params import FULL_ROUNDS, INTERNAL_DIAG, NUM_CONSTANTS, WIDTH, P
 
 HALF = FULL_ROUNDS // 2
 EXTERNAL_COUNT = FULL_ROUNDS * WIDTH

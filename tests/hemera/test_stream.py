@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bbg_core.errors import SourceError
-from importers import hemera
-from importers.hemera import Backend
+from hashing import hemera
+from hashing.hemera import Backend
 
 
 def data_of(n: int) -> bytes:

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from importers import hemera
-from importers.hemera import Backend
+from hashing import hemera
+from hashing.hemera import Backend
 
 P = 0xFFFF_FFFF_0000_0001
 

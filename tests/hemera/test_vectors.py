@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from importers.hemera import SUITES, Backend
-from importers.hemera.vectors import case_input
+from hashing.hemera import SUITES, Backend
+from hashing.hemera.vectors import case_input
 from tests.conftest import FIXTURES
 
 VECTORS = FIXTURES / "hemera" / "vectors.json"

@@ -39,5 +39,5 @@ def expected(path: Path) -> dict[str, Any]:
 
 
 def hemera_module() -> Any:
-    """``importers.hemera`` (part of the package: a missing module is a failure, not a skip)."""
-    return importlib.import_module("importers.hemera")
+    """``hashing.hemera`` (part of the package: a missing module is a failure, not a skip)."""
+    return importlib.import_module("hashing.hemera")

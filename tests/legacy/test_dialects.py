@@ -16,7 +16,7 @@ import pytest
 from importers import frame_log, signal_log
 from importers.frame_log import CliLink, CliSignal, Finalize, frame_log_dialect, signal_dialect
 from importers.signal_log import BoxMove, Intent, Link, Signal
-from migrate.detect import detect
+from migrate.probe.detect import detect
 from tests.legacy._support import expected, fixture_params
 
 FRAME_LOGS = fixture_params("*.log")

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import pytest
 
-from importers import hemera, nox
-from importers.nox import MODEL_B, TAGGED_V0, NoxError
+from hashing import hemera, nox
+from hashing.nox import MODEL_B, TAGGED_V0, NoxError
 
 P = nox.P
 ATOM1 = bytes.fromhex("8f8df9b8a6c64fe5cfd103c4d8564d92d22e5d62a6edc44301e1aa260d387abe")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from migrate.cell_rules import DIGEST_ORDER
+from migrate.rules.shape import DIGEST_ORDER
 from tests.conftest import FIXTURES, shared_fixtures
 
 LEGACY = FIXTURES / "legacy"

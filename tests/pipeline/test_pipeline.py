@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import schemas
-from migrate.inspect import inspect_bbg
 from migrate.pipeline import mapping as mapping_mod
+from migrate.probe.inspect import inspect_bbg
 from tests.fs import fs_state
 from tests.pipeline.helpers import cell_fixtures, cli, expected, tree_state, unpack
 

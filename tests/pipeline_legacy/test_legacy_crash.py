@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from migrate import pipeline
-from migrate.inspect import inspect_bbg
+from migrate.probe.inspect import inspect_bbg
 from tests.conftest import shared_fixtures
 from tests.pipeline.helpers import cli, kill_at_every_commit, tree_state
 from tests.pipeline_legacy.support import copy_fixture

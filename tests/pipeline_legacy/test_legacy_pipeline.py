@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import schemas
-from importers import hemera
+from hashing import hemera
 from importers.signal_log import LEGACY_SOURCE_DOMAIN
 from migrate import pipeline
-from migrate.inspect import inspect_bbg
+from migrate.probe.inspect import inspect_bbg
 from tests.pipeline.helpers import cli, tree_state
 from tests.pipeline_legacy.support import content, copy_fixture, expected, records
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from fences.seal import fingerprint
-from importers import hemera
+from hashing import hemera
 from migrate import pipeline
-from migrate.inspect import inspect_bbg
 from migrate.pipeline.legacy import LegacyImport, LegacyRows, LegacySource
+from migrate.probe.inspect import inspect_bbg
 from migrate.store.codec import ARCHIVE_ORDER
 from tests.pipeline_legacy.support import copy_fixture, records
 

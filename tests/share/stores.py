@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fences import generations, namespaces
-from importers import hemera
+from hashing import hemera
 from migrate.store import Head, Store, imports, open_store
 from migrate.store.codec import ARCHIVE_ORDER
 from tests.store.helpers import Write, h, load_rows

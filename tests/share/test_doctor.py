@@ -33,7 +33,7 @@ def _raw(store: Path, sql: str, params: tuple[object, ...] = ()) -> None:
 
 
 def test_healthy_report_matches_schema_and_inspect(any_store: Path) -> None:
-    from migrate.inspect import inspect_bbg
+    from migrate.probe.inspect import inspect_bbg
 
     report = doctor(any_store)
     schemas.validate(report, "doctor")

@@ -12,7 +12,7 @@ import pytest
 
 import schemas
 from bbg_core.errors import StoreRefused, UsageError, ValidationFailed
-from migrate.inspect import inspect_bbg
+from migrate.probe.inspect import inspect_bbg
 from migrate.share import doctor, restore, write_snapshot
 from migrate.share.snapshot import line_hash
 from migrate.store import imports, open_store

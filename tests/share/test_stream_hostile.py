@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bbg_core.errors import ValidationFailed
-from importers import hemera
+from hashing import hemera
 from migrate.share import apply, restore, write_snapshot
 from migrate.share.common import canonical
 from migrate.share.snapshot import line_hash

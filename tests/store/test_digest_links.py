@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.links import validate_links
+from migrate.rules.links import validate_links
 from migrate.store import ARCHIVE_ORDER, StagedTables, Store, archive_digest, imports, open_store
 from tests.store.helpers import DictTables, birth, follow, h, load_rows
 
@@ -224,7 +224,7 @@ def test_malformed_rows_reported_or_left_to_the_shape_check() -> None:
 
 
 def test_spill_index_is_removed_even_when_iteration_stops_early() -> None:
-    from migrate.links import iter_link_errors
+    from migrate.rules.links import iter_link_errors
 
     ns, rows = _chain(3)
     rows["application_heads"] = []

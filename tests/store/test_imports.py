@@ -6,7 +6,7 @@ import pytest
 
 from bbg_core.errors import Conflict, Fenced, Locked, StoreError
 from fences import generations, namespaces
-from migrate.links import validate_links
+from migrate.rules.links import validate_links
 from migrate.store import ARCHIVE_ORDER, StagedTables, Store, archive_digest, imports
 from tests.store.helpers import birth, follow
 from tests.store.test_digest_links import _chain

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bbg_core.errors import StoreRefused
-from importers import hemera
+from hashing import hemera
 from migrate.store import DB_NAME, open_store, resolve_store_dir
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.layout import APPLICATION_ID, SCHEMA_VERSION

@@ -12,7 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from bbg_core.errors import Conflict, Fenced, HeadMismatch, MigrateError, ValidationFailed
 from fences import namespaces as fence_ns
-from migrate.links import validate_links
+from migrate.rules.links import validate_links
 from migrate.store import Head, Store, open_store
 from tests.store.helpers import Write, birth, h
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.links import validate_links
+from migrate.rules.links import validate_links
 from migrate.store import Head, archive_digest, open_store
 from tests.conftest import ROOT
 from tests.store.helpers import birth

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from importers import hemera
+from hashing import hemera
 from tests.support.redb_writer import RedbWriter
 
 P = 0xFFFF_FFFF_0000_0001  # Goldilocks

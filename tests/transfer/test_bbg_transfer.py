@@ -21,9 +21,9 @@ import pytest
 
 from bbg_core.errors import Fenced, Locked, StoreSealed, ValidationFailed
 from fences import generations
-from importers import hemera
+from hashing import hemera
 from migrate import transfer
-from migrate.inspect import inspect_bbg
+from migrate.probe.inspect import inspect_bbg
 from migrate.store import Head, Store, imports, open_store
 from migrate.transfer.cursor import Cursor
 from migrate.transfer.source import export_seal, prior_of

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from bbg_core.errors import StoreCorrupt
-from importers import hemera
+from hashing import hemera
 from migrate import transfer
-from migrate.cell_rules import DIGEST_ORDER
+from migrate.rules.shape import DIGEST_ORDER
 from migrate.transfer.cursor import DONE, Cursor
 from migrate.transfer.source import SourceStore
 from tests.pipeline.helpers import cli

@@ -15,7 +15,7 @@ import pytest
 import schemas
 from bbg_core.errors import Locked, StoreRefused, StoreSealed
 from migrate import api
-from migrate.inspect import inspect_bbg
+from migrate.probe.inspect import inspect_bbg
 from migrate.store import Head, open_store
 from tests.pipeline.helpers import LEGACY, cli, tree_state
 from tests.transfer.helpers import copy_store, dump, migrated_store, raw, status

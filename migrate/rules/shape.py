@@ -4,9 +4,9 @@ A cell store holds exactly five ``&[u8] -> &[u8]`` tables (BRIEF §2.1).  This m
 what can be seen row by row -- the table set, key and value lengths (bbg's
 ``validate_record`` and ``migrate_redb`` page reader) and, in content-check mode ``codec``,
 what cybergraph's codec-checked import checks: codec bytes, Blob and Data content ids and the
-children of Data pairs (:mod:`migrate.content_ids`) -- and, in the same pass, gathers
+children of Data pairs (:mod:`migrate.rules.content_ids`) -- and, in the same pass, gathers
 per-table statistics and the archive digest (§6).  The cross-table "links" (history, heads,
-receipts) are checked by :mod:`migrate.links`.
+receipts) are checked by :mod:`migrate.rules.links`.
 
 Everything here works over a :class:`RowSource`: a cell.redb read by the redb reader, a
 staging area, or a BBG store all look the same to it.
@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bbg_core.errors import UsageError
-from migrate.content_ids import CODEC, MODES, ContentIds, DataStats
+from migrate.job import CODEC, MODES
+from migrate.rules.content_ids import ContentIds, DataStats
 from migrate.store.codec import ARCHIVE_ORDER, MAX_PAYLOAD
 from migrate.store.codec import MAX_KEY_LEN as MAX_KEY
 
@@ -206,7 +207,7 @@ def _check_key(table: str, key: bytes, report: ShapeReport) -> bool:
 
 def _hemera_factory() -> Callable[[], Any] | None:
     try:
-        from importers import hemera
+        from hashing import hemera
     except ImportError:
         return None
     factory: Callable[[], Any] = hemera.Hasher

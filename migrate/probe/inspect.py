@@ -1,106 +1,24 @@
 """``inspect``: a read-only report of a legacy cell.redb, a BBG store, or another legacy file.
 
-The report for a cell store (or a BBG store, which mirrors the same five tables) uses the
-field names of the fixtures' ``*.expected.json``: ``tables`` (rows, key/value bytes),
-``namespaces`` (head index/commit, history rows), ``archive_digest_sha256`` /
-``archive_digest_hemera`` (§6), ``content_codecs``, ``data_id_scheme``,
-``data_rows_with_id_mismatch``, ``data_content_ids``, ``valid`` and ``errors`` as
-``{code, detail}`` with exactly the codes of BRIEF §2.4.
-
-Two views of the same store:
-
-* the **conversion** view (``conversion_valid``, which is ``valid`` and decides the exit
-  code): bbg's conversion rules, plus in content-check mode ``codec`` (the default) the content
-  rules of cybergraph's codec-checked import; mode ``none`` is bbg's raw converter;
-* the **semantic** view (``semantic_errors`` as ``{code, namespace, detail}``, and
-  ``origins``: per namespace, whether it could be a mapped origin): the rules neuron's
-  semantic import applies to an origin named in a mapping (today the birth rule).  They never
-  change ``valid``; a mapped run refuses an origin that breaks them.
+A cell.redb or a BBG store (which mirrors the same five tables) is reported by
+:func:`migrate.rules.report.cell_report` (every rule, in the fixtures' field names), with the
+redb header facts or the store's own record beside it; a Signal log, frame log or TextArchive
+by its reader's report (``importers.<format>.report``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from itertools import groupby
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import SourceError, UsageError
 from bbg_core.files import file_sha256, require_regular
-from migrate.cell_rules import DIGEST_ORDER, RowSource, check_shape
-from migrate.content_ids import CODEC
-from migrate.detect import detect
-from migrate.links import iter_link_errors
-from migrate.store.codec import HEADS, HISTORY, Head
-
-_LINKED_TABLES = ("application_content", "application_requests", HISTORY, HEADS)
-# A report lists at most this many errors (the count is always exact).
-MAX_LISTED_ERRORS = 1000
-
-
-def namespaces(source: RowSource) -> dict[str, dict[str, Any]]:
-    """Per namespace in ``application_heads``: head index, head commit, history rows."""
-    counts: dict[bytes, int] = {}
-    history: Iterator[tuple[bytes, bytes]] = iter(source.rows(HISTORY))
-    for ns, group in groupby(history, key=lambda kv: kv[0][:32]):
-        counts[ns] = sum(1 for _ in group)
-    out: dict[str, dict[str, Any]] = {}
-    for key, value in source.rows(HEADS):
-        try:
-            head = Head.decode(value)
-        except ValueError:
-            continue  # reported by the shape check as bad-value-length
-        out[key.hex()] = {
-            "head_index": head.index,
-            "head_commit": head.commit.hex(),
-            "history_rows": counts.get(key, 0),
-        }
-    return out
-
-
-def cell_report(
-    source: RowSource,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-    hemera_digest: bool = True,
-    content_check: str = CODEC,
-) -> dict[str, Any]:
-    """The five-table part of an inspect report (shared by cell.redb and BBG stores)."""
-    shape = check_shape(
-        source, progress=progress, hemera_digest=hemera_digest, content_check=content_check
-    )
-    errors = list(shape.errors)
-    semantic: list[dict[str, str]] = []
-    # Links need content, requests, history and heads as plain tables (claims play no part).
-    kinds = source.table_kinds()
-    table_set_ok = all(kinds.get(t) == "table" for t in _LINKED_TABLES)
-    if table_set_ok:
-        errors.extend(iter_link_errors(source, report_malformed=False, semantic=semantic))
-    found = namespaces(source) if table_set_ok else {}
-    refused = {e["namespace"] for e in semantic}
-    checked = shape.data_ids_checked
-    report: dict[str, Any] = {
-        "content_check": shape.content_check,
-        "tables": {name: stats.to_json() for name, stats in sorted(shape.tables.items())},
-        "content_codecs": shape.codecs,
-        "blob_rows_with_id_mismatch": shape.blob_id_mismatches if checked else None,
-        "blob_ids_checked": shape.blob_ids_checked,
-        "data_ids_checked": checked,
-        "data_id_scheme": shape.data.scheme,
-        "data_rows_with_id_mismatch": shape.data.id_mismatches if checked else None,
-        "data_content_ids": shape.data.keys,
-        "namespaces": found,
-        "origins": {ns: {"mappable": ns not in refused} for ns in found},
-        "archive_digest_sha256": shape.archive_digest_sha256,
-        "archive_digest_hemera": shape.archive_digest_hemera,
-        "conversion_valid": not errors,
-        "valid": not errors,
-        "error_count": len(errors),
-        "errors": errors[:MAX_LISTED_ERRORS],
-        "semantic_errors": semantic[:MAX_LISTED_ERRORS],
-    }
-    return report
+from migrate.job import CODEC
+from migrate.probe.detect import detect
+from migrate.rules.report import cell_report
+from migrate.rules.shape import DIGEST_ORDER
 
 
 def inspect_redb(
@@ -110,7 +28,7 @@ def inspect_redb(
     content_check: str = CODEC,
 ) -> dict[str, Any]:
     """Inspect a legacy cell.redb (read-only; the file is never opened for writing)."""
-    from migrate.sources import RedbSource
+    from migrate.pipeline.sources import RedbSource
 
     with RedbSource(path) as src:
         h = src.header

@@ -8,7 +8,8 @@ import os
 from typing import Any, Final
 
 from bbg_core.errors import SourceError, TextArchiveError
-from importers.text_archive._hashing import HasherFactory, HashFn, default_hash, default_hasher
+from hashing import hemera
+from hashing.hemera import HasherFactory, HashFn
 from importers.text_archive.lines import split_lines
 from importers.text_archive.model import DEFAULT_LIMITS, Limits
 from importers.text_archive.reader import (
@@ -30,7 +31,7 @@ def file_digests(path: PathLike, hasher: HasherFactory | None = None) -> tuple[s
     """(SHA-256, hemera) of the whole file at ``path``, in hex, streaming."""
     name = os.fspath(path)
     sha = hashlib.sha256()
-    hem = (hasher or default_hasher())()
+    hem = (hasher or hemera.Hasher)()
     try:
         with open(name, "rb") as handle:
             while chunk := handle.read(_CHUNK):
@@ -60,8 +61,8 @@ def inspect_text_archive(
     ``limit-exceeded`` on the line count or the source size stops the scan.
     """
     name = os.fspath(path)
-    check = hash_fn or default_hash()
-    streaming = hasher or (None if hash_fn is not None else default_hasher())
+    check = hash_fn or hemera.hash
+    streaming = hasher or (None if hash_fn is not None else hemera.Hasher)
     errors: list[dict[str, Any]] = []
     error_count = 0
     line_count = 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from importers.hemera._params import (
+from hashing.hemera._params import (
     BYTES_PER_ELEMENT,
     DIGEST_SIZE,
     DOMAIN_HASH,

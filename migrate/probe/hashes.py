@@ -4,7 +4,7 @@ The verbs behind ``bbg-migrate hemera``: :func:`file_digest` (hemera of a file o
 streaming), :func:`tree_leaf` (``hash_leaf(chunk, counter, is_root)`` of a file's bytes),
 :func:`tree_node` (``hash_node(left, right, is_root)`` of two 32-byte chaining values given
 in hex) and :func:`data_id` (the content id of a Data payload: nox Model B or the tagged
-scheme, :mod:`importers.nox`).
+scheme, :mod:`hashing.nox`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from typing import BinaryIO
 
 from bbg_core.errors import SourceError, UsageError, ValidationFailed
-from importers import hemera, nox
+from hashing import hemera, nox
 from migrate.progress import Observer, counter, file_size, stream_size
 
 #: A leaf is read whole; hemera's tree uses 4 KiB chunks, this is a generous bound.

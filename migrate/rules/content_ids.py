@@ -2,7 +2,7 @@
 
 cybergraph's codec-checked transfer (``src/content.rs`` ``Content::from_stored``,
 ``src/application/transfer.rs``) decodes every content row: a Blob's key must be
-hemera(payload); a Data row's key must be its nox id (:mod:`importers.nox`: Model B or the
+hemera(payload); a Data row's key must be its nox id (:mod:`hashing.nox`: Model B or the
 older tagged scheme); a Data pair (or tagged cell) needs both children to be content rows.
 bbg's raw converter (``migrate_redb``) never decodes content; that is content-check mode
 ``none``.
@@ -24,13 +24,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from importers import nox
+from hashing import nox
 
 CONTENT = "application_content"
-CODEC = "codec"
-NONE = "none"
-#: The content-check modes, by name (``codec`` is the default).
-MODES = (CODEC, NONE)
 #: ``data_content_ids`` lists at most this many keys (the count is in ``content_codecs``).
 MAX_LISTED_DATA_IDS = 10_000
 
@@ -75,7 +71,7 @@ def _data_detail(key: bytes, payload: bytes, why: str) -> str:
 
 def _verify(items: list[_Item]) -> tuple[list[_Finding], list[_Need], int, int]:
     """Worker side: (findings, children to look up, Blob mismatches, Data mismatches)."""
-    from importers import hemera
+    from hashing import hemera
 
     blobs = [(pos, key, payload) for pos, key, codec, payload in items if codec == 1]
     data = [(pos, key, payload) for pos, key, codec, payload in items if codec == 0]

@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bbg_core.closing import Closing
+from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
-
-MAX_PAGE_ROWS = 512
-MAX_PAGE_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ import os
 from typing import Any
 
 from bbg_core.errors import SignalLogError
+from hashing.hemera import HasherFactory
 from importers.frame_log.decode import read_frames
 from importers.frame_log.model import DEFAULT_LIMITS, SIGILS, CliSignal, Limits
 from importers.signal_log import file_digests
-from importers.signal_log._hashing import HasherFactory
 from importers.signal_log.framing import PathLike
 
 

@@ -10,7 +10,7 @@ def active() -> dict[str, str]:
     ``"hemera C core"``: its permutation and threads (e.g. ``avx512, 2 threads``) when the
     C core is active."""
     found: dict[str, str] = {}
-    for label, module in (("redb reader", "importers.redb"), ("hemera", "importers.hemera")):
+    for label, module in (("redb reader", "importers.redb"), ("hemera", "hashing.hemera")):
         try:
             mod = importlib.import_module(module)
         except ImportError:

@@ -7,7 +7,8 @@ import os
 from typing import Any, Final
 
 from bbg_core.errors import SignalLogError, SourceError
-from importers.signal_log._hashing import HasherFactory, default_hasher
+from hashing import hemera
+from hashing.hemera import HasherFactory
 from importers.signal_log.decode import PathLike, read_frames
 from importers.signal_log.model import (
     DEFAULT_LIMITS,
@@ -49,7 +50,7 @@ def file_digests(path: PathLike, hasher: HasherFactory | None = None) -> tuple[s
     """(SHA-256, hemera source digest) of the whole file at ``path``, in hex, streaming."""
     name = os.fspath(path)
     sha = hashlib.sha256()
-    hem = (hasher or default_hasher())()
+    hem = (hasher or hemera.Hasher)()
     hem.update(LEGACY_SOURCE_DOMAIN)
     try:
         with open(name, "rb") as handle:

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from importers.hemera._params import DIGEST_SIZE, NUM_CONSTANTS, RATE_BYTES, WIDTH, BytesLike
+from hashing.hemera._params import DIGEST_SIZE, NUM_CONSTANTS, RATE_BYTES, WIDTH, BytesLike
 
 # Imported by name so type checkers need no stub for the compiled module.
-_ext = importlib.import_module("importers.hemera._hemera_c")
+_ext = importlib.import_module("hashing.hemera._hemera_c")
 ffi: Any = _ext.ffi
 lib: Any = _ext.lib
 
@@ -28,7 +28,7 @@ _NEEDED = ("hemera_setup", "hemera_use_simd", "hemera_round_constants", "hemera_
 if not all(hasattr(lib, name) for name in _NEEDED):
     # An extension built from an older hemera.c: treat it as absent (pure-Python fallback,
     # visible in `bbg-migrate --version`) rather than fail on first use.
-    raise ImportError("importers.hemera._hemera_c is stale; rebuild with `pip install -e .`")
+    raise ImportError("hashing.hemera._hemera_c is stale; rebuild with `pip install -e .`")
 
 # Derives the round constants and picks the best permutation for this CPU, once; imports
 # run under the import lock, so this cannot race.

@@ -3,7 +3,7 @@
 ``hash(data)`` hashes bytes; ``Hasher`` streams (``update`` / ``digest`` / ``hexdigest`` /
 ``copy``); ``hash_file`` and ``hash_stream`` read in bounded chunks.  A domain-separated
 digest, hemera(domain || bytes), is ``Hasher(domain)`` then ``update``, or
-``hash_file(path, prefix=domain)``; ``importers.hemera.domains`` lists the domains.
+``hash_file(path, prefix=domain)``; ``hashing.hemera.domains`` lists the domains.
 
 The C core (cffi) is used when it was built, unless ``BBG_MIGRATE_PURE=1``; the pure-Python
 twin gives identical results.  ``BACKEND`` says which one is active, ``python_impl`` and
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from bbg_core.files import cannot_read
-from importers.hemera import _python
-from importers.hemera._api import Backend, HasherLike
-from importers.hemera._params import DIGEST_SIZE, LEGACY_SUITES, SUITE, SUITES, BytesLike
+from hashing.hemera import _python
+from hashing.hemera._api import Backend, HasherFactory, HasherLike, HashFn, StreamHasher
+from hashing.hemera._params import DIGEST_SIZE, LEGACY_SUITES, SUITE, SUITES, BytesLike
 
 __all__ = [
     "BACKEND",
@@ -35,8 +35,11 @@ __all__ = [
     "SUITE",
     "SUITES",
     "Backend",
+    "HashFn",
     "Hasher",
+    "HasherFactory",
     "HasherLike",
+    "StreamHasher",
     "c_impl",
     "details",
     "hash",
@@ -54,7 +57,7 @@ __all__ = [
 python_impl: Backend = _python
 c_impl: Backend | None
 try:
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     c_impl = _c
 except ImportError:  # extension not built: the twin takes over (setup.py's fallback rule)
@@ -80,7 +83,7 @@ def details() -> str | None:
     the permutation the CPU gave it and the threads a big batch is split across."""
     if impl is not c_impl:
         return None
-    from importers.hemera import _c
+    from hashing.hemera import _c
 
     return f"{_c.SIMD_LEVELS[_c.simd_level()]}, {_c.THREADS} thread{'s' * (_c.THREADS > 1)}"
 

@@ -5,7 +5,25 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from importers.hemera._params import BytesLike
+from hashing.hemera._params import BytesLike
+
+HashFn = Callable[[bytes], bytes]
+"""hash(data) -> 32-byte digest: :func:`hashing.hemera.hash` for real inputs."""
+
+
+class StreamHasher(Protocol):
+    """What a reader needs of a streaming hash: ``update`` bytes, then ``digest``."""
+
+    def update(self, data: bytes, /) -> object: ...
+
+    def digest(self) -> bytes: ...
+
+
+class HasherFactory(Protocol):
+    """Something that makes a fresh :class:`StreamHasher` (e.g. :class:`hashing.hemera.Hasher`;
+    a test may pass another)."""
+
+    def __call__(self) -> StreamHasher: ...
 
 
 class HasherLike(Protocol):
@@ -25,7 +43,7 @@ class HasherLike(Protocol):
 
 
 class Backend(Protocol):
-    """What ``importers.hemera._c`` and ``importers.hemera._python`` provide.
+    """What ``hashing.hemera._c`` and ``hashing.hemera._python`` provide.
 
     ``threads`` of the batch calls: how many threads the C core may split a batch across
     (``None``: its default, every core); the pure-Python twin runs in the calling thread.

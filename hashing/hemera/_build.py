@@ -42,7 +42,7 @@ void hemera_permute_many(uint64_t *states, size_t n, int zero_constants);
 ffi = FFI()
 ffi.cdef(CDEF)
 ffi.set_source(
-    "importers.hemera._hemera_c",
+    "hashing.hemera._hemera_c",
     (HERE / "hemera.c").read_text(encoding="utf-8"),
     include_dirs=[str(HERE)],  # hemera.c includes hemera_simd.h from beside it
     depends=[str(HERE / name) for name in ("hemera.c", "hemera_simd.h", "hemera_lanes.h")],

@@ -26,8 +26,8 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from importers import hemera
-from importers.hemera import Backend
+from hashing import hemera
+from hashing.hemera import Backend
 
 #: The Goldilocks prime 2^64 - 2^32 + 1.
 P = 0xFFFF_FFFF_0000_0001
