@@ -152,7 +152,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "hemera_leaf": ("migrate.probe.hashes", "tree_leaf"),
     "hemera_node": ("migrate.probe.hashes", "tree_node"),
     "inspect_path": ("migrate.probe.inspect", "inspect_path"),
-    "mapping_mod": ("migrate.pipeline", "mapping"),
+    "mapping_mod": ("migrate.job", "mapping"),
     "nox_data_id": ("migrate.probe.hashes", "data_id"),
     "plan": ("migrate.pipeline", "plan"),
     "progress_phase": ("migrate.progress", "phase"),
@@ -196,10 +196,12 @@ def inspect(
     from migrate.probe.inspect import inspect_path
     from migrate.progress import phase as progress_phase
     from migrate.progress import source_rows
+    from migrate.transfer.report import STORE_SECTIONS
 
     rows = source_rows(path) if progress is not None else None
     return inspect_path(path, kind=kind, content_check=content_check,
-                        progress=progress_phase(progress, "inspect", rows))  # fmt: skip
+                        progress=progress_phase(progress, "inspect", rows),
+                        sections=STORE_SECTIONS)  # fmt: skip
 
 
 def redb_scan(
@@ -262,8 +264,8 @@ def make_job(
     """A :class:`Job` from the inputs as an operator types them: ``nonce`` in hex, a mapping
     as ``--subject`` plus ``ORIGIN=INSTALL_NONCE`` pairs or a mapping file (UsageError when
     malformed, SourceError when the file cannot be read)."""
+    from migrate.job import mapping as mapping_mod
     from migrate.pipeline import Bounds, Job
-    from migrate.pipeline import mapping as mapping_mod
 
     return Job(
         source=source,

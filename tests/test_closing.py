@@ -11,7 +11,7 @@ from importers.redb.reader import RedbFile
 from migrate.cli._fleet_view import FleetView
 from migrate.fleet.pool import Pool
 from migrate.pipeline.legacy import LegacySource
-from migrate.pipeline.sources import RedbSource
+from migrate.rules.sources import RedbSource
 from migrate.store.build import Build
 from migrate.store.store import Store
 from migrate.transfer.source import SourceStore

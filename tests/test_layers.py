@@ -75,6 +75,95 @@ def test_lower_layers_import_only_what_is_below_them(package: str) -> None:
     assert not offenders, offenders
 
 
+# Inside migrate/, bottom to top: a package imports only packages of a lower rank (or its
+# own).  What every verb takes; the store; the rules over five sorted tables; the read-only
+# verbs; the migration; the transfer (which stages through the migration's stages); the
+# tools over them; the API; the command line; the console entry point.
+MIGRATE_RANKS = {
+    "job": 0, "progress": 0,
+    "store": 1,
+    "rules": 2,
+    "probe": 3,
+    "pipeline": 4,
+    "transfer": 5,
+    "share": 6, "fleet": 6, "fixtures": 6, "demo": 6,
+    "api": 7,
+    "cli": 8,
+    "entry": 9, "__main__": 9,
+}  # fmt: skip
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _migrate_part(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if parts[0] == "migrate" and len(parts) > 1 else None
+
+
+def test_every_migrate_package_has_a_rank() -> None:
+    found = {p.name.removesuffix(".py") for p in (ROOT / "migrate").iterdir()
+             if (p.suffix == ".py" or (p / "__init__.py").exists())} - {"__init__"}  # fmt: skip
+    assert found == set(MIGRATE_RANKS)
+
+
+def test_no_arrow_runs_up_inside_migrate() -> None:
+    offenders = []
+    for p in _sources("migrate"):
+        mine = _migrate_part(_module_of(p))
+        if mine is None:
+            continue
+        for line, name in _imports(p):
+            theirs = _migrate_part(name)
+            if theirs in MIGRATE_RANKS and MIGRATE_RANKS[theirs] > MIGRATE_RANKS[mine]:
+                offenders.append(f"{p.relative_to(ROOT)}:{line}: {mine} imports {name}")
+    assert not offenders, offenders
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """Tarjan's strongly connected components over every import of the five packages (also
+    those inside functions and under TYPE_CHECKING): none may hold two modules."""
+    paths = {_module_of(p): p for p in _sources("bbg_core", "hashing", "importers", "fences",
+                                                "migrate")}  # fmt: skip
+
+    def target(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {
+        module: {t for _, name in _imports(path) if (t := target(name)) and t != module
+                 and not module.startswith(t + ".")}  # fmt: skip
+        for module, path in paths.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    assert not cycles, cycles
+
+
 def test_the_library_never_imports_the_cli() -> None:
     entry = {ROOT / "migrate" / "entry.py", ROOT / "migrate" / "__main__.py"}
     offenders = [

@@ -43,8 +43,8 @@ import schemas
 from bbg_core.canonical import canonical_json
 from bbg_core.errors import MigrateError, UsageError
 from bbg_core.files import cannot_read
+from migrate.job import mapping as mapping_mod
 from migrate.pipeline import Bounds, Job
-from migrate.pipeline import mapping as mapping_mod
 
 MAPPING_KEYS = ("mapping", "subject", "map")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")

@@ -31,8 +31,8 @@ from migrate.pipeline import fresh, gate, retire, stages
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
 from migrate.pipeline.preflight import Preflight, preflight
-from migrate.pipeline.sources import RedbSource
 from migrate.progress import Observer, file_size, phase, source_rows
+from migrate.rules.sources import RedbSource
 from migrate.store import imports, open_store
 from migrate.store.layout import resolve_store_dir
 from migrate.store.runlock import run_lock

@@ -31,8 +31,8 @@ from fences.seal import Seal
 from migrate.job import Job
 from migrate.pipeline import gate, stages
 from migrate.pipeline.preflight import Preflight, judge, redb_report
-from migrate.pipeline.sources import RedbSource
 from migrate.progress import Observer, phase
+from migrate.rules.sources import RedbSource
 from migrate.store.build import Loader, can_build, open_build
 from migrate.store.codec import ORDINAL
 from migrate.store.connection import Connection

@@ -35,8 +35,8 @@ from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 from migrate.pipeline import identity
 from migrate.pipeline import legacy_records as records
 from migrate.pipeline.legacy_scan import LOG_KINDS, Scan, decode_item, ordinal_of, scan
-from migrate.pipeline.sources import Page
 from migrate.rules.shape import check_shape
+from migrate.rules.sources import Page
 from migrate.store.codec import (
     ARCHIVE_ORDER,
     CLAIMS,

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from bbg_core.errors import SourceError, UsageError, ValidationFailed
 from migrate.job import CODEC, MODES, Bounds, Job
+from migrate.job.mapping import Mapping
 from migrate.pipeline import identity
-from migrate.pipeline.mapping import Mapping
-from migrate.pipeline.sources import RedbSource
 from migrate.probe.detect import detect
 from migrate.rules.report import cell_report
 from migrate.rules.shape import RowSource
+from migrate.rules.sources import RedbSource
 
 if TYPE_CHECKING:
     from migrate.pipeline.legacy import LegacyImport

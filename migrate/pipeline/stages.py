@@ -20,12 +20,12 @@ from fences import generations
 from fences.namespaces import fence
 from fences.seal import Seal
 from migrate.job import CODEC, Job
+from migrate.job.mapping import Mapping
 from migrate.pipeline import continuity, gate, identity
-from migrate.pipeline.mapping import Mapping
 from migrate.pipeline.preflight import Preflight
-from migrate.pipeline.sources import PageSource
 from migrate.rules.links import iter_link_errors
 from migrate.rules.shape import check_shape
+from migrate.rules.sources import PageSource
 from migrate.store import imports
 from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
 from migrate.store.codec import Head
@@ -275,7 +275,7 @@ def _publish_manifest(tx: Any, mapping: Mapping, pre: Preflight) -> dict[str, An
                 "origin": o.origin.hex(),
                 "head": {"index": facts["head_index"], "commit": facts["head_commit"]},
                 "install_nonce": o.install_nonce.hex(),
-                "prog": mapping.prog_of(o).hex(),
+                "prog": identity.prog_id(mapping.subject, o.install_nonce).hex(),
             }
         )
     manifest = {
@@ -360,12 +360,8 @@ def activate_stage(
         if job.mapping is not None:
             published = _publish_manifest(tx, job.mapping, pre)
             for o in job.mapping.origins:
-                fence(
-                    tx,
-                    o.origin,
-                    import_id=iid,
-                    reason=f"mapped to prog {job.mapping.prog_of(o).hex()}",
-                )
+                prog = identity.prog_id(job.mapping.subject, o.install_nonce)
+                fence(tx, o.origin, import_id=iid, reason=f"mapped to prog {prog.hex()}")
                 fenced.append(o.origin.hex())
             generation = generations.promote(tx, "neuron-v1")
         else:

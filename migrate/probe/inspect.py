@@ -9,7 +9,7 @@ by its reader's report (``importers.<format>.report``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ def inspect_redb(
     content_check: str = CODEC,
 ) -> dict[str, Any]:
     """Inspect a legacy cell.redb (read-only; the file is never opened for writing)."""
-    from migrate.pipeline.sources import RedbSource
+    from migrate.rules.sources import RedbSource
 
     with RedbSource(path) as src:
         h = src.header
@@ -53,17 +53,23 @@ def inspect_redb(
     return report
 
 
+#: Further sections of a BBG store's report, each read in the report's own snapshot: name ->
+#: ``read(connection) -> section``.  The caller joins them (``migrate.api.inspect`` adds the
+#: transfer's), so this module depends on no pipeline that writes.
+Sections = Mapping[str, Callable[[Any], dict[str, Any]]]
+
+
 def inspect_bbg(
     path: Path,
     *,
     progress: Callable[[int, int], None] | None = None,
     content_check: str = CODEC,
+    sections: Sections | None = None,
 ) -> dict[str, Any]:
     """Inspect a BBG store directory (read-only: nothing is created or changed, so it works on
     a read-only directory or medium; see :mod:`migrate.store.readonly`)."""
     from migrate.store.readonly import open_readonly, store_info
     from migrate.store.tables import StoreTables
-    from migrate.transfer.report import section as transfer_section
 
     with open_readonly(path) as conn, conn.read():
         report: dict[str, Any] = {"kind": "bbg", "path": str(path), "store": store_info(conn, path)}
@@ -72,8 +78,8 @@ def inspect_bbg(
                 _FiveTables(StoreTables(conn)), progress=progress, content_check=content_check
             )
         )
-        # A sealed source (manifest, target, progress) and transfers into this store.
-        report["transfer"] = transfer_section(conn)
+        for name, read in (sections or {}).items():
+            report[name] = read(conn)
     return report
 
 
@@ -101,10 +107,12 @@ def inspect_path(
     kind: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     content_check: str = CODEC,
+    sections: Sections | None = None,
 ) -> dict[str, Any]:
     """Inspect ``path`` by its detected kind (or ``kind`` when given).
 
-    ``content_check`` (``codec`` or ``none``) applies to cell stores and BBG stores.
+    ``content_check`` (``codec`` or ``none``) applies to cell stores and BBG stores, and
+    ``sections`` (see :data:`Sections`) to BBG stores.
     """
     p = Path(path)
     if kind is not None and not p.is_dir():
@@ -113,7 +121,7 @@ def inspect_path(
     if found == "redb":
         return inspect_redb(p, progress=progress, content_check=content_check)
     if found == "bbg":
-        return inspect_bbg(p, progress=progress, content_check=content_check)
+        return inspect_bbg(p, progress=progress, content_check=content_check, sections=sections)
     if found == "signal-log":
         from importers.signal_log import inspect_signal_log
 

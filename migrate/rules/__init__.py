@@ -7,5 +7,7 @@
 * :mod:`.links`: bbg's cross-table rules (contiguous history, heads, content of commits,
   request receipts) and neuron's birth rule for mapped origins;
 * :mod:`.report`: all of them in one report, as ``inspect``, the preflight, the transfer and
-  ``doctor`` give it.
+  ``doctor`` give it;
+* :mod:`.sources`: the sources they read -- a cell.redb as five sorted tables, and the
+  bounded pages the migration and the transfer stage from such sources.
 """

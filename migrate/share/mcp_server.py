@@ -178,8 +178,9 @@ class Tools:
 
     def inspect(self) -> dict[str, Any]:
         from migrate.probe.inspect import inspect_path
+        from migrate.transfer.report import STORE_SECTIONS
 
-        return inspect_path(self.store_dir)
+        return inspect_path(self.store_dir, sections=STORE_SECTIONS)
 
     def apply_events(self, events: str) -> dict[str, Any]:
         from migrate.share.apply import apply

@@ -96,3 +96,8 @@ def section(db: Any) -> dict[str, Any]:
     """The ``transfer`` section of ``inspect``/``doctor``: sealed source and transfers."""
     return {"sealed_source": sealed_source(db), "transfers": transfers(db)}
 
+
+#: What the transfer adds to the report of a BBG store (``migrate.probe.inspect.Sections``):
+#: a sealed source (manifest, target, progress) and the transfers into this store.
+STORE_SECTIONS = {"transfer": section}
+

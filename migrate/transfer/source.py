@@ -35,9 +35,9 @@ from bbg_core.closing import Closing
 from bbg_core.errors import Conflict, StoreCorrupt, ValidationFailed
 from fences import generations
 from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
-from migrate.pipeline.sources import Page
 from migrate.rules.report import cell_report
 from migrate.rules.shape import DIGEST_ORDER
+from migrate.rules.sources import Page
 from migrate.store import open_store
 from migrate.store.codec import Head
 from migrate.store.connection import Connection

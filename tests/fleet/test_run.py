@@ -261,7 +261,7 @@ def test_manifest_options_reach_run(tmp_path: Path) -> None:
     import gzip
     import shutil
 
-    from migrate.pipeline import mapping as mapping_mod
+    from migrate.job import mapping as mapping_mod
     from tests.fleet.helpers import LEGACY, single_run
 
     root = tmp_path / "f"

@@ -121,8 +121,8 @@ def test_semantic_rules_of_a_mapping() -> None:
     import pytest
 
     from bbg_core.errors import ValidationFailed
+    from migrate.job.mapping import build
     from migrate.pipeline import identity
-    from migrate.pipeline.mapping import build
     from migrate.pipeline.preflight import MAX_ORIGINS, _check_mapping
 
     subject = "ab" * 32

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import schemas
-from migrate.pipeline import mapping as mapping_mod
+from migrate.pipeline import identity
 from migrate.probe.inspect import inspect_bbg
 from tests.fs import fs_state
 from tests.pipeline.helpers import cell_fixtures, cli, expected, tree_state, unpack
@@ -141,7 +141,7 @@ def test_mapping_publishes_manifest_fences_and_promotes(tmp_path: Path) -> None:
     assert receipt["fences"] == namespaces
     assert [m["origin"] for m in receipt["mappings"]] == namespaces
     want_progs = [
-        mapping_mod.identity.prog_id(bytes.fromhex("ab" * 32), bytes([i])).hex() for i in range(3)
+        identity.prog_id(bytes.fromhex("ab" * 32), bytes([i])).hex() for i in range(3)
     ]
     assert [m["prog"] for m in receipt["mappings"]] == want_progs
     assert receipt["head"]["index"] == 1  # birth, then the manifest

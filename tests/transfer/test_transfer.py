@@ -222,11 +222,11 @@ def test_inspect_and_doctor_report_a_sealed_source_and_a_transfer_in_progress(
     res = cli("stage", str(source), "--store", str(target), "--pages", "2", "--json")
     assert res.returncode == 0, res.stderr
     manifest = json.loads(res.stdout)["manifest"]
-    src = inspect_bbg(source)["transfer"]["sealed_source"]
+    src = api.inspect(source)["transfer"]["sealed_source"]
     assert src["seal"]["manifest"] == manifest and src["seal_valid"]
     assert src["target_found"] and src["state"] == "staging"
     assert 0 < src["progress"]["rows"] < 220 and not src["progress"]["complete"]
-    tgt = inspect_bbg(target)["transfer"]["transfers"]
+    tgt = api.inspect(target)["transfer"]["transfers"]
     assert [(t["manifest"], t["state"]) for t in tgt] == [(manifest, "staging")]
     res = cli("--store", str(source), "doctor", "--json")
     assert res.returncode == 0, res.stderr  # a sealed source is healthy

@@ -20,7 +20,6 @@ import jsonschema
 import schemas
 from bbg_core.errors import UsageError
 from bbg_core.files import cannot_read
-from migrate.pipeline import identity
 
 
 @dataclass(frozen=True)
@@ -35,10 +34,6 @@ class Mapping:
 
     subject: bytes
     origins: tuple[Origin, ...]
-
-    def prog_of(self, origin: Origin) -> bytes:
-        """The prog id of ``origin``: derived from (subject, install nonce)."""
-        return identity.prog_id(self.subject, origin.install_nonce)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,21 +1,19 @@
-"""What every verb of a migration takes: the :class:`Job` and its :class:`Bounds`.
+"""What every verb of a migration takes: the :class:`Job`, its :class:`Bounds` and its
+:class:`~migrate.job.mapping.Mapping`.
 
 A job names a source, a store, an optional mapping and nonce, and the operator's choices
 (torn tail, kind, content check); the bounds are the explicit limits it runs under.  Kept in
-a module of its own, below the pipeline, the transfer, the fleet and the CLI, so that each of
-them (and a library caller) can build one without importing the others.
+a package of its own, below the pipeline, the transfer, the fleet and the CLI, so that each
+of them (and a library caller) can build one without importing the others.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bbg_core.errors import UsageError
-
-if TYPE_CHECKING:
-    from migrate.pipeline.mapping import Mapping
+from migrate.job.mapping import Mapping
 
 #: A staged or copied page holds at most this many rows and key+value bytes.
 MAX_PAGE_ROWS = 512
