@@ -1,12 +1,12 @@
-"""Package namespaces that import their modules on first use (start-up time).
+"""Module namespaces that import what they export on first use (start-up time).
 
 A reader package (``importers.signal_log``...) offers its public names at the top, but
 ``detect`` needs only its sniffing module: importing every decoder, encoder and report
-behind ``import importers.frame_log`` would cost it most of its budget.  A package lists
-which module defines each public name and sets ``__getattr__ = lazy_exports(__name__, ...)``
-(PEP 562); the names are imported, once, when first read.  Type checkers read the same
-imports from the package's ``if TYPE_CHECKING:`` block; tests/test_startup.py checks the two
-lists name the same things.
+behind ``import importers.frame_log`` would cost it most of its budget.  A module lists where
+each public name is defined and sets ``__getattr__`` to one of the functions below (PEP 562);
+a name is imported, once, when first read.  Type checkers read the same names from the
+module's ``if TYPE_CHECKING:`` block; tests (test_startup.py, test_api.py) check that the two
+agree.
 """
 
 from __future__ import annotations
@@ -15,17 +15,25 @@ import importlib
 from collections.abc import Callable, Mapping
 
 
-def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]]) -> Callable[[str], object]:
-    """A module ``__getattr__`` for ``package``: ``exports`` maps each sub-module (its name
-    inside the package) to the public names it defines."""
-    where = {name: f"{package}.{module}" for module, names in exports.items() for name in names}
+def lazy_names(owner: str, where: Mapping[str, tuple[str, str]]) -> Callable[[str], object]:
+    """A module ``__getattr__`` for the module ``owner``: ``where`` maps each public name to
+    ``(module, attribute)``, the attribute it stands for (under another name if need be)."""
 
     def __getattr__(name: str) -> object:
-        module = where.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        setattr(importlib.import_module(package), name, value)
+        try:
+            module, attribute = where[name]
+        except KeyError:
+            raise AttributeError(f"module {owner!r} has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(module), attribute)
+        setattr(importlib.import_module(owner), name, value)
         return value
 
     return __getattr__
+
+
+def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]]) -> Callable[[str], object]:
+    """A package ``__getattr__`` for ``package``: ``exports`` maps each sub-module (its name
+    inside the package) to the public names it defines (under the same names)."""
+    where = {name: (f"{package}.{module}", name) for module, names in exports.items()
+             for name in names}  # fmt: skip
+    return lazy_names(package, where)

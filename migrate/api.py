@@ -12,11 +12,12 @@
 | :func:`list_imports`, :func:`imports_summary` | every import of a store: state, stage, rows |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
-| :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
+| :func:`make_job` | the job of the inputs as an operator types them (see below) |
+| :func:`transfer_job` | the :class:`TransferJob` of a BBG store (UsageError otherwise) |
 | :func:`write_receipt` | a receipt to a file: atomic, never over a different receipt |
 | :func:`progress_phase` | the ``(rows, bytes)`` callback of one stage, for an observer |
 | :func:`schema_titles`, :func:`schema_text` | the shipped JSON Schemas |
-| :func:`versions` | this build's version and which implementation each hot path uses |
+| :func:`versions`, :func:`version_text` | this build's version and each hot path's backend |
 | :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
 | :func:`nox_data_id` | the content id of a nox Data payload (Model B or tagged-v0) |
 | :func:`tail`, :func:`follow`, :func:`follow_into` | event/1 history out, in ledger order |
@@ -34,173 +35,186 @@
 | :func:`fleet_load`, :func:`fleet_plan`, :func:`fleet_run`, :func:`fleet_report` | fleets |
 
 Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`);
-transfer verbs a :class:`TransferJob` (source store, target store, nonce, page rows).
+transfer verbs a :class:`TransferJob` (source store, target store, nonce, page rows) and a
+``(rows, bytes)`` callback as ``progress``.  Whether ``run``, ``plan`` and the four steps mean
+a migration or a transfer is decided here, once: each takes either job, and a :class:`Job`
+whose source is a BBG store runs as that store's transfer (:func:`make_job` returns the
+:class:`TransferJob` already, naming the legacy-only options an operator gave).
+
+Names defined elsewhere are listed once, in :data:`_EXPORTS`, and imported on first use
+(``bbg-migrate detect`` and ``--version`` do not pay for the pipeline, the fleet, SQLite or
+jsonschema).  ``__all__`` is derived from that table and the functions below; the
+``if TYPE_CHECKING:`` block says the same for type checkers and editors, and
+tests/test_api.py checks it against the table (its failure message is the block to paste).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
+from bbg_core.lazy import lazy_names
 
-    from importers.redb.report import dump as redb_dump
-    from importers.redb.report import tables_doc as redb_tables
-    from migrate.demo import run_demo as demo
-    from migrate.fixtures.check import check as fixtures_check
-    from migrate.fleet import default_workers as fleet_default_workers
-    from migrate.fleet import ensure_report_dir as fleet_report_dir
-    from migrate.fleet import jobs_of as fleet_select
-    from migrate.fleet import load_manifest as fleet_load
-    from migrate.fleet import merge as fleet_report
-    from migrate.fleet import parse_shard as fleet_shard
-    from migrate.fleet import plan_fleet as fleet_plan
-    from migrate.fleet import run_fleet as fleet_run
-    from migrate.fleet import write_html as fleet_html
-    from migrate.pipeline import (
-        Bounds,
-        Job,
-        Outcome,
-        activate,
-        discard,
-        plan,
-        run,
-        stage,
-        validate,
-    )
-    from migrate.pipeline import seal_only as seal
-    from migrate.pipeline.listing import list_imports
-    from migrate.pipeline.listing import summary as imports_summary
-    from migrate.pipeline.retire import preview as retirement_preview
-    from migrate.pipeline.retire import preview_lines as retirement_lines
-    from migrate.probe.detect import detect
-    from migrate.probe.hashes import data_id as nox_data_id
-    from migrate.probe.hashes import file_digest as hemera_file
-    from migrate.probe.hashes import tree_leaf as hemera_leaf
-    from migrate.probe.hashes import tree_node as hemera_node
-    from migrate.progress import Observer
-    from migrate.progress import phase as progress_phase
-    from migrate.share import (
-        apply,
-        apply_stream,
-        backup,
-        doctor,
-        follow,
-        restore,
-        tail,
-        write_snapshot,
-    )
-    from migrate.share.common import MAX_LINE
-    from migrate.share.common import canonical as event_line
-    from migrate.share.follow import follow_into
-    from migrate.share.mcp_server import serve as mcp_serve
-    from migrate.share.retention import excise, nohistory
-    from migrate.store.layout import resolve_store_dir
-    from migrate.store.store import upgrade_store as upgrade
-    from migrate.transfer import TransferJob, TransferOutcome
-    from migrate.transfer import activate as transfer_activate
-    from migrate.transfer import plan as transfer_plan
-    from migrate.transfer import run as transfer
-    from migrate.transfer import seal as transfer_seal
-    from migrate.transfer import stage as transfer_stage
-    from migrate.transfer import validate as transfer_validate
-
-# Every name above is imported on first use (PEP 562), so ``bbg-migrate detect`` and
-# ``--version`` do not pay for the pipeline, the fleet, SQLite or jsonschema (issue 13.8).
-_LAZY: dict[str, tuple[str, str]] = {
+# name -> (module, attribute): every name this module offers but does not define.
+_EXPORTS: dict[str, tuple[str, str]] = {
+    # what the verbs take and give
+    "Bounds": ("migrate.job", "Bounds"),
+    "Job": ("migrate.job", "Job"),
+    "Observer": ("migrate.progress", "Observer"),
+    "Outcome": ("migrate.pipeline", "Outcome"),
+    "TransferJob": ("migrate.transfer", "TransferJob"),
+    "TransferOutcome": ("migrate.transfer", "TransferOutcome"),
+    "progress_phase": ("migrate.progress", "phase"),
+    # read-only verbs
+    "detect": ("migrate.probe.detect", "detect"),
+    "is_store": ("migrate.probe.detect", "is_store"),
+    "versions": ("migrate.probe.versions", "versions"),
+    "version_text": ("migrate.probe.versions", "version_text"),
+    "hemera_file": ("migrate.probe.hashes", "file_digest"),
+    "hemera_leaf": ("migrate.probe.hashes", "tree_leaf"),
+    "hemera_node": ("migrate.probe.hashes", "tree_node"),
+    "nox_data_id": ("migrate.probe.hashes", "data_id"),
+    "redb_dump": ("importers.redb.report", "dump"),
+    "redb_tables": ("importers.redb.report", "tables_doc"),
+    # the migration, its stores and imports
+    "discard": ("migrate.pipeline", "discard"),
     "list_imports": ("migrate.pipeline.listing", "list_imports"),
     "imports_summary": ("migrate.pipeline.listing", "summary"),
     "retirement_preview": ("migrate.pipeline.retire", "preview"),
     "retirement_lines": ("migrate.pipeline.retire", "preview_lines"),
-    "follow_into": ("migrate.share.follow", "follow_into"),
-    "mcp_serve": ("migrate.share.mcp_server", "serve"),
-    "excise": ("migrate.share.retention", "excise"),
-    "nohistory": ("migrate.share.retention", "nohistory"),
-    "upgrade": ("migrate.store.store", "upgrade_store"),
-    "Bounds": ("migrate.pipeline", "Bounds"),
-    "CODEC": ("migrate.rules.content_ids", "CODEC"),
-    "Observer": ("migrate.progress", "Observer"),
-    "TransferJob": ("migrate.transfer", "TransferJob"),
-    "TransferOutcome": ("migrate.transfer", "TransferOutcome"),
-    "Job": ("migrate.pipeline", "Job"),
-    "MAX_LINE": ("migrate.share.common", "MAX_LINE"),
-    "Outcome": ("migrate.pipeline", "Outcome"),
-    "UsageError": ("bbg_core.errors", "UsageError"),
-    "activate": ("migrate.pipeline", "activate"),
-    "apply": ("migrate.share", "apply"),
-    "apply_stream": ("migrate.share", "apply_stream"),
-    "backup": ("migrate.share", "backup"),
-    "demo": ("migrate.demo", "run_demo"),
-    "detect": ("migrate.probe.detect", "detect"),
-    "discard": ("migrate.pipeline", "discard"),
-    "doctor": ("migrate.share", "doctor"),
-    "event_line": ("migrate.share.common", "canonical"),
-    "fixtures_check": ("migrate.fixtures.check", "check"),
-    "fleet_default_workers": ("migrate.fleet", "default_workers"),
-    "fleet_html": ("migrate.fleet", "write_html"),
-    "fleet_load": ("migrate.fleet", "load_manifest"),
-    "fleet_plan": ("migrate.fleet", "plan_fleet"),
-    "fleet_report": ("migrate.fleet", "merge"),
-    "fleet_report_dir": ("migrate.fleet", "ensure_report_dir"),
-    "fleet_run": ("migrate.fleet", "run_fleet"),
-    "fleet_select": ("migrate.fleet", "jobs_of"),
-    "fleet_shard": ("migrate.fleet", "parse_shard"),
-    "follow": ("migrate.share", "follow"),
-    "hemera_file": ("migrate.probe.hashes", "file_digest"),
-    "hemera_leaf": ("migrate.probe.hashes", "tree_leaf"),
-    "hemera_node": ("migrate.probe.hashes", "tree_node"),
-    "inspect_path": ("migrate.probe.inspect", "inspect_path"),
-    "mapping_mod": ("migrate.job", "mapping"),
-    "nox_data_id": ("migrate.probe.hashes", "data_id"),
-    "plan": ("migrate.pipeline", "plan"),
-    "progress_phase": ("migrate.progress", "phase"),
-    "redb_dump": ("importers.redb.report", "dump"),
-    "redb_tables": ("importers.redb.report", "tables_doc"),
     "resolve_store_dir": ("migrate.store.layout", "resolve_store_dir"),
-    "restore": ("migrate.share", "restore"),
-    "run": ("migrate.pipeline", "run"),
-    "seal": ("migrate.pipeline", "seal_only"),
-    "stage": ("migrate.pipeline", "stage"),
-    "tail": ("migrate.share", "tail"),
+    "upgrade": ("migrate.store.store", "upgrade_store"),
+    "demo": ("migrate.demo", "run_demo"),
+    "fixtures_check": ("migrate.fixtures.check", "check"),
+    # the BBG -> BBG transfer, verb by verb (``progress``: a (rows, bytes) callback)
     "transfer": ("migrate.transfer", "run"),
-    "transfer_activate": ("migrate.transfer", "activate"),
     "transfer_plan": ("migrate.transfer", "plan"),
     "transfer_seal": ("migrate.transfer", "seal"),
     "transfer_stage": ("migrate.transfer", "stage"),
     "transfer_validate": ("migrate.transfer", "validate"),
-    "validate": ("migrate.pipeline", "validate"),
-    "write_once": ("bbg_core.files", "write_once"),
+    "transfer_activate": ("migrate.transfer", "activate"),
+    # sharing: event/1, snapshots, backup, health, retention, MCP
+    "MAX_LINE": ("migrate.share.common", "MAX_LINE"),
+    "event_line": ("migrate.share.common", "canonical"),
+    "tail": ("migrate.share", "tail"),
+    "follow": ("migrate.share", "follow"),
+    "follow_into": ("migrate.share.follow", "follow_into"),
+    "apply": ("migrate.share", "apply"),
+    "apply_stream": ("migrate.share", "apply_stream"),
     "write_snapshot": ("migrate.share", "write_snapshot"),
+    "restore": ("migrate.share", "restore"),
+    "backup": ("migrate.share", "backup"),
+    "doctor": ("migrate.share", "doctor"),
+    "nohistory": ("migrate.share.retention", "nohistory"),
+    "excise": ("migrate.share.retention", "excise"),
+    "mcp_serve": ("migrate.share.mcp_server", "serve"),
+    # fleets
+    "fleet_load": ("migrate.fleet", "load_manifest"),
+    "fleet_select": ("migrate.fleet", "jobs_of"),
+    "fleet_shard": ("migrate.fleet", "parse_shard"),
+    "fleet_plan": ("migrate.fleet", "plan_fleet"),
+    "fleet_run": ("migrate.fleet", "run_fleet"),
+    "fleet_report": ("migrate.fleet", "merge"),
+    "fleet_report_dir": ("migrate.fleet", "ensure_report_dir"),
+    "fleet_html": ("migrate.fleet", "write_html"),
+    "fleet_default_workers": ("migrate.fleet", "default_workers"),
 }
 
+__getattr__ = lazy_names(__name__, _EXPORTS)
 
-def __getattr__(name: str) -> Any:
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
-
+if TYPE_CHECKING:  # the same names, for type checkers and editors (checked against _EXPORTS)
+    import importers.redb.report as _importers_redb_report
+    import migrate.demo as _migrate_demo
+    import migrate.fixtures.check as _migrate_fixtures_check
+    import migrate.fleet as _migrate_fleet
+    import migrate.job as _migrate_job
+    import migrate.pipeline as _migrate_pipeline
+    import migrate.pipeline.listing as _migrate_pipeline_listing
+    import migrate.pipeline.retire as _migrate_pipeline_retire
+    import migrate.probe.detect as _migrate_probe_detect
+    import migrate.probe.hashes as _migrate_probe_hashes
+    import migrate.probe.versions as _migrate_probe_versions
+    import migrate.progress as _migrate_progress
+    import migrate.share as _migrate_share
+    import migrate.share.common as _migrate_share_common
+    import migrate.share.follow as _migrate_share_follow
+    import migrate.share.mcp_server as _migrate_share_mcp_server
+    import migrate.share.retention as _migrate_share_retention
+    import migrate.store.layout as _migrate_store_layout
+    import migrate.store.store as _migrate_store_store
+    import migrate.transfer as _migrate_transfer
+    Bounds = _migrate_job.Bounds
+    Job = _migrate_job.Job
+    Observer = _migrate_progress.Observer
+    Outcome = _migrate_pipeline.Outcome
+    TransferJob = _migrate_transfer.TransferJob
+    TransferOutcome = _migrate_transfer.TransferOutcome
+    progress_phase = _migrate_progress.phase
+    detect = _migrate_probe_detect.detect
+    is_store = _migrate_probe_detect.is_store
+    versions = _migrate_probe_versions.versions
+    version_text = _migrate_probe_versions.version_text
+    hemera_file = _migrate_probe_hashes.file_digest
+    hemera_leaf = _migrate_probe_hashes.tree_leaf
+    hemera_node = _migrate_probe_hashes.tree_node
+    nox_data_id = _migrate_probe_hashes.data_id
+    redb_dump = _importers_redb_report.dump
+    redb_tables = _importers_redb_report.tables_doc
+    discard = _migrate_pipeline.discard
+    list_imports = _migrate_pipeline_listing.list_imports
+    imports_summary = _migrate_pipeline_listing.summary
+    retirement_preview = _migrate_pipeline_retire.preview
+    retirement_lines = _migrate_pipeline_retire.preview_lines
+    resolve_store_dir = _migrate_store_layout.resolve_store_dir
+    upgrade = _migrate_store_store.upgrade_store
+    demo = _migrate_demo.run_demo
+    fixtures_check = _migrate_fixtures_check.check
+    transfer = _migrate_transfer.run
+    transfer_plan = _migrate_transfer.plan
+    transfer_seal = _migrate_transfer.seal
+    transfer_stage = _migrate_transfer.stage
+    transfer_validate = _migrate_transfer.validate
+    transfer_activate = _migrate_transfer.activate
+    MAX_LINE = _migrate_share_common.MAX_LINE
+    event_line = _migrate_share_common.canonical
+    tail = _migrate_share.tail
+    follow = _migrate_share.follow
+    follow_into = _migrate_share_follow.follow_into
+    apply = _migrate_share.apply
+    apply_stream = _migrate_share.apply_stream
+    write_snapshot = _migrate_share.write_snapshot
+    restore = _migrate_share.restore
+    backup = _migrate_share.backup
+    doctor = _migrate_share.doctor
+    nohistory = _migrate_share_retention.nohistory
+    excise = _migrate_share_retention.excise
+    mcp_serve = _migrate_share_mcp_server.serve
+    fleet_load = _migrate_fleet.load_manifest
+    fleet_select = _migrate_fleet.jobs_of
+    fleet_shard = _migrate_fleet.parse_shard
+    fleet_plan = _migrate_fleet.plan_fleet
+    fleet_run = _migrate_fleet.run_fleet
+    fleet_report = _migrate_fleet.merge
+    fleet_report_dir = _migrate_fleet.ensure_report_dir
+    fleet_html = _migrate_fleet.write_html
+    fleet_default_workers = _migrate_fleet.default_workers
 
 
 def inspect(
     path: str | os.PathLike[str], *, kind: str | None = None,
     progress: Observer | None = None, content_check: str = "codec",
 ) -> dict[str, Any]:  # fmt: skip
-    """Read-only report of ``path`` (:func:`migrate.probe.inspect.inspect_path`); ``progress`` an
-    observer (stage ``inspect``, rows of a cell.redb out of its table lengths)."""
+    """Read-only report of ``path`` (:func:`migrate.probe.inspect.inspect_path`), with the
+    transfer's section for a BBG store; ``progress`` an observer (stage ``inspect``, rows of a
+    cell.redb out of its table lengths)."""
     from migrate.probe.inspect import inspect_path
-    from migrate.progress import phase as progress_phase
-    from migrate.progress import source_rows
+    from migrate.progress import phase, source_rows
     from migrate.transfer.report import STORE_SECTIONS
 
     rows = source_rows(path) if progress is not None else None
     return inspect_path(path, kind=kind, content_check=content_check,
-                        progress=progress_phase(progress, "inspect", rows),
+                        progress=phase(progress, "inspect", rows),
                         sections=STORE_SECTIONS)  # fmt: skip
 
 
@@ -234,18 +248,7 @@ def schema_text(name: str) -> str:
     return schemas.text(name)
 
 
-def versions() -> dict[str, str]:
-    """``{"bbg-migrate": version, "redb reader": "c"|"python", "hemera": ...}``."""
-    from migrate.probe import versions as backends
-
-    return backends.versions()
-
-
-def version_text() -> str:
-    """``bbg-migrate --version``: the package version and which readers are active."""
-    from migrate.probe import versions as backends
-
-    return backends.version_text()
+# -- which pipeline a job takes: a migration, or the transfer of a BBG store ----------------
 
 
 def make_job(
@@ -260,23 +263,158 @@ def make_job(
     accept_torn_tail: bool = False,
     kind: str | None = None,
     content_check: str = "codec",  # migrate.job.CODEC (imported on first use)
-) -> Job:
-    """A :class:`Job` from the inputs as an operator types them: ``nonce`` in hex, a mapping
-    as ``--subject`` plus ``ORIGIN=INSTALL_NONCE`` pairs or a mapping file (UsageError when
-    malformed, SourceError when the file cannot be read)."""
-    from migrate.job import mapping as mapping_mod
-    from migrate.pipeline import Bounds, Job
+    retire_source: bool = False,
+) -> Job | TransferJob:
+    """The job of the inputs as an operator types them: ``nonce`` in hex, a mapping as
+    ``--subject`` plus ``ORIGIN=INSTALL_NONCE`` pairs or a mapping file (UsageError when
+    malformed, SourceError when the file cannot be read).
 
+    When ``source`` is a BBG store the verbs mean a BBG → BBG transfer: the result is its
+    :class:`TransferJob` (the nonce as given, the page rows of ``bounds``), and the options
+    that apply to legacy sources only (every other one here, ``retire_source`` of ``run``
+    included) are a UsageError naming them as command-line options.
+    """
+    from migrate import transfer
+    from migrate.job import CODEC, Bounds, Job
+    from migrate.job import mapping as mapping_mod
+
+    legacy = {"subject": subject, "map": maps, "mapping": mapping_file, "kind": kind,
+              "accept_torn_tail": accept_torn_tail, "content_check": content_check != CODEC,
+              "retire_source": retire_source}  # fmt: skip
+    given = ["--" + name.replace("_", "-") for name, value in sorted(legacy.items()) if value]
+    bounds = bounds or Bounds()
+    moving = transfer.job_for(source, store, nonce, bounds.page_rows, given)
+    if moving is not None:
+        return moving
     return Job(
         source=source,
         store=store,
         mapping=mapping_mod.parse_cli(subject, maps, mapping_file),
         nonce=None if nonce is None else mapping_mod.parse_hex(nonce, "--nonce"),
-        bounds=bounds or Bounds(),
+        bounds=bounds,
         accept_torn_tail=accept_torn_tail,
         kind=kind,
         content_check=content_check,
     )
+
+
+def transfer_job(
+    source: Path, store: Path | None, *, nonce: str | None = None, page_rows: int | None = None
+) -> TransferJob:
+    """The :class:`TransferJob` of ``source``, which must be a BBG store: a path that cannot
+    be read is the SourceError naming the reason, anything else a UsageError."""
+    from bbg_core.errors import UsageError
+    from migrate import transfer
+    from migrate.job import MAX_PAGE_ROWS
+    from migrate.probe.detect import detect
+
+    moving = transfer.job_for(source, store, nonce, page_rows or MAX_PAGE_ROWS)
+    if moving is not None:
+        return moving
+    detect(source)  # a path that cannot be read: exit 1, naming the OS's reason
+    raise UsageError(
+        f"{source} is not a BBG store; migrate a legacy file with `bbg-migrate run`",
+        path=str(source),
+    )
+
+
+def _routed(job: Job | TransferJob, *, retire_source: bool = False) -> Job | TransferJob:
+    """``job`` as it runs: a :class:`Job` whose source is a BBG store becomes its transfer
+    (the options that apply to legacy sources only refused, named as the Job's fields)."""
+    from migrate import transfer
+    from migrate.job import CODEC
+
+    if isinstance(job, transfer.TransferJob):
+        given = ["retire_source"] if retire_source else []
+        if given:
+            transfer.job_for(job.source, job.store, job.nonce, job.page_rows, given)
+        return job
+    legacy = [name for name, value in (
+        ("kind", job.kind is not None), ("accept_torn_tail", job.accept_torn_tail),
+        ("mapping", job.mapping is not None), ("content_check", job.content_check != CODEC),
+        ("retire_source", retire_source),
+    ) if value]  # fmt: skip
+    return transfer.job_for(job.source, job.store, job.nonce, job.bounds.page_rows, legacy) or job
+
+
+def run(
+    job: Job | TransferJob, *, max_pages: int | None = None, retire_source: bool = False,
+    progress: Observer | None = None,
+) -> Outcome | TransferOutcome:  # fmt: skip
+    """Every stage in order (seal, stage, validate, activate; then ``retire_source``); an
+    exact rerun returns the same receipt and changes nothing.  A BBG store source is
+    transferred (stage ``transfer``)."""
+    from migrate import pipeline, transfer
+    from migrate.progress import phase
+
+    job = _routed(job, retire_source=retire_source)
+    if isinstance(job, transfer.TransferJob):
+        return transfer.run(job, max_pages=max_pages, progress=phase(progress, "transfer"))
+    return pipeline.run(job, max_pages=max_pages, retire_source=retire_source, progress=progress)
+
+
+def plan(job: Job | TransferJob, progress: Observer | None = None) -> dict[str, Any]:
+    """The dry run of :func:`run`: what it would do, through the same checks; writes nothing
+    (``schemas/plan.schema.json``, or ``transfer-plan`` for a BBG store source)."""
+    from migrate import pipeline, transfer
+    from migrate.progress import phase
+
+    job = _routed(job)
+    if isinstance(job, transfer.TransferJob):
+        return transfer.plan(job, phase(progress, "plan"))
+    return pipeline.plan(job, progress)
+
+
+def seal(job: Job | TransferJob, progress: Observer | None = None) -> Outcome | TransferOutcome:
+    """Step 1: lock and fingerprint the source, record the seal (a BBG store source: seal
+    it for the transfer)."""
+    from migrate import pipeline, transfer
+    from migrate.progress import phase
+
+    job = _routed(job)
+    if isinstance(job, transfer.TransferJob):
+        return transfer.seal(job, phase(progress, "seal"))
+    return pipeline.seal_only(job, progress)
+
+
+def stage(
+    job: Job | TransferJob, *, max_pages: int | None = None, progress: Observer | None = None
+) -> Outcome | TransferOutcome:
+    """Step 2: copy at most ``max_pages`` bounded pages into inert staging (all when None);
+    call again to continue."""
+    from migrate import pipeline, transfer
+    from migrate.progress import phase
+
+    job = _routed(job)
+    if isinstance(job, transfer.TransferJob):
+        return transfer.stage(job, max_pages=max_pages, progress=phase(progress, "stage"))
+    return pipeline.stage(job, max_pages=max_pages, progress=progress)
+
+
+def validate(
+    job: Job | TransferJob, progress: Observer | None = None
+) -> Outcome | TransferOutcome:
+    """Step 3: check the staged rows against the source and the destination."""
+    from migrate import pipeline, transfer
+    from migrate.progress import phase
+
+    job = _routed(job)
+    if isinstance(job, transfer.TransferJob):
+        return transfer.validate(job, phase(progress, "validate"))
+    return pipeline.validate(job, progress)
+
+
+def activate(
+    job: Job | TransferJob, progress: Observer | None = None
+) -> Outcome | TransferOutcome:
+    """Step 4: publish the validated import in one transaction; returns the receipt."""
+    from migrate import pipeline, transfer
+    from migrate.progress import phase
+
+    job = _routed(job)
+    if isinstance(job, transfer.TransferJob):
+        return transfer.activate(job, phase(progress, "activate"))
+    return pipeline.activate(job, progress)
 
 
 def write_receipt(path: Path, doc: dict[str, Any]) -> bool:
@@ -289,78 +427,8 @@ def write_receipt(path: Path, doc: dict[str, Any]) -> bool:
     return write_once(path, text.encode("utf-8"))
 
 
-def is_store(path: str | os.PathLike[str]) -> bool:
-    """True if ``path`` is a BBG store directory (judged by content, like ``detect``)."""
-    from migrate.probe.detect import detect
-
-    return os.path.isdir(path) and detect(path)["kind"] == "bbg"
-
-
-__all__ = [
-    "hemera_file",
-    "hemera_leaf",
-    "hemera_node",
-    "nox_data_id",
-    "MAX_LINE",
-    "event_line",
-    "resolve_store_dir",
-    "Bounds",
-    "Job",
-    "Outcome",
-    "TransferJob",
-    "TransferOutcome",
-    "activate",
-    "discard",
-    "imports_summary",
-    "list_imports",
-    "retirement_lines",
-    "retirement_preview",
-    "apply",
-    "apply_stream",
-    "backup",
-    "demo",
-    "detect",
-    "doctor",
-    "fixtures_check",
-    "fleet_default_workers",
-    "fleet_html",
-    "fleet_load",
-    "fleet_plan",
-    "fleet_report",
-    "fleet_report_dir",
-    "fleet_run",
-    "fleet_select",
-    "fleet_shard",
-    "follow",
-    "follow_into",
-    "excise",
-    "nohistory",
-    "mcp_serve",
-    "upgrade",
-    "inspect",
-    "is_store",
-    "plan",
-    "progress_phase",
-    "Observer",
-    "make_job",
-    "redb_dump",
-    "redb_scan",
-    "redb_tables",
-    "versions",
-    "schema_text",
-    "schema_titles",
-    "write_receipt",
-    "restore",
-    "run",
-    "seal",
-    "stage",
-    "tail",
-    "transfer",
-    "transfer_activate",
-    "transfer_plan",
-    "transfer_seal",
-    "transfer_stage",
-    "transfer_validate",
-    "validate",
-    "write_snapshot",
-]
+__all__ = sorted(
+    [*_EXPORTS, *(name for name, value in list(globals().items())
+                  if callable(value) and getattr(value, "__module__", None) == __name__
+                  and not name.startswith("_"))]
+)  # fmt: skip

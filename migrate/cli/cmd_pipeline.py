@@ -1,4 +1,7 @@
-"""``plan``, ``run`` and the step commands ``seal``, ``stage``, ``validate``, ``activate``."""
+"""``plan``, ``run`` and the step commands ``seal``, ``stage``, ``validate``, ``activate``.
+
+Whether they mean a migration or, for a BBG store SOURCE, a transfer is the library's
+decision (:func:`migrate.api.make_job`); this module shows whichever outcome comes back."""
 
 from __future__ import annotations
 
@@ -16,9 +19,10 @@ from migrate.cli._paths import path_arg, store_option
 from migrate.cli._progress import watch
 from migrate.cli._receipt import RECEIPT, keep
 from migrate.cli._render import count, emit_json, err, facts, print_table, show, size, table
-from migrate.cli._sizes import parse_size
+from migrate.cli._sizes import parse_size, show_size
 from migrate.cli._state import named_store
-from migrate.cli.cmd_transfer import step as transfer_step
+from migrate.cli.cmd_transfer import plan_report as transfer_plan_report
+from migrate.cli.cmd_transfer import report as transfer_report
 
 SOURCE = typer.Argument(
     ...,
@@ -38,13 +42,20 @@ MAPPING = typer.Option(
     parser=path_arg,
 )
 PAGES = typer.Option(None, "--pages", min=1, help="Stage at most N bounded pages in this call.")
-MAX_ROWS = typer.Option(100_000_000, "--max-rows", min=0, help="Refuse sources with more rows.")
+DEFAULT = api.Bounds()  # the options' defaults are the library's
+MAX_ROWS = typer.Option(
+    DEFAULT.max_rows, "--max-rows", min=0, help="Refuse sources with more rows."
+)
 MAX_BYTES = typer.Option(
-    "256GiB", "--max-bytes", parser=parse_size,
+    show_size(DEFAULT.max_bytes), "--max-bytes", parser=parse_size,
     help="Refuse sources with more bytes (a size: 4096, 512MiB, 1.5TB, 256GiB).",
 )  # fmt: skip
-MAX_NS = typer.Option(1_000_000, "--max-namespaces", min=0, help="Refuse more namespaces.")
-PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per staged page.")
+MAX_NS = typer.Option(
+    DEFAULT.max_namespaces, "--max-namespaces", min=0, help="Refuse more namespaces."
+)
+PAGE_ROWS = typer.Option(
+    DEFAULT.page_rows, "--page-rows", min=1, max=DEFAULT.page_rows, help="Rows per staged page."
+)
 RETIRE = typer.Option(
     False,
     "--retire-source",
@@ -84,22 +95,13 @@ def _job(
     accept_torn_tail: bool = False,
     kind: str | None = None,
     content_check: str = "codec",
-) -> api.Job:
-    named = named_store(store)
+    retire_source: bool = False,
+) -> api.Job | api.TransferJob:
     return api.make_job(
-        source, named, nonce=nonce, subject=subject, maps=maps, mapping_file=mapping_file,
-        bounds=bounds, accept_torn_tail=accept_torn_tail, kind=kind, content_check=content_check,
+        source, named_store(store), nonce=nonce, subject=subject, maps=maps,
+        mapping_file=mapping_file, bounds=bounds, accept_torn_tail=accept_torn_tail, kind=kind,
+        content_check=content_check, retire_source=retire_source,
     )  # fmt: skip
-
-
-def _legacy(
-    subject: str | None, maps: list[str] | None, mapping: Path | None, kind: str | None,
-    accept_torn_tail: bool, content_check: str,
-) -> dict[str, Any]:  # fmt: skip
-    """The options that only apply to a legacy source (refused when SOURCE is a store)."""
-    return {"subject": subject, "map": maps, "mapping": mapping, "kind": kind,
-            "accept_torn_tail": accept_torn_tail,
-            "content_check": content_check != "codec"}  # fmt: skip
 
 
 def _bounds(max_rows: int, max_bytes: int, max_namespaces: int, page_rows: int) -> api.Bounds:
@@ -141,21 +143,19 @@ def _totals(receipt: dict[str, Any]) -> tuple[int, int, int]:
     return sum(counts["rows"].values()), len(counts["rows"]), sum(counts["new_rows"].values())
 
 
-def _one_step(
-    verb: str, call: Callable[[api.Job, Any], api.Outcome], source: Path, store: Path | None,
-    nonce: str | None, subject: str | None, maps: list[str] | None, mapping: Path | None,
-    accept_torn_tail: bool, kind: str | None, content_check: str, as_json: bool,
+def _shown(
+    call: Callable[[Any], api.Outcome | api.TransferOutcome], as_json: bool,
     receipt: Path | None = None,
 ) -> None:  # fmt: skip
-    """``seal``, ``validate``, ``activate``: that step of a transfer when SOURCE is a BBG
-    store, else of the migration (``call``: the api function), reported alike."""
-    legacy = _legacy(subject, maps, mapping, kind, accept_torn_tail, content_check)
-    if transfer_step(verb, source, store, nonce, as_json, legacy, receipt=receipt):
-        return
-    job = _job(source, store, nonce, subject, maps, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
+    """Run ``call(observer)`` under the progress display and show its outcome.  A transfer's
+    is shown inside the display's block (before the progress's last line), a migration's
+    after it, as each always has been."""
     with watch(as_json) as progress:
-        outcome = call(job, progress)
+        outcome = call(progress)
+        if isinstance(outcome, api.TransferOutcome):
+            keep(outcome, receipt)
+            transfer_report(outcome, as_json)
+            return
     _report(outcome, as_json, receipt)
 
 
@@ -230,14 +230,14 @@ def plan_cmd(
 ) -> None:  # fmt: skip
     """Dry run of `run` (same options): what it would do, or the exit code and message it
     would fail with (3, 4, 11, 1); writes nothing."""
-    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    if transfer_step("plan", source, store, nonce, as_json, legacy):
-        return
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check)  # fmt: skip
     with watch(as_json) as progress:
         doc = api.plan(job, progress)
+        if isinstance(job, api.TransferJob):  # shown inside the display's block, as always
+            transfer_plan_report(doc, as_json)
+            return
     _plan_report(source, doc, as_json)
 
 
@@ -251,18 +251,12 @@ def run_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
-    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    legacy.update(retire_source=retire_source)
-    if transfer_step("run", source, store, nonce, as_json, legacy, pages=pages,
-                     page_rows=page_rows, receipt=receipt):  # fmt: skip
-        return
-    confirm_retirement(source, retire_source, yes)
+    confirm_retirement(source, retire_source, yes)  # asks nothing for a BBG store SOURCE
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check)  # fmt: skip
-    with watch(as_json) as progress:
-        outcome = api.run(job, max_pages=pages, retire_source=retire_source, progress=progress)
-    _report(outcome, as_json, receipt)
+               content_check, retire_source)  # fmt: skip
+    _shown(lambda progress: api.run(job, max_pages=pages, retire_source=retire_source,
+                                    progress=progress), as_json, receipt)  # fmt: skip
 
 
 @app.command("seal")
@@ -272,8 +266,9 @@ def seal_cmd(
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
-    _one_step("seal", api.seal, source, store, nonce, subject, map_, mapping, accept_torn_tail,
-              kind, content_check, as_json)  # fmt: skip
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
+               content_check)  # fmt: skip
+    _shown(lambda progress: api.seal(job, progress), as_json)
 
 
 @app.command("stage")
@@ -284,15 +279,9 @@ def stage_cmd(
     content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
-    legacy = _legacy(subject, map_, mapping, kind, accept_torn_tail, content_check)
-    if transfer_step("stage", source, store, nonce, as_json, legacy, pages=pages,
-                     page_rows=page_rows):  # fmt: skip
-        return
     job = _job(source, store, nonce, subject, map_, mapping, api.Bounds(page_rows=page_rows),
                accept_torn_tail, kind, content_check)  # fmt: skip
-    with watch(as_json) as progress:
-        outcome = api.stage(job, max_pages=pages, progress=progress)
-    _report(outcome, as_json)
+    _shown(lambda progress: api.stage(job, max_pages=pages, progress=progress), as_json)
 
 
 @app.command("validate")
@@ -303,8 +292,9 @@ def validate_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
-    _one_step("validate", api.validate, source, store, nonce, subject, map_, mapping,
-              accept_torn_tail, kind, content_check, as_json, receipt)  # fmt: skip
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
+               content_check)  # fmt: skip
+    _shown(lambda progress: api.validate(job, progress), as_json, receipt)
 
 
 @app.command("activate")
@@ -315,8 +305,9 @@ def activate_cmd(
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
-    _one_step("activate", api.activate, source, store, nonce, subject, map_, mapping,
-              accept_torn_tail, kind, content_check, as_json, receipt)  # fmt: skip
+    job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
+               content_check)  # fmt: skip
+    _shown(lambda progress: api.activate(job, progress), as_json, receipt)
 
 
 @app.command("discard")

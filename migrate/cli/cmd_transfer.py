@@ -1,4 +1,5 @@
-"""``transfer``: BBG → BBG sealed transfer; and the step verbs when SOURCE is a BBG store."""
+"""``transfer``: BBG → BBG sealed transfer; and how a transfer's outcome and plan are shown
+(also by ``run``, ``plan`` and the step verbs, which mean a transfer for a BBG store SOURCE)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from typing import Any
 
 import typer
 
-from bbg_core.errors import UsageError
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
@@ -27,13 +27,11 @@ NONCE = typer.Option(
     None, "--nonce", help="Transfer nonce (64 hex); default: derived from the source store."
 )
 PAGES = typer.Option(None, "--pages", min=1, help="Copy at most N bounded pages in this call.")
-PAGE_ROWS = typer.Option(512, "--page-rows", min=1, max=512, help="Rows per copied page.")
+MAX_PAGE_ROWS = api.Bounds().page_rows  # the library's default, and its largest page
+PAGE_ROWS = typer.Option(
+    MAX_PAGE_ROWS, "--page-rows", min=1, max=MAX_PAGE_ROWS, help="Rows per copied page."
+)
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
-
-
-def _job(source: Path, store: Path | None, nonce: str | None, page_rows: int) -> api.TransferJob:
-    named = named_store(store)
-    return api.TransferJob(source=source, store=named, nonce=nonce, page_rows=page_rows)
 
 
 def _receipt_table(receipt: dict[str, Any]) -> None:
@@ -87,57 +85,15 @@ def plan_report(doc: dict[str, Any], as_json: bool) -> None:
     facts(f"transfer plan: {doc['source']['path']} -> {doc['target']['path']}", rows)
 
 
-def step(verb: str, source: Path, store: Path | None, nonce: str | None, as_json: bool,
-         legacy: dict[str, Any] | None = None, *, pages: int | None = None,
-         page_rows: int = 512, receipt: Path | None = None) -> bool:  # fmt: skip
-    """Run step ``verb`` as a transfer when SOURCE is a BBG store; False when it is not.
-
-    ``legacy``: the options that only apply to a legacy source (refused for a store);
-    ``receipt``: ``--receipt FILE``, written with the transfer receipt (or, for ``validate``,
-    the transfer report) under the same write-once rules as a migration's.
-    """
-    if not api.is_store(source):
-        return False
-    given = sorted(name for name, value in (legacy or {}).items() if value)
-    if given:
-        raise UsageError(
-            f"{source} is a BBG store (a transfer source): "
-            f"{', '.join('--' + g.replace('_', '-') for g in given)} "
-            "apply to legacy sources only",
-            path=str(source),
-        )
-    job = _job(source, store, nonce, page_rows)
-    with watch(as_json) as observer:
-        progress = api.progress_phase(observer, "transfer" if verb == "run" else verb)
-        if verb == "plan":
-            plan_report(api.transfer_plan(job, progress), as_json)
-            return True
-        if verb in ("run", "transfer"):
-            outcome = api.transfer(job, max_pages=pages, progress=progress)
-        elif verb == "stage":
-            outcome = api.transfer_stage(job, max_pages=pages, progress=progress)
-        else:
-            verbs = {
-                "seal": api.transfer_seal,
-                "validate": api.transfer_validate,
-                "activate": api.transfer_activate,
-            }
-            outcome = verbs[verb](job, progress)
-    keep(outcome, receipt)
-    report(outcome, as_json)
-    return True
-
-
 @app.command("transfer")
 def transfer_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, pages: int = PAGES,
     page_rows: int = PAGE_ROWS, receipt: Path = RECEIPT, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Seal a BBG store and move its history into another store; prints the receipt."""
-    if not step("transfer", source, store, nonce, as_json, pages=pages, page_rows=page_rows,
-                receipt=receipt):  # fmt: skip
-        api.detect(source)  # a path that cannot be read: exit 1, naming the OS's reason
-        raise UsageError(
-            f"{source} is not a BBG store; migrate a legacy file with `bbg-migrate run`",
-            path=str(source),
-        )
+    job = api.transfer_job(source, named_store(store), nonce=nonce, page_rows=page_rows)
+    with watch(as_json) as observer:
+        progress = api.progress_phase(observer, "transfer")
+        outcome = api.transfer(job, max_pages=pages, progress=progress)
+        keep(outcome, receipt)
+        report(outcome, as_json)

@@ -9,16 +9,13 @@ the other bounds (``max_rows``, ``max_bytes``, ``max_namespaces``) do not apply 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import schemas
-from bbg_core.errors import UsageError
 from migrate import pipeline, transfer
 from migrate.fleet.manifest import FleetJob
 from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
-from migrate.probe.detect import detect
 from migrate.progress import as_observer
 
 Progress = Callable[[int, int], None]
@@ -26,12 +23,9 @@ STORE_KIND = "bbg"
 _ROW_OVERHEAD = 48  # as the pipeline's plan counts a row's overhead in SQLite
 
 
-def is_store(job: FleetJob) -> bool:
-    """True when the job's source is a BBG store directory."""
-    return os.path.isdir(job.source) and detect(job.source)["kind"] == STORE_KIND
-
-
-def _transfer_job(job: FleetJob) -> transfer.TransferJob:
+def _transfer_job(job: FleetJob) -> transfer.TransferJob | None:
+    """The job's transfer when its source is a BBG store (:func:`migrate.transfer.job_for`),
+    the options that apply to legacy sources only named as the manifest names them."""
     legacy = [
         name
         for name, given in (
@@ -41,25 +35,16 @@ def _transfer_job(job: FleetJob) -> transfer.TransferJob:
         )
         if given
     ]
-    if legacy:
-        raise UsageError(
-            f"{job.source} is a BBG store (a transfer source): {', '.join(legacy)} apply to "
-            "legacy sources only",
-            path=str(job.source),
-        )
-    return transfer.TransferJob(
-        source=job.source,
-        store=job.store,
-        nonce=job.nonce,
-        page_rows=job.bounds.get("page_rows", MAX_PAGE_ROWS),
-    )
+    page_rows = job.bounds.get("page_rows", MAX_PAGE_ROWS)
+    return transfer.job_for(job.source, job.store, job.nonce, page_rows, legacy)
 
 
 def run(job: FleetJob, progress: Progress) -> tuple[str, str, dict[str, Any]]:
     """Run the job; (status, kind, receipt) - the receipt checked against its schema."""
     kind: str | None = None
-    if is_store(job):
-        moved = transfer.run(_transfer_job(job), progress=progress)
+    moving = _transfer_job(job)
+    if moving is not None:
+        moved = transfer.run(moving, progress=progress)
         schema, status, receipt, kind = "transfer-receipt", moved.status, moved.receipt, STORE_KIND
     else:
         done = pipeline.run(job.job(), progress=as_observer(progress))
@@ -72,8 +57,9 @@ def run(job: FleetJob, progress: Progress) -> tuple[str, str, dict[str, Any]]:
 
 def plan(job: FleetJob, progress: Progress) -> tuple[str | None, dict[str, Any]]:
     """The job's dry run; (kind, plan document with rows, bytes, namespaces and disk)."""
-    if is_store(job):
-        doc = transfer.plan(_transfer_job(job), progress)
+    moving = _transfer_job(job)
+    if moving is not None:
+        doc = transfer.plan(moving, progress)
         if "disk_bytes_needed" not in doc:
             # The transfer plan does not say: estimate as the pipeline's plan does (staged copy
             # + published copy + per-row overhead, and the WAL of one page).

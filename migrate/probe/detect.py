@@ -94,3 +94,8 @@ def detect(path: str | os.PathLike[str]) -> dict[str, Any]:
     elif looks_like_text_archive(head):
         report["kind"] = "text-archive"
     return report
+
+
+def is_store(path: str | os.PathLike[str]) -> bool:
+    """True if ``path`` is a BBG store directory (judged by content, like :func:`detect`)."""
+    return os.path.isdir(path) and detect(path)["kind"] == "bbg"

@@ -17,7 +17,7 @@ is finished by the next one, forward, with the same manifest.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +35,10 @@ from migrate.transfer import target as tgt
 from migrate.transfer.cursor import Cursor
 from migrate.transfer.source import ExportSeal, SourceState, SourceStore, check_same_seal
 
-__all__ = ["TransferJob", "TransferOutcome", "activate", "plan", "run", "seal", "stage", "validate"]
+__all__ = [
+    "TransferJob", "TransferOutcome", "activate", "job_for", "plan", "run", "seal", "stage",
+    "validate",
+]  # fmt: skip
 
 Progress = Callable[[int, int], None]
 
@@ -62,6 +65,29 @@ class TransferJob:
                 nonce=self.nonce,
             )
         return raw
+
+
+def job_for(
+    source: Path, store: Path | None, nonce: str | None, page_rows: int,
+    legacy_given: Sequence[str] = (),
+) -> TransferJob | None:  # fmt: skip
+    """The transfer job when ``source`` is a BBG store, else None: the one place that decides
+    whether ``run``, ``plan`` and the step verbs mean a migration or a BBG → BBG transfer.
+
+    ``legacy_given`` names, in the caller's words, the options given that apply to a legacy
+    source only; a store source with any of them is a UsageError naming them.
+    """
+    from migrate.probe.detect import is_store
+
+    if not is_store(source):
+        return None
+    if legacy_given:
+        raise UsageError(
+            f"{source} is a BBG store (a transfer source): {', '.join(legacy_given)} apply to "
+            "legacy sources only",
+            path=str(source),
+        )
+    return TransferJob(source=source, store=store, nonce=nonce, page_rows=page_rows)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import schemas
-from bbg_core.errors import Locked, StoreRefused, StoreSealed
+from bbg_core.errors import Locked, StoreRefused, StoreSealed, UsageError
 from migrate import api
 from migrate.probe.inspect import inspect_bbg
 from migrate.store import Head, open_store
@@ -305,3 +305,38 @@ def test_bad_arguments(source: Path, tmp_path: Path) -> None:
     res = cli("transfer", str(LEGACY / "signals-small.log"), "--store", str(tmp_path / "t"))
     assert res.returncode == 2 and "is not a BBG store" in res.stderr
     assert status(source) == "complete"
+
+
+def test_the_library_decides_migration_or_transfer(tmp_path: Path) -> None:
+    """A library caller of api.run with a plain Job whose source is a BBG store gets the
+    transfer (the decision is the API's, not the command line's), with the same receipt as
+    the `transfer` command; make_job returns the TransferJob itself."""
+    source = migrated_store(tmp_path)
+    by_cli = copy_store(source, tmp_path / "again")
+    outcome = api.run(api.Job(source=source, store=tmp_path / "t1"))
+    assert isinstance(outcome, api.TransferOutcome) and outcome.status == "complete"
+    res = cli("transfer", str(by_cli), "--store", str(tmp_path / "t2"), "--json")
+    assert res.returncode == 0, res.stderr
+    cli_receipt = json.loads(res.stdout)
+    assert outcome.receipt is not None
+    assert outcome.receipt["counts"] == cli_receipt["counts"]
+    job = api.make_job(source, tmp_path / "t1")
+    assert isinstance(job, api.TransferJob)
+    assert api.plan(job)["action"].startswith("none")  # activated already: the same receipt
+    assert api.run(job).receipt == outcome.receipt
+
+
+def test_legacy_only_options_on_a_store_are_refused_by_name(tmp_path: Path) -> None:
+    source = migrated_store(tmp_path)
+    with pytest.raises(UsageError) as caught:
+        api.run(api.Job(source=source, store=tmp_path / "t", kind="redb"), retire_source=True)
+    assert str(caught.value) == (
+        f"{source} is a BBG store (a transfer source): kind, retire_source apply to legacy "
+        "sources only"
+    )
+    with pytest.raises(UsageError) as caught:
+        api.make_job(source, tmp_path / "t", subject="ab" * 32, retire_source=True)
+    assert "--retire-source, --subject apply to legacy sources only" in str(caught.value)
+    with pytest.raises(UsageError, match="is not a BBG store"):
+        api.transfer_job(tmp_path / "source-redb" / "cell.redb", tmp_path / "t")
+    assert not (tmp_path / "t").exists()
