@@ -27,7 +27,7 @@ decision from it, so a value this build does not know is reported, never looked 
 from __future__ import annotations
 
 from bbg_core.errors import StoreError, StoreRefused, StoreSealed
-from fences._sql import SqlReader, SqlWriter
+from fences._store import FenceReader, FenceWriter
 
 GENERATIONS: tuple[str, ...] = ("original", "neuron-v1", "auth-v1")
 RANK: dict[str, int] = {g: i for i, g in enumerate(GENERATIONS)}
@@ -53,15 +53,12 @@ def _rank(generation: str) -> int:
     return RANK[generation]
 
 
-def read_status(db: SqlReader) -> tuple[str | None, str]:
+def read_status(db: FenceReader) -> tuple[str | None, str]:
     """``(status marker or None if absent, the informational generation column)``."""
-    row = db.one("SELECT status, generation FROM bbg_import_v1 WHERE id = 1")
-    if row is None:
-        return None, "original"
-    return str(row[0]), str(row[1])
+    return db.read_status()
 
 
-def refusal(db: SqlReader, marker: str | None, reader_generation: str) -> StoreError:
+def refusal(db: FenceReader, marker: str | None, reader_generation: str) -> StoreError:
     """The named error for a store whose status ``marker`` is not a reader generation."""
     path = str(db.path)
     if marker == EXPORT_MARKER:
@@ -87,7 +84,7 @@ def refusal(db: SqlReader, marker: str | None, reader_generation: str) -> StoreE
     )
 
 
-def current_generation(db: SqlReader, reader_generation: str = BUILD_GENERATION) -> str:
+def current_generation(db: FenceReader, reader_generation: str = BUILD_GENERATION) -> str:
     """The generation the status marker stands for; the named refusal if it stands for none."""
     marker, _ = read_status(db)
     generation = generation_of(marker)
@@ -96,7 +93,7 @@ def current_generation(db: SqlReader, reader_generation: str = BUILD_GENERATION)
     return generation
 
 
-def require_readable(db: SqlReader, reader_generation: str = BUILD_GENERATION) -> str:
+def require_readable(db: FenceReader, reader_generation: str = BUILD_GENERATION) -> str:
     """The store's generation; refused unless a ``reader_generation`` reader may open it.
 
     The same check guards every write transaction (:meth:`migrate.store.Store.transaction`),
@@ -117,7 +114,7 @@ def require_readable(db: SqlReader, reader_generation: str = BUILD_GENERATION) -
     return generation
 
 
-def promote(tx: SqlWriter, target: str) -> str:
+def promote(tx: FenceWriter, target: str) -> str:
     """Raise the store to ``target`` (never lower); returns the generation now in force.
 
     A status that is not a generation (``copying``, ``export-v1``, unknown) is refused and
@@ -131,7 +128,7 @@ def promote(tx: SqlWriter, target: str) -> str:
     return target
 
 
-def set_transitional(tx: SqlWriter, marker: str) -> None:
+def set_transitional(tx: FenceWriter, marker: str) -> None:
     """Set a non-generation status (e.g. ``copying``) that makes normal opens refuse.
 
     Only from a generation: a store already in a transitional status keeps it.
@@ -142,7 +139,7 @@ def set_transitional(tx: SqlWriter, marker: str) -> None:
     _write(tx, marker, generation)
 
 
-def settle(tx: SqlWriter) -> str:
+def settle(tx: FenceWriter) -> str:
     """Write the marker of the generation in force; returns that generation.
 
     Turns an absent marker into ``complete`` (what a plain conversion leaves behind).  Never
@@ -155,12 +152,5 @@ def settle(tx: SqlWriter) -> str:
     return generation
 
 
-def _write(tx: SqlWriter, marker: str, generation: str) -> None:
-    tx.mark("promote")
-    tx.note_event({"kind": "generation", "status": marker, "generation": generation})
-    tx.execute(
-        "INSERT INTO bbg_import_v1 (id, status, generation, transaction_no) VALUES (1, ?, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
-        "generation = excluded.generation, transaction_no = excluded.transaction_no",
-        (marker, generation, tx.number),
-    )
+def _write(tx: FenceWriter, marker: str, generation: str) -> None:
+    tx.write_status(marker, generation)

@@ -12,37 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from bbg_core.errors import Fenced
-from fences._sql import SqlReader, SqlWriter
+from fences._store import FenceReader, FenceWriter
 
 
-def fence(tx: SqlWriter, namespace: bytes, *, import_id: str, reason: str) -> bool:
+def fence(tx: FenceWriter, namespace: bytes, *, import_id: str, reason: str) -> bool:
     """Fence ``namespace`` in ``tx``; True if it was not fenced before (idempotent)."""
-    cur = tx.execute(
-        "INSERT INTO bbg_import_v1_fences (namespace, import_id, reason, transaction_no) "
-        "VALUES (?, ?, ?, ?) ON CONFLICT (namespace) DO NOTHING",
-        (namespace, import_id, reason, tx.number),
-    )
-    if cur.rowcount:
-        tx.mark("fence")
-        tx.note_event(
-            {"kind": "fence", "namespace": namespace.hex(), "import_id": import_id,
-             "reason": reason}
-        )  # fmt: skip
-    return bool(cur.rowcount)
+    return tx.put_fence(namespace, import_id, reason)
 
 
-def fence_of(db: SqlReader, namespace: bytes) -> dict[str, Any] | None:
+def fence_of(db: FenceReader, namespace: bytes) -> dict[str, Any] | None:
     """The fence record of ``namespace`` (import_id, reason, transaction), or None."""
-    row = db.one(
-        "SELECT import_id, reason, transaction_no FROM bbg_import_v1_fences WHERE namespace = ?",
-        (namespace,),
-    )
-    if row is None:
-        return None
-    return {"import_id": row[0], "reason": row[1], "transaction": row[2]}
+    return db.fence_record(namespace)
 
 
-def require_unfenced(db: SqlReader, namespace: bytes) -> None:
+def require_unfenced(db: FenceReader, namespace: bytes) -> None:
     """Raise Fenced if ``namespace`` is fenced."""
     record = fence_of(db, namespace)
     if record is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bbg_core.errors import Conflict, HeadMismatch
-from fences import generations
+from fences import FenceReader, generations
 from fences.namespaces import fence_of
 from fences.seal import Seal, seal
 from migrate.job import CODEC, Job
@@ -44,11 +44,8 @@ Progress = Callable[[int, int], None]
 ROWS_STREAM = "rows"
 
 
-class Reader(Protocol):
+class Reader(FenceReader, Protocol):
     """What the checks read through: a store, a write transaction or a read-only handle."""
-
-    @property
-    def path(self) -> Any: ...
 
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...
 

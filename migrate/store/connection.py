@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from bbg_core.errors import CommitUnknown, Locked, MigrateError, StoreError, StoreRefused
 from bbg_core.files import fsync_file
+from migrate.store import markers
 
 CommitPhase = Literal["before", "after"]
 CommitHook = Callable[[CommitPhase], None]
@@ -200,6 +201,15 @@ class Connection:
                 cur.close()
             except sqlite3.ProgrammingError:
                 pass  # the connection was closed first: the cursor went with it
+
+    # -- the fence and generation records (:mod:`migrate.store.markers`, for fences/) -----
+    def read_status(self) -> tuple[str | None, str]:
+        """``(status marker or None, generation column)``."""
+        return markers.read_status(self)
+
+    def fence_record(self, namespace: bytes) -> dict[str, Any] | None:
+        """The fence of ``namespace``, or None."""
+        return markers.fence_record(self, namespace)
 
     @property
     def in_transaction(self) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
 from fences import generations
-from migrate.store import creation, graph, layout, sanity
+from migrate.store import creation, graph, layout, markers, sanity
 from migrate.store.codec import Head
 from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, CommitHook, Connection
 from migrate.store.tables import StagedTables, StoreTables
@@ -79,6 +79,15 @@ class Store(Closing):
         """One row of a read query: lets the read helpers of :mod:`migrate.store.imports`
         and :mod:`fences` take the store itself (``imports.receipt_of(store, iid)``)."""
         return self._conn.one(sql, params)
+
+    # -- the fence and generation records (:mod:`migrate.store.markers`, for fences/) -----
+    def read_status(self) -> tuple[str | None, str]:
+        """``(status marker or None, generation column)``."""
+        return markers.read_status(self)
+
+    def fence_record(self, namespace: bytes) -> dict[str, Any] | None:
+        """The fence of ``namespace``, or None."""
+        return markers.fence_record(self, namespace)
 
     # -- GraphPort ----------------------------------------------------------------------
     def head(self, namespace: bytes) -> Head | None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import Conflict, StoreError
-from migrate.store import ledger
+from migrate.store import ledger, markers
 from migrate.store.codec import ARCHIVE_ORDER, MAX_KEY_LEN, ORDINAL, Head
 from migrate.store.connection import Connection, Params
 
@@ -124,6 +124,23 @@ class Tx:
     @property
     def path(self) -> Path:
         return self._conn.path
+
+    # -- the fence and generation records (:mod:`migrate.store.markers`, for fences/) -----
+    def read_status(self) -> tuple[str | None, str]:
+        """``(status marker or None, generation column)``."""
+        return markers.read_status(self)
+
+    def fence_record(self, namespace: bytes) -> dict[str, Any] | None:
+        """The fence of ``namespace``, or None."""
+        return markers.fence_record(self, namespace)
+
+    def write_status(self, marker: str, generation: str) -> None:
+        """Set the status marker in this transaction."""
+        markers.write_status(self, marker, generation)
+
+    def put_fence(self, namespace: bytes, import_id: str, reason: str) -> bool:
+        """Fence ``namespace`` in this transaction; True if it was not fenced before."""
+        return markers.put_fence(self, namespace, import_id, reason)
 
     def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
         """Run one writing statement inside the transaction (one that changed no row, e.g.
