@@ -42,13 +42,7 @@ def journal_source(tx: Any, import_id: str, job: Job) -> None:
 
 def sealed_in_progress(db: Any, path: str) -> str | None:
     """The import in progress (``staging``) that was sealed from ``path``, or None."""
-    row = db.one(
-        "SELECT j.import_id FROM bbg_import_v1_journal AS j JOIN bbg_import_v1_imports AS i "
-        "ON i.import_id = j.import_id WHERE j.stage = ? AND i.state = 'staging' "
-        "AND json_extract(j.detail, '$.path') = ? ORDER BY j.transaction_no DESC LIMIT 1",
-        (SOURCE_STAGE, path),
-    )
-    return None if row is None else str(row[0])
+    return imports.staging_journaled_from(db, SOURCE_STAGE, path)
 
 
 def require_unchanged(job: Job) -> None:

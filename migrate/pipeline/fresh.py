@@ -37,10 +37,9 @@ from migrate.store.build import Loader, can_build, open_build
 from migrate.store.codec import ORDINAL
 from migrate.store.connection import Connection
 from migrate.store.layout import DB_NAME, resolve_store_dir
-from migrate.store.tx import check_table
+from migrate.store.tables import StoreTables
 
 Progress = Callable[[int, int], None]
-_LOOKUP = {t: f"SELECT value FROM {check_table(t)} WHERE key = ?" for t in ORDINAL}
 
 
 def destination(job: Job, kind: str, max_pages: int | None) -> Path | None:
@@ -98,8 +97,7 @@ class _Tee:
 
     def _lookup_built(self, table: str, key: bytes) -> bytes | None:
         assert self._conn is not None
-        row = self._conn.one(_LOOKUP[table], (key,))
-        return None if row is None else bytes(row[0])
+        return StoreTables(self._conn).get(table, key)
 
     def lookup(self, table: str, key: bytes) -> bytes | None:
         return self._src.lookup(table, key)

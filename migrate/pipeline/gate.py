@@ -156,12 +156,10 @@ def admit(db: Reader | None, directory: Path, job: Job, pre: Preflight) -> Admis
     if owner is not None and owner != iid:
         raise _nonce_conflict(db, directory, job, pre, owner)
     for ns in pinned_namespaces(job, pre):
-        row = db.one(
-            "SELECT import_id FROM bbg_import_v1_staged_namespaces WHERE namespace = ?", (ns,)
-        )
-        if row is not None and row[0] != iid:
+        owner = imports.import_of_staged_namespace(db, ns)
+        if owner is not None and owner != iid:
             raise Conflict(
-                f"{db.path}: namespace {ns.hex()} is already staged by import {row[0]}",
+                f"{db.path}: namespace {ns.hex()} is already staged by import {owner}",
                 path=str(db.path),
                 namespace=ns,
                 import_id=iid,

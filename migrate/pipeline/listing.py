@@ -23,12 +23,7 @@ STAGES = ("sealed", "staged", "validated", "activated", "retiring", "retired", "
 
 
 def _stage_reached(conn: Connection, iid: str) -> str | None:
-    done = {
-        str(stage)
-        for (stage,) in conn.rows(
-            "SELECT stage FROM bbg_import_v1_journal WHERE import_id = ?", (iid,)
-        )
-    }
+    done = imports.journal_stages(conn, iid)
     reached = [s for s in STAGES if s in done]
     return reached[-1] if reached else None
 
@@ -37,12 +32,6 @@ def _state(table_state: str, stage: str | None) -> str:
     if table_state == "active" and stage in ("retiring", "retired"):
         return stage
     return table_state
-
-
-def _rows_staged(conn: Connection, iid: str) -> int:
-    row = conn.one("SELECT COALESCE(SUM(rows), 0) FROM bbg_import_v1_cursors WHERE import_id = ?",
-                   (iid,))  # fmt: skip
-    return int(row[0]) if row else 0
 
 
 def _entry(conn: Connection, directory: Path, iid: str, table_state: str, created: int
@@ -58,7 +47,7 @@ def _entry(conn: Connection, directory: Path, iid: str, table_state: str, create
         "created_transaction": created,
         "stage": stage,
         "source": None if seal is None else seal.get("source"),
-        "rows_staged": _rows_staged(conn, iid),
+        "rows_staged": imports.rows_staged(conn, iid),
         "rows_total": sum(rows.values()) if isinstance(rows, dict) else None,
         "receipt": imports.receipt_of(conn, iid),
         "discard_command": imports.discard_command(directory, iid)
@@ -71,11 +60,7 @@ def list_imports(store_dir: Path | None) -> dict[str, Any]:
     ``store_dir`` (the default store when None); reads only."""
     directory = resolve_store_dir(store_dir, create=False)
     with open_readonly(directory) as conn, conn.read():
-        rows = list(conn.rows(
-            "SELECT import_id, state, created_transaction FROM bbg_import_v1_imports "
-            "ORDER BY created_transaction, import_id"
-        ))  # fmt: skip
-        found = [_entry(conn, directory, str(i), str(s), int(c)) for i, s, c in rows]
+        found = [_entry(conn, directory, i, s, c) for i, s, c in imports.all_imports(conn)]
     return {"kind": "bbg-imports", "path": str(directory), "imports": found}
 
 

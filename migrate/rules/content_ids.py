@@ -16,8 +16,6 @@ over the content keys at the end.  Memory stays bounded either way.
 
 from __future__ import annotations
 
-import sqlite3
-import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hashing import nox
+from migrate.store.scratch import ScratchSorter
 
 CONTENT = "application_content"
 #: ``data_content_ids`` lists at most this many keys (the count is in ``content_codecs``).
@@ -183,27 +182,19 @@ def _child_detail(parent: bytes, child: bytes) -> str:
 
 
 class _ChildSpill:
-    """Children to look up, kept in a scratch SQLite file (for sources without ``get``)."""
+    """Children to look up, kept in a scratch file (for sources without ``get``)."""
 
     def __init__(self) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="bbg-children-")
-        self._db = sqlite3.connect(f"{self._dir.name}/needs.sqlite3", isolation_level=None)
-        # A scratch file: losing it on a crash costs nothing, so no journal and no fsync.
-        self._db.execute("PRAGMA journal_mode = OFF")
-        self._db.execute("PRAGMA synchronous = OFF")
-        self._db.execute("CREATE TABLE needs (child BLOB, position INTEGER, parent BLOB)")
-        self._db.execute("BEGIN")
+        self._rows = ScratchSorter(3, prefix="bbg-children-")
 
     def add(self, position: int, parent: bytes, child: bytes) -> None:
-        self._db.execute("INSERT INTO needs VALUES (?, ?, ?)", (child, position, parent))
+        self._rows.add(child, position, parent)
 
     def missing(self, content: Iterable[tuple[bytes, Any]]) -> Iterator[tuple[int, str]]:
         """One merge pass of the needed children against the content keys (both sorted)."""
-        self._db.execute("COMMIT")
         keys = (bytes(k) for k, _ in content)
         current = next(keys, None)
-        rows = self._db.execute("SELECT child, position, parent FROM needs ORDER BY child")
-        for child, position, parent in rows:
+        for child, position, parent in self._rows.sorted():
             child = bytes(child)
             while current is not None and current < child:
                 current = next(keys, None)
@@ -211,5 +202,4 @@ class _ChildSpill:
                 yield int(position), _child_detail(bytes(parent), child)
 
     def close(self) -> None:
-        self._db.close()
-        self._dir.cleanup()
+        self._rows.close()

@@ -34,8 +34,6 @@ Codes (meanings in fixtures/legacy/README.md): ``history-gap``,
 from __future__ import annotations
 
 import bisect
-import sqlite3
-import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
@@ -52,6 +50,7 @@ from migrate.store.codec import (
     split_history_key,
     split_request_value,
 )
+from migrate.store.scratch import ScratchTables
 
 LinkError = dict[str, str]
 _SHAPE_CODES = frozenset({"bad-key-length", "bad-value-length"})
@@ -265,36 +264,19 @@ def _namespace(
 
 
 class _SpillIndex:
-    """Point lookups for a source without ``get``: its tables copied to a temporary file."""
+    """Point lookups for a source without ``get``: its tables copied to a temporary file
+    (:class:`migrate.store.scratch.ScratchTables`), built when the check starts."""
 
     def __init__(self, source: SortedTables, tables: tuple[str, ...]) -> None:
         self._source, self._tables = source, tables
+        self._index: ScratchTables | None = None
 
     def wrap(self, inner: Iterator[LinkError]) -> Iterator[LinkError]:
         """Run ``inner`` with the index built, and remove the index when it ends."""
-        with self:
+        with ScratchTables(((t, self._source.rows(t)) for t in self._tables),
+                           prefix="bbg-links-") as self._index:  # fmt: skip
             yield from inner
 
-    def __enter__(self) -> _SpillIndex:
-        self._dir = tempfile.TemporaryDirectory(prefix="bbg-links-")
-        self._db = sqlite3.connect(f"{self._dir.name}/index.sqlite3", isolation_level=None)
-        # A scratch index: losing it on a crash costs nothing, so no journal and no fsync.
-        self._db.execute("PRAGMA journal_mode = OFF")
-        self._db.execute("PRAGMA synchronous = OFF")
-        self._db.execute("BEGIN")
-        for i, table in enumerate(self._tables):
-            self._db.execute(f"CREATE TABLE t{i} (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID")
-            self._db.executemany(
-                f"INSERT OR REPLACE INTO t{i} VALUES (?, ?)", self._source.rows(table)
-            )
-        self._db.execute("COMMIT")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._db.close()
-        self._dir.cleanup()
-
     def get(self, table: str, key: bytes) -> bytes | None:
-        i = self._tables.index(table)
-        row = self._db.execute(f"SELECT value FROM t{i} WHERE key = ?", (key,)).fetchone()
-        return None if row is None else bytes(row[0])
+        assert self._index is not None
+        return self._index.get(table, key)

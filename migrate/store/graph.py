@@ -269,3 +269,11 @@ def _check_shapes(
         raise ValidationFailed(
             f"commit rejected: {errors[0]['detail']}", errors=errors, namespace=namespace
         )
+
+
+def heads(db: PageReader) -> list[tuple[bytes, Head]]:
+    """Every namespace's head, in namespace (key) order."""
+    return [
+        (bytes(k), Head.decode(bytes(v)))
+        for k, v in db.rows("SELECT key, value FROM application_heads ORDER BY key")
+    ]

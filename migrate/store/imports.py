@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from bbg_core.canonical import canonical_json
@@ -51,6 +51,10 @@ class _Reader(Protocol):
     def path(self) -> Any: ...
 
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...
+
+
+class _PageReader(_Reader, Protocol):
+    def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]: ...
 
 
 def begin_import(tx: Tx, import_id: str) -> str:
@@ -172,17 +176,15 @@ def stage_namespace(tx: Tx, import_id: str, namespace: bytes) -> None:
     _require_staging(tx, import_id)
     if len(namespace) != ID_LEN:
         raise ValueError(f"namespace of {len(namespace)} bytes (want {ID_LEN})")
-    row = tx.one(
-        "SELECT import_id FROM bbg_import_v1_staged_namespaces WHERE namespace = ?", (namespace,)
-    )
-    if row is not None and row[0] != import_id:
+    owner = import_of_staged_namespace(tx, namespace)
+    if owner is not None and owner != import_id:
         raise Conflict(
-            f"{tx.path}: namespace {namespace.hex()} is already staged by import {row[0]}",
+            f"{tx.path}: namespace {namespace.hex()} is already staged by import {owner}",
             path=str(tx.path),
             namespace=namespace,
             import_id=import_id,
         )
-    if row is None:
+    if owner is None:
         tx.execute(
             "INSERT INTO bbg_import_v1_staged_namespaces (namespace, import_id) VALUES (?, ?)",
             (namespace, import_id),
@@ -395,3 +397,60 @@ def import_of_nonce(db: _Reader, nonce: str) -> str | None:
     """The import a nonce is bound to, or None."""
     row = db.one("SELECT import_id FROM bbg_import_v1_nonces WHERE nonce = ?", (nonce,))
     return None if row is None else str(row[0])
+
+
+def import_of_staged_namespace(db: _Reader, namespace: bytes) -> str | None:
+    """The import that staged ``namespace`` (it refuses GraphPort writes meanwhile), or None."""
+    row = db.one(
+        "SELECT import_id FROM bbg_import_v1_staged_namespaces WHERE namespace = ?", (namespace,)
+    )
+    return None if row is None else str(row[0])
+
+
+def journal_stages(db: _PageReader, import_id: str) -> set[str]:
+    """Every stage the journal records for ``import_id``."""
+    return {
+        str(stage)
+        for (stage,) in db.rows(
+            "SELECT stage FROM bbg_import_v1_journal WHERE import_id = ?", (import_id,)
+        )
+    }
+
+
+def rows_staged(db: _Reader, import_id: str) -> int:
+    """How many rows ``import_id`` has staged so far (the sum over its cursors)."""
+    row = db.one("SELECT COALESCE(SUM(rows), 0) FROM bbg_import_v1_cursors WHERE import_id = ?",
+                 (import_id,))  # fmt: skip
+    return int(row[0]) if row else 0
+
+
+def all_imports(db: _PageReader) -> list[tuple[str, str, int]]:
+    """``(import id, state, created transaction)`` of every import, oldest first."""
+    return [
+        (str(iid), str(state), int(created))
+        for iid, state, created in db.rows(
+            "SELECT import_id, state, created_transaction FROM bbg_import_v1_imports "
+            "ORDER BY created_transaction, import_id"
+        )
+    ]
+
+
+def staging_journaled_from(db: _Reader, stage: str, path: str) -> str | None:
+    """The newest import in progress (``staging``) whose journal entry ``stage`` records
+    ``path`` as its ``detail.path``, or None."""
+    row = db.one(
+        "SELECT j.import_id FROM bbg_import_v1_journal AS j JOIN bbg_import_v1_imports AS i "
+        "ON i.import_id = j.import_id WHERE j.stage = ? AND i.state = 'staging' "
+        "AND json_extract(j.detail, '$.path') = ? ORDER BY j.transaction_no DESC LIMIT 1",
+        (stage, path),
+    )
+    return None if row is None else str(row[0])
+
+
+def seals(db: _PageReader) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """``(import id, seal record, state)`` of every sealed import, in import id order."""
+    for iid, text, state in db.rows(
+        "SELECT s.import_id, s.seal, i.state FROM bbg_import_v1_seals AS s "
+        "JOIN bbg_import_v1_imports AS i ON i.import_id = s.import_id ORDER BY s.import_id"
+    ):
+        yield str(iid), json.loads(text), str(state)

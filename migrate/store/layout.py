@@ -17,6 +17,7 @@ import sqlite3
 import stat
 import uuid
 from pathlib import Path
+from typing import Any
 
 import schemas
 from bbg_core.errors import StoreError, StoreRefused
@@ -132,6 +133,13 @@ def new_store_id() -> str:
             raise ValueError(f"{STORE_ID_ENV} must be 32 lowercase hex digits")
         return fixed
     return uuid.uuid4().hex
+
+
+def store_id_of(db: Any) -> str:
+    """The store's id, as ``bbg_storage_v1`` holds it (any handle that answers ``one``)."""
+    row = db.one("SELECT store_id FROM bbg_storage_v1 WHERE id = 1")
+    assert row is not None, "a BBG store has its bbg_storage_v1 row"
+    return str(row[0])
 
 
 def schema_state(conn: Connection) -> str:

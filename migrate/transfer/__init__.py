@@ -29,7 +29,7 @@ from fences import generations
 from migrate.job import MAX_PAGE_ROWS, Bounds, Job
 from migrate.pipeline.preflight import Preflight
 from migrate.store import imports, open_store
-from migrate.store.layout import DB_NAME, resolve_store_dir
+from migrate.store.layout import DB_NAME, resolve_store_dir, store_id_of
 from migrate.store.store import Store
 from migrate.transfer import target as tgt
 from migrate.transfer.cursor import Cursor
@@ -292,7 +292,7 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
     if target_doc["exists"]:
         with open_readonly(directory) as db:
             generations.require_readable(db)
-            store_id = str(db.one("SELECT store_id FROM bbg_storage_v1 WHERE id = 1")[0])  # type: ignore[index]
+            store_id = store_id_of(db)
             if store_id == state.store_id:
                 raise UsageError(
                     f"{directory}: the target is the source store", path=str(directory)

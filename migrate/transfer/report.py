@@ -10,23 +10,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import MigrateError
 from fences import generations
-from migrate.store.codec import Head
+from migrate.store import imports
+from migrate.store.graph import heads
 from migrate.transfer.cursor import Cursor
 from migrate.transfer.source import export_seal, manifest_of
 from migrate.transfer.target import RECORD_FORMAT, STREAM
-
-
-def _heads(db: Any) -> list[tuple[bytes, Head]]:
-    return [
-        (bytes(k), Head.decode(bytes(v)))
-        for k, v in db.rows("SELECT key, value FROM application_heads ORDER BY key")
-    ]
 
 
 def sealed_source(db: Any) -> dict[str, Any] | None:
@@ -37,7 +30,7 @@ def sealed_source(db: Any) -> dict[str, Any] | None:
         return None
     if seal is None:
         return {"seal": None, "seal_valid": False, "progress": None, "target_found": False}
-    valid = manifest_of(seal.target, seal.nonce, seal.prior, _heads(db)) == seal.manifest
+    valid = manifest_of(seal.target, seal.nonce, seal.prior, heads(db)) == seal.manifest
     doc: dict[str, Any] = {"seal": seal.to_json(), "seal_valid": valid}
     doc.update(_progress_at(seal.detail.get("target_store", {}).get("path"), seal.manifest))
     return doc
@@ -52,41 +45,31 @@ def _progress_at(path: str | None, manifest: bytes) -> dict[str, Any]:
     iid = manifest.hex()
     try:
         with open_readonly(Path(path)) as db, db.read():
-            row = db.one(
-                "SELECT cursor FROM bbg_import_v1_cursors WHERE import_id = ? AND stream = ?",
-                (iid, STREAM),
-            )
-            state = db.one("SELECT state FROM bbg_import_v1_imports WHERE import_id = ?", (iid,))
+            cursor = imports.cursor_of(db, iid, STREAM)
+            state = imports.import_state(db, iid)
     except MigrateError:
         return {"target_found": False, "progress": None, "state": None}
     return {
         "target_found": True,
-        "progress": None if row is None else Cursor.decode(bytes(row[0])).to_json(),
-        "state": None if state is None else str(state[0]),
+        "progress": None if cursor is None else Cursor.decode(cursor[0]).to_json(),
+        "state": state,
     }
 
 
 def transfers(db: Any) -> list[dict[str, Any]]:
     """Every transfer recorded in a (target) store, in manifest order."""
     out: list[dict[str, Any]] = []
-    for iid, seal_text, state in db.rows(
-        "SELECT s.import_id, s.seal, i.state FROM bbg_import_v1_seals AS s "
-        "JOIN bbg_import_v1_imports AS i ON i.import_id = s.import_id ORDER BY s.import_id"
-    ):
-        doc = json.loads(seal_text)
+    for iid, doc, state in imports.seals(db):
         if doc.get("format") != RECORD_FORMAT:
             continue
-        row = db.one(
-            "SELECT cursor FROM bbg_import_v1_cursors WHERE import_id = ? AND stream = ?",
-            (iid, STREAM),
-        )
+        cursor = imports.cursor_of(db, iid, STREAM)
         out.append(
             {
                 "manifest": doc["manifest"],
-                "state": str(state),
+                "state": state,
                 "source_store_id": doc["source"]["store_id"],
                 "namespaces": len(doc["sources"]),
-                "progress": None if row is None else Cursor.decode(bytes(row[0])).to_json(),
+                "progress": None if cursor is None else Cursor.decode(cursor[0]).to_json(),
             }
         )
     return out

@@ -34,6 +34,7 @@ from migrate.pipeline import stages
 from migrate.pipeline.preflight import Preflight
 from migrate.store import imports
 from migrate.store.graph import head as live_head
+from migrate.store.layout import store_id_of
 from migrate.store.store import Store
 from migrate.transfer.cursor import Cursor
 from migrate.transfer.source import ExportSeal, SourceState, SourceStore
@@ -111,14 +112,12 @@ def collisions(db: Any, import_id: str, target: bytes, state: SourceState) -> li
                     "detail": f"namespace {ns.hex()} is fenced by import {record_['import_id']}",
                 }
             )
-        staged = db.one(
-            "SELECT import_id FROM bbg_import_v1_staged_namespaces WHERE namespace = ?", (ns,)
-        )
-        if staged is not None and staged[0] != import_id:
+        staged = imports.import_of_staged_namespace(db, ns)
+        if staged is not None and staged != import_id:
             out.append(
                 {
                     "code": "staged",
-                    "detail": f"namespace {ns.hex()} is being imported by {staged[0]}",
+                    "detail": f"namespace {ns.hex()} is being imported by {staged}",
                 }
             )
     return out
@@ -200,9 +199,7 @@ def activate(
                 )
         inserted = imports.activate(tx, iid)
         generation = generations.promote(tx, "neuron-v1")
-        info = tx.one("SELECT store_id FROM bbg_storage_v1 WHERE id = 1")
-        assert info is not None
-        receipt = build_receipt(state, seal, str(info[0]), generation, inserted, validated)
+        receipt = build_receipt(state, seal, store_id_of(tx), generation, inserted, validated)
         imports.record_receipt(tx, iid, receipt)
         imports.journal(tx, iid, "activated", {"generation": generation})
     return receipt
