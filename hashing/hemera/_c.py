@@ -205,12 +205,18 @@ def _run(call: Callable[[int, int], None], ends: Sequence[int], threads: int | N
             future.result()
 
 
+def _nbytes(item: BytesLike) -> int:
+    """The length of ``item`` in bytes (a memoryview's ``len`` counts its elements)."""
+    return len(item) if type(item) is bytes else memoryview(item).nbytes
+
+
 def _cumulative(items: Sequence[BytesLike]) -> tuple[Any, list[int]]:
-    """The C array of cumulative ends, and the same as a list (for splitting)."""
+    """The C array of cumulative ends in the joined bytes, and the same as a list (for
+    splitting)."""
     ends: list[int] = []
     total = 0
     for item in items:
-        total += len(item)
+        total += _nbytes(item)
         ends.append(total)
     return ffi.new("uint64_t[]", ends), ends
 

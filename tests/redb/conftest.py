@@ -1,5 +1,9 @@
 """Fixtures for the redb tests: gunzipped copies, made once per session, read-only on disk;
-and the reader backend every test runs against (both, in turn)."""
+and the reader backend every test runs against (both, in turn).
+
+A module that compares the two backends itself sets ``COMPARES_BACKENDS = True``: its tests
+are generated once (under the "c" parameter), not once per backend and then skipped.  The
+only skip left is a real absence: the C extension was not built."""
 
 from __future__ import annotations
 
@@ -33,14 +37,21 @@ def redb_file(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Case], Path
     return _get
 
 
-@pytest.fixture(scope="session", params=["python", "c"], autouse=True)
+NOT_BUILT = pytest.mark.skip(reason="the redb C extension is not built (pure-Python fallback)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    c = pytest.param("c", marks=NOT_BUILT) if backend.c_impl is None else "c"
+    names = [c] if getattr(metafunc.module, "COMPARES_BACKENDS", False) else ["python", c]
+    metafunc.parametrize("redb_backend", names, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session", autouse=True)
 def redb_backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Every redb test runs once per reader backend (the C path skipped when it is not built):
-    the default backend is switched for the session, and subprocesses follow it through
+    """Every redb test runs once per reader backend (see the module docstring): the default
+    backend is switched for the session, and subprocesses follow it through
     ``BBG_MIGRATE_PURE``."""
     name: str = request.param
-    if name == "c" and backend.c_impl is None:
-        pytest.skip("the redb C extension is not built (pure-Python fallback)")
     previous = backend.set_default(name)
     saved = os.environ.get("BBG_MIGRATE_PURE")
     if name == "python":

@@ -1,8 +1,8 @@
 """The C path and the pure-Python path agree: the same file gives the same pairs, or the same
 error (class, message, page and offset), on both; and the C XXH3-128 is bit-exact.
 
-These tests compare the two backends directly, so they run once (under the "c" session
-parameter) and are skipped when the extension is not built.
+These tests compare the two backends directly, so they are generated once (under the "c"
+session parameter) and skipped only when the extension is not built.
 """
 
 from __future__ import annotations
@@ -29,10 +29,7 @@ from tests.redb.test_mutation import _WORK, _base, mutations
 Outcome = tuple[list[Any], tuple[Any, ...] | None]
 
 
-@pytest.fixture(autouse=True)
-def _once(redb_backend: str) -> None:
-    if redb_backend != "c":
-        pytest.skip("compares both backends: runs once, under the C session")
+COMPARES_BACKENDS = True  # generated once, under the "c" parameter (tests/redb/conftest.py)
 
 
 def _capture(items: Iterator[Any]) -> Outcome:

@@ -22,10 +22,7 @@ from tests.redb.test_backends_agree import _agree
 from tests.redb.test_mutation import _WORK
 
 
-@pytest.fixture(autouse=True)
-def _once(redb_backend: str) -> None:
-    if redb_backend != "c":
-        pytest.skip("compares both backends: runs once, under the C session")
+COMPARES_BACKENDS = True  # generated once, under the "c" parameter (tests/redb/conftest.py)
 
 
 def _end(page: bytes, kw: int | None, vw: int | None) -> int:
