@@ -21,7 +21,6 @@ from tests.redb import synth
 from tests.redb.test_backends_agree import _agree
 from tests.redb.test_mutation import _WORK
 
-
 COMPARES_BACKENDS = True  # generated once, under the "c" parameter (tests/redb/conftest.py)
 
 
