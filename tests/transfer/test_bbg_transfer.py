@@ -167,11 +167,13 @@ def test_archive_rejects_missing_receipt_and_empty_path_without_a_source_transac
     empty = tmp_path / "empty"
     empty.mkdir()
     res = cli("transfer", str(empty), "--store", str(tmp_path / "t"))
-    assert res.returncode != 0
+    assert res.returncode == 2, res.stderr  # a directory that holds no store: a usage error
+    assert f"{empty} is not a BBG store" in res.stderr
     assert list(empty.iterdir()) == []
     absent = tmp_path / "absent"
     res = cli("transfer", str(absent), "--store", str(tmp_path / "t"))
-    assert res.returncode != 0 and not absent.exists()
+    assert res.returncode == 1, res.stderr  # a path that cannot be read names the OS's reason
+    assert f"{absent}: cannot read" in res.stderr and not absent.exists()
     source, _ = _source(tmp_path)
     raw(source, "DELETE FROM application_requests WHERE key = ?", (NS + bytes([3]) * 32,))
     before = last_transaction(source)
