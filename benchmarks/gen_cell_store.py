@@ -5,7 +5,7 @@
     python benchmarks/gen_cell_store.py OUT.redb --writes 239000 --namespaces 50 --seed 239000
     python benchmarks/gen_cell_store.py OUT.redb --json          # the summary as JSON
 
-The rows have the shape of ``../shared/tools/cell-fixtures cells-large`` (issue 17's 1M-row
+The rows have the shape of ``../shared/tools/cell-fixtures cells-large`` (the 1M-row
 store): see ``tests/support/cell_store.py`` for what is generated and how it differs.  The
 store is generated, never committed, and nothing here needs ``../shared/tools``.  Other
 benchmarks call :func:`cached`: a store of N rows kept in a cache directory outside the

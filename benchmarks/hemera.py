@@ -22,7 +22,7 @@ Two workloads:
   and on every core, alternating with hemera's two runs: its scaling is what the machine's
   cores gave at that moment (on a shared machine, often much less than the core count).
 
-The goal (issue 17): >= 50 MB/s on one core and >= 1.8x that on 2 cores; ``x goal`` is the
+The goal: >= 50 MB/s on one core and >= 1.8x that on 2 cores; ``x goal`` is the
 ratio to it.  ``cpu MB/s`` divides by the CPU time the process used instead of the wall
 time (on a shared machine the wall time includes waiting for a core).  A ``--reference``
 program reads frames (u32 LE length || bytes) on stdin and prints one hex hash per frame;

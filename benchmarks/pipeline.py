@@ -1,9 +1,9 @@
 """Benchmark: `run` throughput against a raw executemany load of the same rows into SQLite.
 
-Reproduce issue 17's measurement with one command (a generated ~1M-row store, ~580 bytes a
+Reproduce the 1M-row measurement with one command (a generated ~1M-row store, ~580 bytes a
 row, generated on first use into a cache outside the repository and reused afterwards):
 
-    python benchmarks/pipeline.py --rows 1000000           # issue 17: ~1M rows
+    python benchmarks/pipeline.py --rows 1000000           # ~1M rows
     python benchmarks/pipeline.py --rows 200000 --existing # also `run` into a non-empty store
     python benchmarks/pipeline.py --file cell.redb         # a store you have
     python benchmarks/pipeline.py                          # the bundled demo store

@@ -1,4 +1,4 @@
-"""Benchmark: peak RSS of `run` across source sizes (issue 17: flat, <= 150 MB from a 10 MB
+"""Benchmark: peak RSS of `run` across source sizes (flat, <= 150 MB from a 10 MB
 to a 1 GB source), into a new store and into an existing non-empty one.
 
     python benchmarks/rss_sizes.py                        # ~10 MB, ~100 MB, ~500 MB, ~1 GB

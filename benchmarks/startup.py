@@ -1,4 +1,4 @@
-"""Start-up time of ``bbg-migrate --version`` and ``bbg-migrate detect FILE`` (issue 13.8).
+"""Start-up time of ``bbg-migrate --version`` and ``bbg-migrate detect FILE``.
 
 Prints the median wall time of each over N runs, next to ``python -c pass`` measured in the
 same run (the interpreter's own floor), and the difference and ratio against it.  With

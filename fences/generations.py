@@ -1,7 +1,7 @@
 """Reader generations: which readers may open a store, and monotonic promotion.
 
-The status marker (table ``bbg_import_v1``, BRIEF §3) maps to a reader generation exactly as
-bbg decodes it (cyberia-to/bbg ``rs/src/storage/database/generation.rs``):
+The status marker (one row of ``bbg_import_v1``; no row: absent) maps to a reader
+generation exactly as bbg decodes it (cyberia-to/bbg ``rs/src/storage/database/generation.rs``):
 
 | marker | generation |
 |---|---|

@@ -1,6 +1,6 @@
 """Per-namespace fences: a fenced namespace refuses every new write, forever.
 
-An import that takes over an origin's history fences the origin (BRIEF §4, activate), so a
+An import that takes over an origin's history fences the origin when it activates, so a
 writer that still holds the old namespace cannot extend a history that now lives elsewhere.
 The fence is checked inside the GraphPort's write transaction, *after* the request-replay
 check: an exact retry of a request that was committed before the fence still resolves to

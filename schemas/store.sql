@@ -5,8 +5,9 @@
 -- script is only DDL.
 --
 -- The five application tables mirror cell.redb's `&[u8] -> &[u8]` tables byte for byte
--- (BRIEF §2.1).  SQLite compares BLOB keys with memcmp and then by length, which is the
--- order redb uses for &[u8] keys, so `ORDER BY key` is the archive order of BRIEF §6.
+-- (keys of at most 64 bytes).  SQLite compares BLOB keys with memcmp and then by length,
+-- which is the order redb uses for &[u8] keys, so `ORDER BY key` is the key order of the
+-- archive digest.
 -- WITHOUT ROWID stores each row in its primary-key B-tree: one lookup, no rowid index.
 
 CREATE TABLE application_content (         -- content id[32] -> codec byte || payload
@@ -42,7 +43,7 @@ CREATE TABLE bbg_storage_v1 (
     last_transaction INTEGER NOT NULL
 );
 
--- The status marker (BRIEF §3): no row = marker absent (original generation).
+-- The status marker: no row = marker absent (original generation).
 -- status is what readers check; generation is the highest reader generation ever promoted
 -- to (monotonic), kept apart so a transitional status such as 'copying' can be cleared back.
 CREATE TABLE bbg_import_v1 (

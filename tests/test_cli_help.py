@@ -1,4 +1,4 @@
-"""The command line as an operator meets it (issue 13): ``-h`` as well as ``--help``, an
+"""The command line as an operator meets it: ``-h`` as well as ``--help``, an
 example in every command's help, placeholders that say what to type, choices listed, human
 sizes, exit codes and environment variables in the main help, shell completion."""
 

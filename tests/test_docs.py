@@ -1,4 +1,4 @@
-"""The documents stay true (issue 13): every ``python`` block of docs/api.md runs, in order,
+"""The documents stay true: every ``python`` block of docs/api.md runs, in order,
 in a fresh directory; docs/operations.md names every exit code and environment variable; the
 README links both documents."""
 

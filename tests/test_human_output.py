@@ -1,4 +1,4 @@
-"""Issue 13: human reports are for operators and audit logs.
+"""Human reports are for operators and audit logs.
 
 * every command prints its human report on stderr; stdout carries only data (13.7);
 * ids and digests are never cut short, whatever the width: COLUMNS=40, stderr to a file, or a

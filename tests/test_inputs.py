@@ -1,4 +1,4 @@
-"""One rule for inputs that cannot be read (issue 12, item 12): every command that takes a
+"""One rule for inputs that cannot be read: every command that takes a
 path answers a missing or unreadable one with exit 1 and exactly one line,
 ``error: PATH: cannot read: REASON`` (the OS's reason); usage errors stay exit 2.
 

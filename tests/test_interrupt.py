@@ -1,4 +1,4 @@
-"""Ctrl-C at any moment (issue 12, item 11): exit 130 and exactly one line on stderr saying
+"""Ctrl-C at any moment: exit 130 and exactly one line on stderr saying
 what stopped and that a rerun resumes -- during start-up (while the CLI is still being
 imported), during a migration, and in a long-running reader -- never silence, a traceback or
 a death by signal.  Real SIGINTs to child processes; a rerun then finishes the job with the

@@ -1,4 +1,4 @@
-"""Issue 13: with ``--json`` a failure prints one error document on stdout
+"""With ``--json`` a failure prints one error document on stdout
 (``schemas/error.schema.json``) and the human line on stderr; fleet jobs reuse the document."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13.6: every ``--json`` output has a schema.  ``emit_json`` validates each document
+"""Every ``--json`` output has a schema.  ``emit_json`` validates each document
 before printing it, so it is enough that every call names a shipped schema and that every
 command with a ``--json`` option prints through it; ``bbg-migrate schema`` prints them."""
 

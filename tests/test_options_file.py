@@ -1,4 +1,4 @@
-"""The options file (issue 13): ``bbg-migrate.toml`` in the current directory or ``--config
+"""The options file: ``bbg-migrate.toml`` in the current directory or ``--config
 FILE`` gives the options a multi-stage run would repeat; the command line wins; an unknown
 key or a bad value is a usage error naming the file and the key."""
 

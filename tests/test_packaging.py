@@ -73,7 +73,7 @@ def test_wheel_installs_and_runs(dist: Path, tmp_path: Path, python: str) -> Non
     version = _sh(venv / "bin" / "bbg-migrate", "--version")
     assert "redb reader: c" in version and "hemera: c" in version, version
     _sh(venv / "bin" / "bbg-migrate", "demo", cwd=tmp_path)
-    # The schemas ship as package data: findable from the installed command (issue 13.6).
+    # The schemas ship as package data: findable from the installed command.
     error = json.loads(_sh(venv / "bin" / "bbg-migrate", "schema", "error", cwd=tmp_path))
     assert error["$id"] == "error" and "exit_code" in error["required"]
 

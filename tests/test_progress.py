@@ -1,4 +1,4 @@
-"""Issue 13.1: progress on stderr -- a rich display per stage on a terminal (tested through a
+"""Progress on stderr -- a rich display per stage on a terminal (tested through a
 pseudo-terminal), JSON lines with --json-progress (schemas/progress.schema.json), silence with
 --json, --quiet or when stderr is not a terminal; counters never run backwards."""
 

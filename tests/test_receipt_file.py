@@ -1,4 +1,4 @@
-"""Issue 13: ``run``/``validate``/``activate --receipt FILE``: the receipt is written
+"""``run``/``validate``/``activate --receipt FILE``: the receipt is written
 atomically and never over a different receipt (named refusal, exit 4); the same receipt again
 is fine."""
 

@@ -1,4 +1,4 @@
-"""Hex-bytes schema patterns are checked in linear time with the same meaning (issue 18.3).
+"""Hex-bytes schema patterns are checked in linear time with the same meaning.
 
 Python's ``re`` keeps state per repetition of ``([0-9a-f]{2})+``: a 32 MiB value cost
 gigabytes.  :func:`schemas.linear` checks those patterns without ``re``'s backtracking; these

@@ -1,4 +1,4 @@
-"""Special files are refused at once, never read (issue 18.5).
+"""Special files are refused at once, never read.
 
 A FIFO used to block ``detect``/``inspect``/``run`` forever (the open waits for a writer), and
 ``/dev/zero`` named with ``--kind signal-log`` was read forever.  Sources are opened with

@@ -1,4 +1,4 @@
-"""Issue 13.8: start-up.  ``--version`` and ``detect`` import only what they need (which
+"""Start-up.  ``--version`` and ``detect`` import only what they need (which
 modules, not how long: times are measured by benchmarks/startup.py); a run imports only the
 command module it names, and the table saying which module that is stays right."""
 

@@ -12,5 +12,6 @@ from typing import Final
 #: ``hemera_source_digest`` of a Signal log: domain || the whole file.
 LEGACY_SOURCE: Final = b"cybergraph/legacy-source/v1\0"
 
-#: ``archive_digest_hemera``: domain || the archive-digest row stream (BRIEF section 6).
+#: ``archive_digest_hemera``: domain || the archive-digest row stream (the rows of the five
+#: tables in archive order, each as ordinal ‖ key ‖ value).
 ARCHIVE_ROWS: Final = b"bbg/application-archive-rows/1\0"

@@ -41,10 +41,11 @@ ERROR_CODES: Final = (
 )
 """Every ``code`` a :class:`bbg_core.errors.FrameLogError` can carry.
 
-The framing codes mean what they mean for the old cyb Signal log (BRIEF §2.4); this dialect
-has no optional sections, so a cut anywhere in a payload is ``truncated-payload`` (never
-``partial-suffix``), and its own code is ``bad-finalize-length`` (a ``.`` frame whose payload
-is not empty; offset = its first payload byte).
+The framing codes mean what they mean for the old cyb Signal log
+(:mod:`importers.signal_log.framing`); this dialect has no optional sections, so a cut anywhere
+in a payload is ``truncated-payload`` (never ``partial-suffix``), and its own code is
+``bad-finalize-length`` (a ``.`` frame whose payload is not empty; offset = its first payload
+byte).
 """
 
 

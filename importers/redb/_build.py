@@ -2,12 +2,15 @@
 
 Referenced from ``setup.py`` (``cffi_modules``); the C source lives beside it in ``redb.c``
 (which includes ``redb_xxh3.h``).  ``BBG_REDB_CFLAGS`` / ``BBG_REDB_LDFLAGS`` add compiler and
-linker flags.  A sanitizer build, in a copy of the tree (it writes the module beside this
-file), then the redb tests under it::
+linker flags.  A sanitizer build, into a copy of the tree, then the redb tests under it --
+what tests/redb/test_sanitizer.py does in the slow suite (cffi compiles into the current
+directory and reads a pyproject.toml there, so build from an empty one and copy the module
+into ``COPY/importers/redb/``)::
 
+    cd EMPTY_DIR && \
     BBG_REDB_CFLAGS="-O1 -g -fno-wrapv -fsanitize=address,undefined -fno-sanitize-recover=all" \
-    BBG_REDB_LDFLAGS="-fsanitize=address,undefined" python importers/redb/_build.py
-    LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
+    BBG_REDB_LDFLAGS="-fsanitize=address,undefined" python COPY/importers/redb/_build.py
+    cd COPY && LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
         python -m pytest tests/redb -m "slow or not slow"
 """
 

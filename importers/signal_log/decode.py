@@ -1,8 +1,8 @@
-"""The strict, streaming decoder for the old cyb Signal log (BRIEF §2.2, error codes §2.4).
+"""The strict, streaming decoder for the old cyb Signal log (codes: ``model.ERROR_CODES``).
 
 It walks the log frame by frame and stops at the first violation with a
-:class:`~bbg_core.errors.SignalLogError` carrying ``code``, the absolute ``offset`` (as §2.4
-defines it per code), ``frame_index``, ``frame_start`` and ``path``.  It never skips or
+:class:`~bbg_core.errors.SignalLogError` carrying ``code``, the absolute ``offset`` (of the
+offending byte), ``frame_index``, ``frame_start`` and ``path``.  It never skips or
 resynchronises: the old writer never fsynced, so a torn tail is expected, and anything past
 the first bad byte has no trustworthy frame boundary.
 

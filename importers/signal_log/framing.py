@@ -8,8 +8,8 @@ renderer ``b``, a minimal unsigned LEB128 length of at most 10 bytes whose 10th 
 A dialect supplies its sigils and payload decoder (:mod:`importers.signal_log.decode` for the
 old cyb Signal log, :mod:`importers.frame_log` for bbg's CLI log).
 
-Errors carry ``code``, the absolute ``offset`` (BRIEF §2.4: at the offending byte, where
-foculus reports the position just past what it consumed), ``frame_index`` and
+Errors carry ``code``, the absolute ``offset`` (of the offending byte itself, where foculus
+reports the position just past what it consumed), ``frame_index`` and
 ``frame_start``.  The walk never skips or resynchronises.
 """
 

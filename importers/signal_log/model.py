@@ -1,6 +1,6 @@
 """What a decoded old cyb Signal log frame looks like, and the decoder's limits.
 
-The wire format (BRIEF §2.2): ``0x1F ‖ sigil ‖ 'b' ‖ LEB128 payload length ‖ payload``.
+The wire format: ``0x1F ‖ sigil ‖ 'b' ‖ LEB128 payload length ‖ payload``.
 All payload integers are little-endian.
 """
 

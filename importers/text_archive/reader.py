@@ -1,4 +1,4 @@
-"""The strict TextArchive line reader (BRIEF §2.3, error codes §2.4), as cybergraph reads it.
+"""The strict TextArchive line reader, as cybergraph reads it (error codes: :data:`ERROR_CODES`).
 
 The rules are cybergraph's ``src/text_archive/legacy.rs`` (``decode``) with serde_json's
 reading of ``struct LegacyLine { particle: String, text: String, created: Option<u64> }``

@@ -2,7 +2,7 @@
 
 typer 0.29 converts every value given on the command line through a pydantic ``TypeAdapter``
 (``typer._adapters``), and importing pydantic for it costs more than everything else
-``bbg-migrate detect FILE`` does (start-up, issue 13).  For the three kinds of parameter the
+``bbg-migrate detect FILE`` does (start-up time).  For the three kinds of parameter the
 fast commands take, that conversion is a plain function call:
 
 * ``str``: the text itself (typer's ``_parse_cli_str`` returns ``str(value)``);

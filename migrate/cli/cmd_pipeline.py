@@ -59,7 +59,8 @@ PAGE_ROWS = typer.Option(
 RETIRE = typer.Option(
     False,
     "--retire-source",
-    help="After activation, retire the source (§4.9): shows which file moves where and asks on "
+    help="After activation, retire the source (moved, unchanged, into a directory of that name, "
+    "so the old binary cannot open it): shows which file moves where and asks on "
     "a terminal; needs --yes in a script.",
 )
 YES = typer.Option(

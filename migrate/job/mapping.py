@@ -1,4 +1,4 @@
-"""The optional mapping of origin namespaces to a subject (BRIEF §4, step 6).
+"""The optional mapping of origin namespaces to a subject (published when the import activates).
 
 Given on the command line (``--subject HEX --map ORIGIN=INSTALL_NONCE ...``) or as a JSON file
 validated by ``schemas/mapping.schema.json``::

@@ -1,4 +1,4 @@
-"""The staged migration of a legacy source into a BBG store (BRIEF §4).
+"""The staged migration of a legacy source into a BBG store.
 
 Sources: a cell.redb (its five tables copied byte for byte), an old cyb Signal log or an
 old TextArchive (each becomes one namespace of provenance records: :mod:`.legacy`).

@@ -1,4 +1,4 @@
-"""A step continues the import its source was sealed for -- or refuses (issue 18.4).
+"""A step continues the import its source was sealed for -- or refuses.
 
 Every step (``seal``, ``stage``, ``validate``, ``activate``, ``run``, ``plan``) derives the
 import id from the source's bytes; a source changed since it was sealed would therefore

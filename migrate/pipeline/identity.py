@@ -20,8 +20,9 @@ The legacy request id depends on the source digest and the history index only (i
 the import record, index i the item of event index i-1 or of line i), so a rerun after a
 crash derives the same request for the same item and the store resolves it, item by item.
 
-Blob content ids are hemera(payload), like every Blob of a legacy cell store, so the
-content-id rule of BRIEF §2.1 holds for what the pipeline itself writes.
+Blob content ids are hemera(payload), like every Blob of a legacy cell store, so a cell
+store's content-id rule (a Blob's key is hemera of its payload) holds for what the pipeline
+itself writes.
 """
 
 from __future__ import annotations

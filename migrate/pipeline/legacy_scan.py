@@ -67,7 +67,7 @@ def _invalid(exc: SignalLogError | TextArchiveError, extra: str = "") -> Validat
 
 
 def _oversized(path: Path, index: int, start: int, size: int) -> ValidationFailed:
-    # A content value is codec byte + payload ≤ 16 MiB (BRIEF §2.1); the frame header can
+    # A content value is codec byte + payload ≤ 16 MiB (MAX_PAYLOAD); the frame header can
     # push a maximal 16 MiB payload just past that, so such a frame cannot be one Blob.
     detail = f"frame {index} of {size} bytes is larger than one Blob ({MAX_PAYLOAD} bytes)"
     return ValidationFailed(

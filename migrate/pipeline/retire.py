@@ -1,4 +1,4 @@
-"""Retiring a migrated source (BRIEF §4, step 9): keep its bytes, stop the old binary.
+"""Retiring a migrated source (after activation): keep its bytes, stop the old binary.
 
 The source path becomes a directory holding ``retirement.json`` and the untouched ``source``
 file, so the old binary can no longer open it as its store.  A symbolic link is followed:

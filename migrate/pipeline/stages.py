@@ -1,4 +1,4 @@
-"""The stages after preflight: seal, stage, validate, activate (BRIEF §4, steps 4-8).
+"""The stages after preflight: seal, stage, validate, activate.
 
 Each stage is idempotent and resumable, and records itself in the destination's journal in
 the same transaction as its effect (:mod:`migrate.store.imports`).  The destination is only

@@ -1,4 +1,5 @@
-"""The links of BRIEF §2.1, checked over any "five sorted tables" source, streaming.
+"""The links between a cell store's tables, checked over any "five sorted tables" source,
+streaming.
 
 These are exactly bbg's conversion rules (cyberia-to/bbg
 ``rs/src/storage/application/validation.rs`` ``validate_links``, ``archive.rs``

@@ -1,12 +1,13 @@
 """The shape rules of a legacy cell store, checked in one streaming pass.
 
-A cell store holds exactly five ``&[u8] -> &[u8]`` tables (BRIEF §2.1).  This module checks
-what can be seen row by row -- the table set, key and value lengths (bbg's
-``validate_record`` and ``migrate_redb`` page reader) and, in content-check mode ``codec``,
-what cybergraph's codec-checked import checks: codec bytes, Blob and Data content ids and the
-children of Data pairs (:mod:`migrate.rules.content_ids`) -- and, in the same pass, gathers
-per-table statistics and the archive digest (§6).  The cross-table "links" (history, heads,
-receipts) are checked by :mod:`migrate.rules.links`.
+A cell store holds exactly five ``&[u8] -> &[u8]`` tables, each key and value of a fixed length
+(content values: codec byte and payload). This module checks what can be seen row by row -- the
+table set, key and value lengths (bbg's ``validate_record`` and ``migrate_redb`` page reader)
+and, in content-check mode ``codec``, what cybergraph's codec-checked import checks: codec
+bytes, Blob and Data content ids and the children of Data pairs
+(:mod:`migrate.rules.content_ids`) -- and, in the same pass, gathers per-table statistics and
+the archive digest. The cross-table "links" (history, heads, receipts) are checked by
+:mod:`migrate.rules.links`.
 
 Everything here works over a :class:`RowSource`: a cell.redb read by the redb reader, a
 staging area, or a BBG store all look the same to it.
@@ -25,7 +26,7 @@ from migrate.rules.content_ids import ContentIds, DataStats
 from migrate.store.codec import ARCHIVE_ORDER, MAX_PAYLOAD
 from migrate.store.codec import MAX_KEY_LEN as MAX_KEY
 
-# Digest order (§6): the position is the ordinal byte written before each table.
+# Digest order: the position is the ordinal byte written before each table's rows.
 DIGEST_ORDER = ARCHIVE_ORDER
 TABLES = frozenset(DIGEST_ORDER)
 CODEC_DATA, CODEC_BLOB = 0, 1

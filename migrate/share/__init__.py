@@ -1,4 +1,4 @@
-"""Sharing and auditing a BBG store (BRIEF §8): portable text in and out, backups, checks.
+"""Sharing and auditing a BBG store: portable text in and out, backups, checks.
 
 | module | verb |
 |---|---|

@@ -19,8 +19,8 @@ from bbg_core.errors import StoreError, ValidationFailed
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION, needs_upgrade
 
-# apply refuses longer lines.  A content payload may be 16 MiB (BRIEF §2.1), i.e. 32 MiB as
-# hex, so the default must exceed that or a valid store could not travel as events.
+# apply refuses longer lines.  A content payload may be 16 MiB (a cell store's limit), i.e.
+# 32 MiB as hex, so the default must exceed that or a valid store could not travel as events.
 MAX_LINE = 40 * 1024 * 1024
 
 

@@ -1,7 +1,7 @@
 """Which content rows an import legitimately carries beyond history commits (``doctor``).
 
 A content row that is not the commit of any history entry is not an orphan when the rules
-that wrote the store put it there (BRIEF §2.1; fixtures/legacy/README.md "Write semantics";
+that wrote the store put it there (fixtures/legacy/README.md "Write semantics";
 :mod:`migrate.pipeline.legacy_records`).  Each such row gets the first class that holds:
 
 * ``commit_items``: an item id a cell commit record lists (``"cell/commit/1\\0"`` ‖ ns ‖

@@ -5,8 +5,8 @@ The file is opened read-only (:func:`migrate.store.readonly.open_readonly`: ``mo
 check reads one consistent snapshot.  Checks:
 
 * ``sqlite``: ``PRAGMA integrity_check`` and ``PRAGMA foreign_key_check``;
-* ``tables``: row shapes, codecs and the links of BRIEF §2.1
-  (:func:`migrate.rules.report.cell_report`), with the archive digests (§6);
+* ``tables``: row shapes, codecs and the links of a cell store
+  (:func:`migrate.rules.report.cell_report`), with the archive digests;
 * ``generation``: the status marker and the reader generation it stands for;
 * ``fences``: every fenced namespace;
 * ``leftovers``: imports still in state ``staging``, staged rows and staged namespaces;

@@ -8,7 +8,7 @@ SHA-256 over the line's canonical JSON without ``h``, so a damaged byte names it
 2. the creation time ``{"created_at": <µs since the epoch, UTC>, "h"}`` — the only line that
    differs between two snapshots of one state, and the only line the footer's SHA-256 leaves
    out, so the rest of the file is a pure function of the store's state;
-3. one record per row of the five application tables, archive order (§6), key order:
+3. one record per row of the five application tables, archive order (``ARCHIVE_ORDER``), key order:
    ``{"table", "key", "value", "h"}`` (hex);
 4. one record per row of every other retained table (the transaction ledger and its heads and
    rows, retention boundaries and excised ids, status marker, fences, imports, seals,

@@ -1,4 +1,4 @@
-"""The BBG destination store (BRIEF §3): one SQLite database in a directory.
+"""The BBG destination store: one SQLite database in a directory.
 
 Modules, by responsibility:
 
@@ -10,7 +10,7 @@ Modules, by responsibility:
 * :mod:`~migrate.store.tx` — write transactions and immutable puts;
 * :mod:`~migrate.store.imports` — seals, cursors, inert staging, activation, receipts, journal;
 * :mod:`~migrate.store.tables` — live/staged tables as sorted row sources;
-* :mod:`~migrate.store.digest` — the archive digest (§6);
+* :mod:`~migrate.store.digest` — the archive digest;
 * :mod:`~migrate.store.codec` — key/value encodings of the five tables;
 * :mod:`~migrate.store.connection` — the SQLite connection, transactions, error translation
   and the COMMIT fault-injection hook.

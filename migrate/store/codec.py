@@ -1,4 +1,4 @@
-"""Byte encodings of the five application tables (BRIEF §2.1), shared by store and checkers.
+"""Byte encodings of the five application tables, shared by store and checkers.
 
 | table | key | value |
 |---|---|---|
@@ -20,7 +20,7 @@ REQUESTS = "application_requests"
 HISTORY = "application_history"
 HEADS = "application_heads"
 
-# Archive order (BRIEF §6): the position in this tuple is the table's ordinal byte.
+# Archive order: the position in this tuple is the table's ordinal byte in the digest.
 ARCHIVE_ORDER: tuple[str, ...] = (CONTENT, CLAIMS, REQUESTS, HISTORY, HEADS)
 ORDINAL: dict[str, int] = {name: i for i, name in enumerate(ARCHIVE_ORDER)}
 

@@ -1,4 +1,4 @@
-"""The archive digest (BRIEF §6), streamed over any sorted five-table row source.
+"""The archive digest, streamed over any sorted five-table row source.
 
 For the tables in order content, claims, requests, history, heads: one ordinal byte (0..4,
 written even for an empty table), then every row in key order as

@@ -1,4 +1,4 @@
-"""GraphPort: atomic publication into a namespace's history (BRIEF §3).
+"""GraphPort: atomic publication into a namespace's history.
 
 ``publish`` runs inside a write transaction (:class:`migrate.store.tx.Tx`) so a pipeline
 can publish in the same transaction as its other effects (e.g. activation appending an

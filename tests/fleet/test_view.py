@@ -1,6 +1,6 @@
 """The live view of ``fleet run`` (migrate/cli/_fleet_view.py): each running job in the unit
 its stage counts.  A Signal log's seal reads bytes before any row exists; the view says
-so instead of "0 rows" (issue 13)."""
+so instead of "0 rows"."""
 
 from __future__ import annotations
 

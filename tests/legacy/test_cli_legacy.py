@@ -61,7 +61,7 @@ def test_human_view_goes_to_stderr() -> None:
     res = run(str(LOCAL / "signals-small.log"))
     assert res.returncode == 0
     assert res.stdout == ""
-    assert "event count" in res.stderr  # prose labels (issue 13.4)
+    assert "event count" in res.stderr  # prose labels
 
 
 def test_empty_file_needs_a_kind() -> None:

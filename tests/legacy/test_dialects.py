@@ -1,4 +1,4 @@
-"""``detect`` tells the two frame-log dialects apart by content (issue 11 §3).
+"""``detect`` tells the two frame-log dialects apart by content.
 
 The old cyb Signal log (foculus' legacy profile) and bbg's CLI log share the tape framing and
 the intent layout; they differ in the ``.`` finalize frame (bbg only) and in the signal

@@ -5,11 +5,11 @@ fb06fbad8134eb108e19a9e6024e56f9178fa788 (the decoder under test is ``src/frames
 at 881fec187c2b22462b8bc9586d271a52370fb82d, with ``Reader`` from
 ``src/signal_codec/cursor.rs`` and ``links``/``boxes``/``deltas`` from ``src/signal_codec.rs``
 at da87adbd62d7dbb2fbf7b22d7c000cb0eadc78c0).  Each test keeps the Rust test's name, inputs
-and expected outcome; where foculus names an ``ErrorKind`` we name the code of BRIEF §2.4
+and expected outcome; where foculus names an ``ErrorKind`` we name our error code
 it maps to.
 
 Offsets differ on purpose: foculus reports the reader's position just past the byte(s) it
-consumed when it failed; we report the offset BRIEF §2.4 defines per code (e.g. the marker,
+consumed when it failed; we report the offset of the offending byte (e.g. the marker,
 sigil, renderer or flag byte itself, the first byte of the length field).  The tests pin both.
 """
 
@@ -148,7 +148,7 @@ def test_unknown_events_noise_and_bad_varints_are_errors_with_absolute_positions
     data = valid + suffix
     ctx = error(data)
     # foculus: error.position > valid.len() and <= bytes.len(); its position is just past
-    # the byte it consumed, ours (BRIEF §2.4) is at that byte.
+    # the byte it consumed, ours is at that byte.
     assert len(valid) < len(valid) + foculus <= len(data)
     assert (ctx["code"], ctx["offset"]) == (code, len(valid) + ours)
 

@@ -1,4 +1,4 @@
-"""Hand-built byte cases: every Signal log error code of BRIEF §2.4 at its exact offset."""
+"""Hand-built byte cases: every Signal log error code at its exact offset."""
 
 from __future__ import annotations
 
@@ -265,7 +265,7 @@ def test_sniffing_rejects_near_misses() -> None:
 
 
 def _one_case_per_code() -> dict[str, tuple[bytes, Limits, int]]:
-    """code -> (log, limits, offset): one representative case for each code of §2.4."""
+    """code -> (log, limits, offset): one representative case for each error code."""
     f = len(FIRST)
     intent_payload_at = f + 3 + 2  # 137 needs a 2-byte LEB128
     return {

@@ -1,4 +1,4 @@
-"""Hand-built lines: every TextArchive error code of BRIEF §2.4 at its exact line.
+"""Hand-built lines: every TextArchive error code at its exact line.
 
 The particle function is a parameter of the reader; these rule tests pass SHA-256 so that
 they do not depend on hemera (the fixture tests check hemera itself).
@@ -206,7 +206,7 @@ ONE_PER_CODE: dict[str, tuple[bytes, Limits]] = {
     "particle-mismatch": (GOOD + line("y", particle=PID), DEFAULT_LIMITS),
     "limit-exceeded": (GOOD * 2, Limits(max_lines=1)),
 }
-"""code -> (archive, limits): one representative case for each code of §2.4, at line 2."""
+"""code -> (archive, limits): one representative case for each error code, at line 2."""
 
 
 @pytest.mark.parametrize("code", ERROR_CODES)

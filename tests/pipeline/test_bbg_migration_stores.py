@@ -144,7 +144,7 @@ def test_paged_history_migrates_exactly(tmp_path: Path) -> None:
 
 
 def test_births_are_semantic_only(tmp_path: Path) -> None:
-    """Today's bug (issue 11 §1): these stores were refused with birth-mismatch.  Their
+    """A former bug: these stores were refused with birth-mismatch.  Their
     namespaces ([n;32]) are not their index-0 commits: a plain conversion migrates them,
     neuron's semantic import refuses them as mapped origins."""
     src = gunzip_to(DIR / "two-namespaces.redb.gz", tmp_path)

@@ -1,4 +1,4 @@
-"""``bbg-migrate fixtures check``: golden replays pass, and any difference fails (BRIEF §7)."""
+"""``bbg-migrate fixtures check``: golden replays pass, and any difference fails."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_not_a_fixture_dir_is_a_usage_error(tmp_path: Path) -> None:
     assert cli("fixtures", "check", str(tmp_path / "nope")).returncode == 1
 
 
-# --- issue 12 item 6: every expected key and every expected error, all differences --------
+# --- every expected key and every expected error, all differences --------
 
 
 def _edit(d: Path, name: str, change: Any) -> None:
@@ -186,7 +186,7 @@ def test_unpinned_fields_are_named_and_not_compared(tmp_path: Path) -> None:
     assert report["results"][0]["unpinned"] == ["archive_digest_hemera"]
 
 
-# --- issue 12 item 7: golden receipts are change detectors; facts are checked independently
+# --- golden receipts are change detectors; facts are checked independently
 
 
 def test_receipt_facts_are_checked_against_the_expected_file_not_only_the_golden(

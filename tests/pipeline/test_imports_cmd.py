@@ -1,6 +1,6 @@
 """``imports`` lists every import of a store; ``discard`` gives up one in progress and refuses
 a published one by name; ``doctor`` and the source-changed refusal name the exact ``discard``
-command (issue 13, import management)."""
+command."""
 
 from __future__ import annotations
 

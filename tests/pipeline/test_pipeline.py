@@ -1,4 +1,4 @@
-"""The staged migration of cell.redb fixtures into a BBG store (issue 5)."""
+"""The staged migration of cell.redb fixtures into a BBG store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``plan`` is a gate (issue 12, items 2-4): it predicts ``run`` -- the same exit code and the
+"""``plan`` is a gate: it predicts ``run`` -- the same exit code and the
 same message where ``run`` fails, and in ``action`` what ``run`` would do -- and writes nothing,
 whatever the store's path; a step on other inputs than the sealed import names the input
 that differs."""
@@ -84,7 +84,7 @@ def test_plan_fails_exactly_as_run_would(name: str, tmp_path: Path) -> None:
         if held is not None:
             os.close(held)
     assert (planned.returncode, ran.returncode) == (code, code), (planned.stderr, ran.stderr)
-    # --json: the same error document from both (schemas/error.schema.json, issue 13.5)
+    # --json: the same error document from both (schemas/error.schema.json)
     assert planned.stdout == ran.stdout
     schemas.validate(json.loads(planned.stdout), "error")
     assert json.loads(planned.stdout)["exit_code"] == code

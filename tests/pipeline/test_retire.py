@@ -1,5 +1,5 @@
 """Retiring a source: resumable after a kill at any file operation, through symbolic links,
-and answering only for the import that retired it (issue 18.7, 18.8; issue 12 item 1).
+and answering only for the import that retired it.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_a_retired_path_answers_only_for_its_import(tmp_path: Path, reference: s
         done = cli(*args)
         assert done.returncode == 4, (args, done.stdout, done.stderr)
         assert "retired" in done.stderr and str(src / "source") in done.stderr, done.stderr
-        if "--json" in args:  # one error document (issue 13.5)
+        if "--json" in args:  # one error document
             assert json.loads(done.stdout)["exit_code"] == 4
         else:
             assert done.stdout == ""

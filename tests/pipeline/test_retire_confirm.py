@@ -1,6 +1,6 @@
 """``run --retire-source`` shows which file moves where and asks on a terminal (tested through
 a pseudo-terminal); ``--yes`` confirms from a script; with no terminal and no ``--yes`` it is a
-usage refusal (exit 2) naming ``--yes`` that does nothing (issue 13)."""
+usage refusal (exit 2) naming ``--yes`` that does nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A source changed after it was sealed is noticed at every step (issue 18.4; the "source
-changed after sealing" tests of issue 12 item 8).
+"""A source changed after it was sealed is noticed at every step.
 
 A step continues the import its source was sealed for.  A source that no longer matches the
 seal -- bytes appended, bytes rewritten in place (same size), or one byte flipped with the

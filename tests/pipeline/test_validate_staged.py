@@ -1,4 +1,4 @@
-"""Validation of a cell.redb import staged into an existing store (issue 17): one pass over
+"""Validation of a cell.redb import staged into an existing store: one pass over
 the staging area, comparing its counts and archive digest with the source's -- the shape and
 link rules were checked on the source's rows by preflight, so rows equal to them need no
 second check.  Any change to the staged rows (a flipped byte, a row gone, a row added) is

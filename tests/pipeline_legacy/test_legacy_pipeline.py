@@ -312,7 +312,7 @@ def test_detect_names_every_kind(tmp_path: Path) -> None:
 
 
 def test_a_bbg_cli_log_imports_one_commit_per_frame(tmp_path: Path) -> None:
-    # Before issue 11 this log was read as an old cyb Signal log and refused ("links limit").
+    # Once this log was read as an old cyb Signal log and refused ("links limit").
     src = copy_fixture("bbg-cli-small.log", tmp_path / "src")
     receipt = run_json("run", str(src), "--store", str(tmp_path / "bbg"))
     assert receipt["source"]["kind"] == receipt["legacy"]["kind"] == "bbg-frame-log"

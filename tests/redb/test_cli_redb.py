@@ -93,7 +93,7 @@ def test_tables_human(
     path = redb_file(local_case("1.5.2", "types"))
     code, out, err = run(capsysbinary, "redb", "tables", str(path))
     text = err
-    assert code == 0 and out == b""  # a human report: stderr (issue 13.7)
+    assert code == 0 and out == b""  # a human report: stderr
     assert f"{path}: redb file format 1, page size 4096" in text
     assert "(u64,&str,i32)" in text and "&[u8]" in text and "[u8;32]" in text
 
@@ -228,7 +228,7 @@ def test_scan_human_and_corrupt(
     path = redb_file(local_case("2.6.3", "types"))
     code, out, err = run(capsysbinary, "redb", "scan", str(path))
     text = err
-    assert code == 0 and out == b""  # a human report: stderr (issue 13.7)
+    assert code == 0 and out == b""  # a human report: stderr
     assert "u64_u64" in text and "total" in text and "every page verified" in text
     bad = redb_file(local_case("2.6.3", "corrupt_leaf_flip"))
     code, out, err = run(capsysbinary, "redb", "scan", str(bad))

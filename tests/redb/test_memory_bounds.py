@@ -1,4 +1,4 @@
-"""Memory bounded by the input, not by a number inside it (issue 12, item 10).
+"""Memory bounded by the input, not by a number inside it.
 
 A page's size comes from order bits in the file: an 8 KiB sparse file can claim a 256 MiB
 page (and grew RSS by that much on both paths).  Every page buffer is now bounded by a

@@ -1,4 +1,4 @@
-"""Issue 18.1: a refused ``apply`` removes only what it created and nobody else wrote to.
+"""A refused ``apply`` removes only what it created and nobody else wrote to.
 
 Race with real processes in the risky ordering: A applies (from a pipe) into a store path that
 does not exist yet, so it creates the store; while A is still reading its stream, B applies a

@@ -65,7 +65,7 @@ def test_backup_while_another_process_writes(
     watched: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Watched (issue 13: progress), the copy goes 2 pages a step, all in one read
+    """Watched (progress), the copy goes 2 pages a step, all in one read
     transaction: still a consistent state under a writer, and the page counter only grows."""
     seen: list[tuple[str, int, int | None, str]] = []
     if watched:

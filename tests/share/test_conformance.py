@@ -1,4 +1,4 @@
-"""Conformance fixtures for other runtimes (issue 14.5): fixtures/event1/.
+"""Conformance fixtures for other runtimes: fixtures/event1/.
 
 The committed stores give exactly the committed tail and snapshot bytes; rebuilding them with
 the injected clock and store id gives the same bytes again; and the id, line-hash and footer

@@ -1,4 +1,4 @@
-"""doctor classifies content rows that are no history commit (issue 13): what a legacy import
+"""doctor classifies content rows that are no history commit: what a legacy import
 legitimately carries (items a commit record lists, Data pair children, legacy record payloads,
 a birth transaction's shared artifact -- fixtures/legacy/README.md "Write semantics") is
 reported by class and never warned about; a true orphan is."""

@@ -128,7 +128,7 @@ def test_broken_links_stop_tail(cell_store: Path) -> None:
                    "(SELECT max(key) FROM application_requests)")  # fmt: skip
     finally:
         db.close()
-    # Refused by the cheap invariants before the first event (issue 18.11).
+    # Refused by the cheap invariants before the first event.
     with pytest.raises(ValidationFailed, match="damaged.*doctor"):
         list(tail(cell_store))
 

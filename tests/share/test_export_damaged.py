@@ -1,4 +1,4 @@
-"""``tail`` and ``snapshot`` refuse a store that breaks the cheap invariants (issue 18.11).
+"""``tail`` and ``snapshot`` refuse a store that breaks the cheap invariants.
 
 Each damage below is one ``doctor`` calls unhealthy, and one the exporters used to stream
 without a word: the last history entry and receipt of a namespace gone (the head still counts

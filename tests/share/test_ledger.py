@@ -1,4 +1,4 @@
-"""The transaction ledger (issue 14.1): one row per write transaction, the upgrade of a
+"""The transaction ledger: one row per write transaction, the upgrade of a
 version-1 store, and followers that neither skip nor repeat across kills."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What killed ``backup`` and ``restore`` runs leave is cleaned up, and only that (issue 18.13).
+"""What killed ``backup`` and ``restore`` runs leave is cleaned up, and only that.
 
 A backup or restore works in a hidden sibling directory (``.DEST.backup-*`` /
 ``.DEST.restore-*``) that it keeps locked while it lives.  A killed one leaves a partial

@@ -1,4 +1,4 @@
-"""The read-only MCP server (issue 14.4), driven by the official SDK's own client over stdio."""
+"""The read-only MCP server, driven by the official SDK's own client over stdio."""
 
 from __future__ import annotations
 

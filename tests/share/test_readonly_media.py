@@ -1,4 +1,4 @@
-"""Read-only means read-only (issue 12, item 9): ``inspect STORE``, ``doctor``, ``tail`` and
+"""Read-only means read-only: ``inspect STORE``, ``doctor``, ``tail`` and
 ``snapshot`` work on a store whose files and directory are read-only, and on a store on
 read-only media (a read-only bind mount), also when a crashed writer left a ``-wal`` behind,
 and change no byte, no mtime and no directory entry.

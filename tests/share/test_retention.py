@@ -1,4 +1,4 @@
-"""Retention with redaction (issue 14.3): nohistory and excise, their plans and receipts, and
+"""Retention with redaction: nohistory and excise, their plans and receipts, and
 what tail, apply, doctor and snapshot make of them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile streams for ``apply`` and ``restore`` (issue 18, items 2, 3 and the stream half of 9).
+"""Hostile streams for ``apply`` and ``restore``.
 
 * 18.2: every content row is checked exactly as a migration's content check does (Blob id =
   hemera(payload), and Data ids through the same function); one changed hex digit refuses the

@@ -1,4 +1,4 @@
-"""Where a store may be created, and how a file is recognised as one (issue 18, items 6, 10, 12).
+"""Where a store may be created, and how a file is recognised as one.
 
 * 18.6: a destination that is not empty and not a BBG store is refused (``--store /`` or a
   project folder named by mistake); an option-looking ``--store`` value is a usage error.

@@ -1,4 +1,4 @@
-"""Archive digest (§6) and link validation (§2.1) over stores, staging and plain row sets.
+"""Archive digest and link validation over stores, staging and plain row sets.
 
 Row sets in ``data/`` come from real legacy cell stores (dumped by the real redb crate); their
 expected digests and errors were computed by the fixture generator, not by this code.
@@ -27,7 +27,7 @@ FIXTURES = [
 def independent_digest(
     tables: dict[str, list[tuple[bytes, bytes]]], hasher=hashlib.sha256, prefix=b""
 ):  # type: ignore[no-untyped-def]
-    """§6 written out again, as plainly as possible, to check the streaming one."""
+    """The archive digest written out again, as plainly as possible, to check the streaming one."""
     order = [
         "application_content",
         "application_unique_claims",

@@ -1,4 +1,4 @@
-"""The GraphPort contract (BRIEF §3), as a table of cases.
+"""The GraphPort contract, as a table of cases.
 
 Each case applies some prior writes, then one attempt, and states the outcome: the head the
 attempt returns, or the error it raises.  On an error the whole store must be unchanged

@@ -1,4 +1,4 @@
-"""Store status markers as bbg defines them (issue 11 §5, issue 12 item 5).
+"""Store status markers as bbg defines them.
 
 Expected values are transcribed from cyberia-to/bbg
 ``rs/src/storage/database/generation.rs`` (commit 5f4d9bdf79e51986e4c46925be5009591c4c9d66),
@@ -131,7 +131,8 @@ def test_every_write_through_an_earlier_handle_is_refused(tmp_path: Path, status
 
 
 def test_unknown_generation_column_is_no_internal_error(tmp_path: Path) -> None:
-    """The KeyError of issue 12 item 5: a generation this build does not know."""
+    """A generation this build does not know is reported, never looked up (it once raised
+    KeyError)."""
     store_dir = tmp_path / "bbg"
     open_store(store_dir, create=True).close()
     _raw_status(store_dir, "future-v9", "future-v9")

@@ -1,4 +1,4 @@
-"""The one read-only handle (issue 12, items 3 and 9): writes are refused by construction,
+"""The one read-only handle: writes are refused by construction,
 and a path with URI metacharacters opens the file it names, creating nothing."""
 
 from __future__ import annotations

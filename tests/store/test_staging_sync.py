@@ -1,4 +1,4 @@
-"""Staging pages commit without an fsync each (issue 17: the per-page fsync was a third of
+"""Staging pages commit without an fsync each (the per-page fsync was a third of
 staging into an existing store): inside ``store.staging_sync()`` a WAL store runs at
 ``synchronous = NORMAL`` -- commits stay atomic, a SIGKILL loses none of them (the crash
 suites run unchanged) -- and leaving the block fsyncs the log once and restores FULL, also

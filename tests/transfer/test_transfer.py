@@ -1,4 +1,4 @@
-"""BBG → BBG sealed transfer through the CLI (issue 15).
+"""BBG → BBG sealed transfer through the CLI.
 
 A store migrated from the fixture cell-small.redb is transferred into a second store, fresh
 or holding unrelated namespaces; the digests are equal, the source is sealed for good and

@@ -1,4 +1,4 @@
-"""The ledger sees a transfer (issue 14.1): the seal is one ledger transaction of the source,
+"""The ledger sees a transfer: the seal is one ledger transaction of the source,
 the activation one of the target, and the target's tail carries the moved history there."""
 
 from __future__ import annotations
