@@ -1,5 +1,6 @@
-"""Packaging: the wheel is cp311-abi3 and installs and runs on 3.11 and a later CPython; the
-sdist carries what the test suite needs.
+"""Packaging: the wheel is cp311-abi3 and installs and runs -- the demo, and every legacy
+fixture against its golden results -- on the oldest and the newest CPython the package
+supports (each when the machine has it); the sdist carries what the test suite needs.
 
 Slow (it builds, creates virtual environments and installs the runtime dependencies from the
 package registry), so it runs with ``pytest -m slow`` in CI.
@@ -38,19 +39,44 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _pythons() -> list[str]:
-    """This interpreter (3.11+) and one later CPython when the machine has one."""
-    found = [sys.executable]
-    candidates = [shutil.which(n) for n in ("python3.13", "python3.12")]
-    candidates += sorted(map(str, Path.home().glob(".pyenv/versions/3.1[23].*/bin/python3")))
+def _supported() -> tuple[str, str]:
+    """The oldest and the newest CPython this package supports (its classifiers)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    versions = sorted(
+        (c.rsplit(":: ", 1)[1] for c in project["classifiers"]
+         if c.startswith("Programming Language :: Python :: 3.")),
+        key=lambda v: tuple(map(int, v.split("."))),
+    )  # fmt: skip
+    return versions[0], versions[-1]
+
+
+def _python(version: str) -> str | None:
+    """An interpreter of CPython ``version`` on this machine (PATH, then pyenv), or None."""
+    if "{}.{}".format(*sys.version_info[:2]) == version:
+        return sys.executable
+    candidates = [shutil.which(f"python{version}")]
+    candidates += sorted(map(str, Path.home().glob(f".pyenv/versions/{version}.*/bin/python3")))
     for exe in candidates:
         if exe is None:
             continue
-        res = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2] > (3, 11))"],
-                             capture_output=True, text=True, check=False)  # fmt: skip
-        if res.returncode == 0 and res.stdout.strip() == "True":
-            found.append(exe)
-            break
+        probe = subprocess.run([exe, "-c", "import sys; print(*sys.version_info[:2], sep='.')"],
+                               capture_output=True, text=True, check=False)  # fmt: skip
+        if probe.returncode == 0 and probe.stdout.strip() == version:
+            return exe
+    return None
+
+
+def _pythons() -> list[object]:
+    """The oldest and the newest supported CPython; one that is not installed here is a
+    visible skip naming it."""
+    found: list[object] = []
+    for version in dict.fromkeys(_supported()):
+        exe = _python(version)
+        missing = pytest.mark.skip(reason=f"no CPython {version} on this machine")
+        found.append(pytest.param(exe or version, id=f"python{version}",
+                                  marks=() if exe else missing))  # fmt: skip
     return found
 
 
@@ -64,7 +90,7 @@ def test_wheel_is_tagged_abi3_and_carries_schemas_and_demo(dist: Path) -> None:
     assert any(n.endswith("/LICENSE") or n.endswith("licenses/LICENSE") for n in names)
 
 
-@pytest.mark.parametrize("python", _pythons(), ids=lambda p: Path(p).name)
+@pytest.mark.parametrize("python", _pythons())
 def test_wheel_installs_and_runs(dist: Path, tmp_path: Path, python: str) -> None:
     (wheel,) = dist.glob("*.whl")
     venv = tmp_path / "venv"
@@ -73,6 +99,9 @@ def test_wheel_installs_and_runs(dist: Path, tmp_path: Path, python: str) -> Non
     version = _sh(venv / "bin" / "bbg-migrate", "--version")
     assert "redb reader: c" in version and "hemera: c" in version, version
     _sh(venv / "bin" / "bbg-migrate", "demo", cwd=tmp_path)
+    # Every legacy fixture replayed against its golden results, on this interpreter.
+    _sh(venv / "bin" / "bbg-migrate", "fixtures", "check", ROOT / "fixtures" / "legacy",
+        cwd=tmp_path)
     # The schemas ship as package data: findable from the installed command.
     error = json.loads(_sh(venv / "bin" / "bbg-migrate", "schema", "error", cwd=tmp_path))
     assert error["$id"] == "error" and "exit_code" in error["required"]
