@@ -81,7 +81,7 @@ def info(ks: Keyspace, progress: Progress | None = None) -> dict[str, Any]:
         if j.seqno_min is not None and j.seqno_max is not None:
             all_seqnos += [j.seqno_min, j.seqno_max]
     return {
-        "path": ks.path, "reader": ks.twin.NAME, "journals": journals,
+        "kind": "fjall-info", "path": ks.path, "reader": ks.twin.NAME, "journals": journals,
         "journal_count": len(journals), "torn_tail": any(j.torn for j in ks.journals),
         "partition_count": len(parts), "partitions": parts, "rows": total_rows,
         "bytes": total_bytes, "seqnos": _seqnos(all_seqnos), "ignored": ks.ignored,
@@ -142,7 +142,7 @@ def check(ks: Keyspace, progress: Progress | None = None) -> dict[str, Any]:
             problems.append(problem_of(exc))
     batches = sum(j.batches for j in ks.journals)
     return {
-        "path": ks.path, "reader": ks.twin.NAME, "ok": not problems,
+        "kind": "fjall-check", "path": ks.path, "reader": ks.twin.NAME, "ok": not problems,
         "problems": problems,
         "first_problem": problems[0]["message"] if problems else None,
         "notes": notes,
@@ -152,16 +152,37 @@ def check(ks: Keyspace, progress: Progress | None = None) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def check_path(path: str | os.PathLike[str], open_keyspace: Callable[..., Keyspace],
-               progress: Progress | None = None, **kwargs: Any) -> dict[str, Any]:
+def check_path(path: str | os.PathLike[str], progress: Progress | None = None,
+               **kwargs: Any) -> dict[str, Any]:
     """``check`` of the keyspace at ``path``, where failing to open is the first problem."""
+    from migrate.store.fjall.reader import open_keyspace
+
     try:
         ks = open_keyspace(path, **kwargs)
     except FjallCorrupt as exc:
         problem = problem_of(exc)
-        return {"path": os.fspath(path), "reader": None, "ok": False, "problems": [problem],
+        return {"kind": "fjall-check", "path": os.fspath(path), "reader": None, "ok": False,
+                "problems": [problem],
                 "first_problem": problem["message"], "notes": [],
                 "checked": {"journals": 0, "journal_batches": 0, "partitions": 0,
                             "segments": 0, "blocks": 0, "items": 0}}  # fmt: skip
     with ks:
         return check(ks, progress)
+
+
+def dump_path(path: str | os.PathLike[str], progress: Progress | None = None,
+              **kwargs: Any) -> Iterator[str]:
+    """The dump lines of the keyspace at ``path`` (opened for as long as they are read)."""
+    from migrate.store.fjall.reader import open_keyspace
+
+    with open_keyspace(path, **kwargs) as ks:
+        yield from dump_lines(ks, progress)
+
+
+def info_path(path: str | os.PathLike[str], progress: Progress | None = None,
+              **kwargs: Any) -> dict[str, Any]:
+    """The ``info`` document of the keyspace at ``path``."""
+    from migrate.store.fjall.reader import open_keyspace
+
+    with open_keyspace(path, **kwargs) as ks:
+        return info(ks, progress)
