@@ -86,9 +86,9 @@ def _show_info(doc: dict[str, Any]) -> None:
     grid = table("partition", "rows", "levels", "segment bytes", "journal items")
     for name, p in doc["partitions"].items():
         levels = " ".join(f"{lv}:{','.join(map(str, ids))}" for lv, ids in p["levels"].items())
-        cells = (name, f"{p['rows']:,}", levels or "-", f"{p['segment_bytes']:,}",
-                 f"{p['journal_items']:,}")  # fmt: skip
-        grid.add_row(*(Text(c) for c in cells))
+        row = (name, f"{p['rows']:,}", levels or "-", f"{p['segment_bytes']:,}",
+               f"{p['journal_items']:,}")  # fmt: skip
+        grid.add_row(*(Text(c) for c in row))
     print_table(grid)
     err.print(f"{doc['path']}: {doc['partition_count']} partitions, {doc['rows']:,} live rows, "
               f"{doc['bytes']:,} bytes ({doc['reader']} reader)", markup=False, soft_wrap=True)
