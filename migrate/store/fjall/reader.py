@@ -367,15 +367,38 @@ class Keyspace(Closing):
         for seg in chain:
             if start is not None and seg.meta.key_max < start:
                 continue
-            yield from seg.items(0 if start is None else seg.seek(start))
+            for run, _ in seg.runs(0 if start is None else seg.seek(start), 0):
+                yield run
+
+    @staticmethod
+    def _live_chain(chain: list[Segment], start: bytes | None) -> merge.Source:
+        """The live rows of one chain of segments that is a partition's only source."""
+        last: bytes | None = None
+        for seg in chain:
+            if start is not None and seg.meta.key_max < start:
+                continue
+            for run, seen in seg.runs(0 if start is None else seg.seek(start), 1, last):
+                last = seen
+                yield run
+
+    def _only_chain(self, view: PartitionView) -> list[Segment] | None:
+        """The segments of a partition whose only source is one disjoint chain, in order."""
+        if view.journal:
+            return None
+        filled = [level for level in view.levels if level]
+        if len(filled) != 1:
+            return None
+        level = filled[0]
+        summary = [levels.Summary(s.id, s.meta.key_min, s.meta.key_max, 0) for s in level]
+        if len(level) > 1 and not levels.is_disjoint(summary):
+            return None
+        return sorted(level, key=lambda s: s.meta.key_min)
 
     def _runs(
         self, partition: str, prefix: bytes, after: bytes | None
     ) -> Iterator[list[tuple[Any, ...]]]:
         view = self.view(partition)
-        start = prefix or None
-        if after is not None and (start is None or after >= start):
-            start = after
+        start = self._start(prefix, after)
         stop = merge.prefix_end(prefix) if prefix else None
         runs = merge.merged(self._sources(view, start))
         return merge.clip(runs, prefix or None, after, stop)
@@ -384,7 +407,19 @@ class Keyspace(Closing):
         self, partition: str, *, prefix: bytes = b"", after: bytes | None = None
     ) -> Iterator[list[tuple[bytes, bytes]]]:
         """The live rows of ``partition`` in key order, in runs (lists)."""
-        return merge.live_rows(self._runs(partition, prefix, after), self.twin.live)
+        chain = self._only_chain(self.view(partition))
+        if chain is None:
+            return merge.live_rows(self._runs(partition, prefix, after), self.twin.live)
+        start = self._start(prefix, after)
+        stop = merge.prefix_end(prefix) if prefix else None
+        return merge.clip(self._live_chain(chain, start), prefix or None, after, stop)
+
+    @staticmethod
+    def _start(prefix: bytes, after: bytes | None) -> bytes | None:
+        start = prefix or None
+        if after is not None and (start is None or after >= start):
+            start = after
+        return start
 
     def scan(
         self, partition: str, *, prefix: bytes = b"", after: bytes | None = None
@@ -426,8 +461,6 @@ class Keyspace(Closing):
             best = (seqno, value, vtype)
         for _, seg in view.segments():
             if not seg.meta.key_min <= key <= seg.meta.key_max:
-                continue
-            if best is not None and seg.meta.seqno_max <= best[0]:
                 continue
             for items in seg.items(seg.seek(key)):
                 i = bisect_left(items, key, key=lambda e: e[0])

@@ -43,7 +43,7 @@ import time
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from migrate.store.fjall import bloom
 from migrate.store.fjall.backend import Twin
@@ -167,6 +167,7 @@ class Segment:
             self.size = os.fstat(fd).st_size
             self.offsets, self.meta = self._read_trailer()
             self.tli = self._read_tli()
+            self._check_first_key()
         except BaseException:
             self.close()
             raise
@@ -262,6 +263,15 @@ class Segment:
                     "its last end key is not the segment's last key")  # fmt: skip
         return handles
 
+    def _check_first_key(self) -> None:
+        """The metadata's key range decides which segments a seek visits: its last key is
+        checked against the top-level index, its first key here against the first block."""
+        for items in self.items(0):
+            if not items or items[0][0] != self.meta.key_min:
+                corrupt(self.path, self.offsets.metadata, "segment metadata",
+                        "its first key is not the first block's first key")  # fmt: skip
+            break
+
     # -- reading ---------------------------------------------------------------------------
 
     def index_block(self, i: int) -> list[Handle]:
@@ -340,6 +350,41 @@ class Segment:
             if size & _MASK32 != header.items_size:
                 ItemError(SIZE_MISMATCH, 0).raise_for(self.path, offset, "data block")
             yield items
+
+    def runs(
+        self, start: int, mode: int, last: bytes | None = None
+    ) -> Iterator[tuple[list[Any], bytes | None]]:
+        """The data blocks from ``start`` on, a read-ahead chunk at a time through the twin's
+        block decoder: mode 0 every item, mode 1 the live rows given the ``last`` key seen
+        before (see ``backend.Twin.blocks_decode``); yields ``(run, last)``.  A block the
+        decoder stops at is read again block by block, which raises its named error."""
+        end = self.offsets.index
+        decode = self.twin.blocks_decode
+        pos = start
+        while pos < end:
+            want = CHUNK
+            while True:
+                buf = self._pread(min(want, end - pos), pos)
+                out, rel, last, bad = decode(buf, 0, mode, last)
+                if out:
+                    yield out, last
+                if bad:
+                    self._raise_block(pos + rel)
+                if rel:
+                    break
+                header = parse_header(buf[:HEADER_SIZE], self.path, pos, "data block")
+                want = HEADER_SIZE + header.stored_length
+                if pos + want > end:
+                    corrupt(self.path, pos, "data block", f"block of {header.stored_length} "
+                            f"bytes runs past the end of the data ({end})")  # fmt: skip
+            pos += rel
+
+    def _raise_block(self, offset: int) -> None:
+        """Read the block at ``offset`` the slow way: it raises the block's named error."""
+        for items in self.items(offset):
+            del items
+            break
+        corrupt(self.path, offset, "data block", "rejected by the block decoder")
 
     def verify(self) -> dict[str, int]:
         """Read all of the segment and check it against itself: every block's checksum and
@@ -523,27 +568,41 @@ class SegmentWriter:
         if seqno > self.seqno_max:
             self.seqno_max = seqno
 
-    def write_run(self, rows: list[tuple[bytes, bytes]], seqno: int) -> None:
-        """Add many values of distinct, ascending keys at one seqno (the bulk path)."""
-        for key, value in rows:
-            self.write(key, value, seqno)
+    def add_block(self, block: tuple[Any, ...], seqno: int) -> None:
+        """Add a data block the twin's ``encode_rows`` made (values of new keys at one
+        seqno, cut where :meth:`write` would have cut them): the same bytes as writing its
+        rows one by one."""
+        payload, size, first, last, count, h1, h2 = block
+        assert not self.chunk, "add_block after write"
+        if self.first_key is None:
+            self.first_key = first
+        if h1 is not None and self.bloom_policy is not None:
+            self.h1.frombytes(h1)
+            self.h2.frombytes(h2)
+        self.keys += count
+        self.current_key = last
+        self.seqno_min = min(self.seqno_min, seqno)
+        self.seqno_max = max(self.seqno_max, seqno)
+        self._emit(payload, size, last, count)
 
     def _spill(self) -> None:
         if not self.chunk:
             return
         payload, size = self.twin.encode_items(self.chunk)
+        self._emit(payload, size, self.chunk[-1][0], len(self.chunk))
+        self.chunk = []
+        self.chunk_size = 0
+
+    def _emit(self, payload: bytes, size: int, last: bytes, count: int) -> None:
         block = pack(payload, self.compression, self.prev[0], size)
         self.out.write(block)
         self.uncompressed += size
-        last = self.chunk[-1][0]
         self._register(last, self.file_pos)
         self.file_pos += len(block)
-        self.items_written += len(self.chunk)
+        self.items_written += count
         self.blocks += 1
         self.prev = (self.prev[1], self.prev[1] + len(block))
         self.last_key = last
-        self.chunk = []
-        self.chunk_size = 0
 
     def _register(self, end_key: bytes, offset: int) -> None:
         self.handles.append((end_key, offset))

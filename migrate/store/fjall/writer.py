@@ -68,6 +68,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import xxhash
+
 from bbg_core.errors import FjallError, FjallRefused, Locked, UsageError
 from bbg_core.files import owned_tempdir, sweep
 from migrate.store.fjall import backend, bloom, journal, layout, levels
@@ -169,32 +171,28 @@ def _locked(path: Path) -> Iterator[None]:
             os.close(fd)
 
 
-def _check_rows(
-    partition: str, rows: Iterable[tuple[bytes, bytes]], progress: Progress | None
-) -> Iterator[tuple[bytes, bytes]]:
-    """The rows, refused by name when a key is empty, too long or not strictly ascending."""
-    last: bytes | None = None
-    n = nbytes = 0
-    for key, value in rows:
-        if not isinstance(key, bytes) or not isinstance(value, bytes):
-            raise UsageError(f"partition {partition!r}: rows are (bytes, bytes) pairs",
-                             partition=partition)  # fmt: skip
-        if not 0 < len(key) <= _MAX_KEY:
-            raise FjallRefused(f"partition {partition!r}: a key of {len(key)} bytes (fjall: 1 "
-                               "to 65535)", partition=partition, key=key.hex())  # fmt: skip
-        if len(value) > _MAX_VALUE:
-            raise FjallRefused(f"partition {partition!r}: a value of {len(value)} bytes",
-                               partition=partition, key=key.hex())  # fmt: skip
-        if last is not None and key <= last:
-            raise FjallRefused(f"partition {partition!r}: rows are not in strictly ascending "
-                               f"key order at key {key.hex()}", partition=partition,
-                               key=key.hex())  # fmt: skip
-        last = key
-        yield key, value
-        n += 1
-        nbytes += len(key) + len(value)
-        if progress is not None and n % 4096 == 0:
-            progress(n, nbytes)
+def _batches(rows: Iterable[Any], take: Any) -> Iterator[list[Any]]:
+    """The rows in lists of at most 4096 rows or about 4 MiB of values, then one None."""
+    it = iter(rows)
+    while batch := take(it, 4096, 4 << 20):
+        yield batch
+
+
+def _row_error(partition: str, row: Any, code: int) -> Exception:
+    """The named error of a refused row (the twins' codes)."""
+    if code == 1:
+        return UsageError(f"partition {partition!r}: rows are (bytes, bytes) pairs",
+                          partition=partition)  # fmt: skip
+    key: bytes = row[0]
+    if code == 2:
+        return FjallRefused(f"partition {partition!r}: a key of {len(key)} bytes (fjall: 1 "
+                            "to 65535)", partition=partition, key=key[:64].hex())  # fmt: skip
+    if code == 3:
+        return FjallRefused(f"partition {partition!r}: a value of {len(row[1])} bytes",
+                            partition=partition, key=key.hex())  # fmt: skip
+    return FjallRefused(f"partition {partition!r}: rows are not in strictly ascending key "
+                        f"order at key {key.hex()}", partition=partition,
+                        key=key.hex())  # fmt: skip
 
 
 @dataclass
@@ -211,6 +209,7 @@ class _Segments:
     def __post_init__(self) -> None:
         self.twin = backend.default()
         self.written: list[Written] = []
+        self.rows = self.bytes = 0
         self._file: Any = None
         self._writer: SegmentWriter | None = None
 
@@ -237,15 +236,35 @@ class _Segments:
         self.written.append(done)
         self._writer = self._file = None
 
-    def write_rows(self, rows: Iterable[tuple[bytes, bytes]], seqno: int) -> None:
-        for key, value in rows:
-            writer = self._writer
-            if writer is None:
-                writer = self._open()
-            elif writer.data_size >= self.target:  # every key is new: rotate here
-                self._close()
-                writer = self._open()
-            writer.write(key, value, seqno, VALUE)
+    def write_rows(
+        self, partition: str, rows: Iterable[Any], seqno: int, progress: Progress | None
+    ) -> None:
+        """Write ``rows`` (new, strictly ascending keys) as values at ``seqno``: blocks made
+        by the twin, segments rotated where lsm-tree's multi-writer rotates (before a new
+        key, once the data blocks reach the target)."""
+        hash_fn = xxhash.xxh3_128_digest if self.policy is not None else None
+        block_size = self.config.data_block_size
+        last: bytes | None = None
+        pending: list[Any] = []
+        for batch in _with_end(_batches(rows, self.twin.take)):
+            work = pending + batch if batch is not None else pending
+            blocks, consumed, last, error = self.twin.encode_rows(
+                work, 0, seqno, block_size, last, batch is None, hash_fn)  # fmt: skip
+            for block in blocks:
+                writer = self._writer
+                if writer is None:
+                    writer = self._open()
+                elif writer.data_size >= self.target:
+                    self._close()
+                    writer = self._open()
+                writer.add_block(block, seqno)
+                self.rows += block[4]
+                self.bytes += block[1] - 9 * block[4]
+            if progress is not None and blocks:
+                progress(self.rows, self.bytes)
+            if error is not None:
+                raise _row_error(partition, work[error[1]], error[0])
+            pending = work[consumed:]
 
     def finish(self) -> list[Written]:
         if self._writer is not None:
@@ -258,6 +277,12 @@ class _Segments:
         if self._file is not None:
             self._file.close()
             self._file = self._writer = None
+
+
+def _with_end(batches: Iterator[list[Any]]) -> Iterator[list[Any] | None]:
+    """The batches, then None (the end: the last partial block is written then)."""
+    yield from batches
+    yield None
 
 
 def _bloom_policy(config: PartitionConfig) -> bloom.Policy | None:
@@ -318,15 +343,14 @@ def build_keyspace(
 
                 writer = _Segments(os.path.join(folder, layout.SEGMENTS), 0, INGEST_TARGET,
                                    config, _bloom_policy(config), created_at)  # fmt: skip
-                counted = _Counter(_check_rows(name, rows, seen))
                 try:
-                    writer.write_rows(counted, 0)
+                    writer.write_rows(name, rows, 0, seen)
                     written = writer.finish()
                 except BaseException:
                     writer.abort()
                     raise
-                rows_done += counted.rows
-                bytes_done += counted.bytes
+                rows_done += writer.rows
+                bytes_done += writer.bytes
                 last = min(6, config.level_count - 1)
                 ids: list[list[int]] = [[] for _ in range(config.level_count)]
                 placed = levels.sort_level([levels.Summary(w.id, w.key_min, w.key_max,
@@ -334,7 +358,7 @@ def build_keyspace(
                 ids[last] = [s.id for s in placed]
                 _new_partition(folder, config, ids)
                 report["partitions"][name] = {
-                    "rows": counted.rows, "key_value_bytes": counted.bytes,
+                    "rows": writer.rows, "key_value_bytes": writer.bytes,
                     "segments": [w.id for w in written], "level": last if written else None,
                     "segment_bytes": sum(w.file_size for w in written),
                 }  # fmt: skip
@@ -363,19 +387,6 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-class _Counter:
-    """Counts the rows and key+value bytes an iterator gives."""
-
-    def __init__(self, rows: Iterator[tuple[bytes, bytes]]) -> None:
-        self._rows, self.rows, self.bytes = rows, 0, 0
-
-    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
-        for key, value in self._rows:
-            self.rows += 1
-            self.bytes += len(key) + len(value)
-            yield key, value
 
 
 def _max_seqno(ks: Keyspace) -> int | None:
@@ -438,9 +449,8 @@ def publish_segments(
             _write_file(os.path.join(folder, layout.CONFIG), config.encode())
         writer = _Segments(seg_folder, first_id, config.compaction_target_size, config,
                            _bloom_policy(config), created_at)  # fmt: skip
-        counted = _Counter(_check_rows(partition, rows, progress))
         try:
-            writer.write_rows(counted, seqno)
+            writer.write_rows(partition, rows, seqno, progress)
             written = writer.finish()
         except BaseException:
             writer.abort()
@@ -470,11 +480,11 @@ def publish_segments(
                                        path=levels_path)  # fmt: skip
             _rewrite_atomic(levels_path, levels.encode(ids))
     if progress is not None:
-        progress(counted.rows, counted.bytes)
+        progress(writer.rows, writer.bytes)
     return {
         "path": str(root), "partition": partition, "created": not exists, "seqno": seqno,
-        "segments": [w.id for w in written], "rows": counted.rows,
-        "key_value_bytes": counted.bytes,
+        "segments": [w.id for w in written], "rows": writer.rows,
+        "key_value_bytes": writer.bytes,
         "segment_bytes": sum(w.file_size for w in written),
     }  # fmt: skip
 
