@@ -26,8 +26,11 @@ The highest id is the active journal, the others are sealed (``recover_journals`
 zeros (``Writer::create_new``), which a later writer's recovery cuts back to its data.
 
 What this reader accepts as the end of a journal (stricter than fjall, never looser): only
-a *torn tail* -- the file ends, or only zeros follow, where decoding stopped -- ends a
-journal quietly (with the torn batch, if any, reported by :func:`scan`).  Anything else
+a *torn tail* -- the file ends, or only zeros follow, where decoding stopped, and no End
+marker follows (which would mean a complete batch that no longer decodes: a damaged length
+field can make a marker look cut) -- ends a journal quietly (with the torn batch, if any,
+reported by :func:`scan`).  The one false alarm this allows: a batch cut inside an item
+whose own bytes hold an End marker's 13 bytes.  Anything else
 where fjall would silently stop (bytes that are not zeros after the stop, a structural stop)
 and everything fjall itself refuses is :class:`FjallCorrupt` naming the journal, the offset
 and the structure: a damaged journal is never read as shorter than it is.
@@ -78,8 +81,8 @@ class Torn:
     """The batch a journal's torn tail dropped."""
 
     batch_start: int
-    seqno: int
-    items_declared: int
+    seqno: int | None  # None: the cut fell inside the batch's Start marker
+    items_declared: int | None
     items_complete: int
     cut_at: int
     where: str  # "before-end": every item is there, the End is not; "inside-batch"
@@ -103,6 +106,8 @@ class JournalInfo:
     after_data_bytes: int = 0
     #: per partition name: highest seqno of its items in this journal
     lsn: dict[str, int] = field(default_factory=dict)
+    #: the first batch whose seqno is not above the one before it: (offset, seqno, before)
+    disorder: tuple[int, int, int] | None = None
 
     def doc(self) -> dict[str, Any]:
         return {
@@ -252,6 +257,27 @@ def _zeros_from(fd: int, pos: int, size: int) -> int | None:
     return None
 
 
+def _end_marker_after(fd: int, pos: int, size: int) -> int | None:
+    """The offset of the first End marker (03, 8 bytes, ``FJL 02``) in ``[pos, size)``,
+    looking no further than where only zeros remain; None if there is none."""
+    overlap = 12
+    while pos < size:
+        chunk = os.pread(fd, min(WINDOW, size - pos), pos)
+        if not chunk:
+            return None
+        at = chunk.find(FJL_MAGIC)
+        while at >= 0:
+            if at >= 9 and chunk[at - 9] == END:
+                return pos + at - 9
+            at = chunk.find(FJL_MAGIC, at + 1)
+        if chunk == _ZEROS[: len(chunk)] and _zeros_from(fd, pos + len(chunk), size) is None:
+            return None
+        if pos + len(chunk) >= size:
+            return None
+        pos += len(chunk) - overlap
+    return None
+
+
 def scan(
     fd: int, info: JournalInfo, path: str, twin: Twin, sink: Sink | None = None,
     *, size: int | None = None,
@@ -306,6 +332,8 @@ def scan(
                     corrupt(path, batch_start, "journal batch", "batch checksum mismatch")
                 in_batch = False
                 valid = win.at + m[2]
+                if info.seqno_max is not None and seqno <= info.seqno_max and not info.disorder:
+                    info.disorder = (batch_start, seqno, info.seqno_max)
                 info.batches += 1
                 info.items += len(items)
                 if info.seqno_min is None or seqno < info.seqno_min:
@@ -331,7 +359,10 @@ def scan(
     info.data_bytes = valid
     later = None
     if code != NEED:
-        later = _zeros_from(fd, stop, size)
+        # An End marker cut short reads as one without FJL 02: what the cut left of it (up to
+        # its 13 bytes) may be followed by zeros only.  Any other undecodable marker is where
+        # the zeros start (writes are in order: a marker's first byte is written first).
+        later = _zeros_from(fd, stop + 13 if code == BAD_TRAILER else stop, size)
         if later is not None:
             # A concurrent writer may have filled the zeros since they were read: then the
             # byte at ``stop`` is no longer zero, and ``stop`` is where this snapshot ends.
@@ -339,9 +370,20 @@ def scan(
             if now == b"\x00" or code != BAD_TAG:
                 corrupt(path, stop, "journal", f"{STOP_TEXT[code]}, and data follows at "
                         f"offset {later}: not a torn tail")  # fmt: skip
+    if in_batch or stop < size:
+        # What follows the stop is a torn tail only if it is part of one cut batch: an End
+        # marker there means a batch that was complete and no longer decodes (fjall would
+        # drop it, and everything after it, without a word).
+        found = _end_marker_after(fd, stop, size)
+        if found is not None:
+            corrupt(path, batch_start if in_batch else stop, "journal batch",
+                    f"decoding stops at offset {stop}, but an End marker follows at {found}: "
+                    "a damaged batch, not a torn tail")  # fmt: skip
     if in_batch:
         where = "before-end" if len(items) == count else "inside-batch"
         info.torn = Torn(batch_start, seqno, count, len(items), stop, where)
+    elif code == NEED and stop < size:  # the file ends inside a batch's Start marker
+        info.torn = Torn(stop, None, None, 0, stop, "inside-start")
     info.after_data_bytes = size - valid
     zeros = later is None if code != NEED else _zeros_from(fd, stop, size) is None
     if valid < stop:

@@ -323,6 +323,10 @@ class Keyspace(Closing):
         """The partitions' names, sorted (bytewise)."""
         return sorted(self._parts, key=lambda n: n.encode("utf-8"))
 
+    def active_journal_fd(self) -> int | None:
+        """The descriptor of the active journal (None when there is no journal)."""
+        return self._journal_fds[-1] if self._journal_fds else None
+
     def view(self, partition: str) -> PartitionView:
         try:
             return self._parts[partition]

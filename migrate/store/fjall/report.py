@@ -140,6 +140,7 @@ def check(ks: Keyspace, progress: Progress | None = None) -> dict[str, Any]:
                 pass
         except FjallCorrupt as exc:
             problems.append(problem_of(exc))
+    problems += _seqno_problems(ks)
     batches = sum(j.batches for j in ks.journals)
     return {
         "kind": "fjall-check", "path": ks.path, "reader": ks.twin.NAME, "ok": not problems,
@@ -150,6 +151,44 @@ def check(ks: Keyspace, progress: Progress | None = None) -> dict[str, Any]:
                     "partitions": len(ks.partitions()), "segments": segments,
                     "blocks": blocks, "items": items},
     }  # fmt: skip
+
+
+def _seqno_problems(ks: Keyspace) -> list[dict[str, Any]]:
+    """What fjall's seqno counter guarantees and no checksum covers (a batch's seqno sits in
+    its Start marker, outside the checksum): batches take ever higher seqnos, journal after
+    journal; and an item in the active journal is newer than every segment of its
+    partition (a flush seals the journal first).  fjall reads a keyspace that breaks these
+    without complaint, so they are problems of ``check`` only."""
+    out: list[dict[str, Any]] = []
+    folder = os.path.join(ks.path, layout.JOURNALS)
+    before: int | None = None
+    for j in ks.journals:
+        path = os.path.join(folder, j.name)
+        if j.disorder is not None:
+            at, seqno, prev = j.disorder
+            out.append({"path": path, "offset": at, "what": "journal batch",
+                        "message": f"{path}: batch seqno {seqno} at offset {at} is not above "
+                        f"the one before it ({prev})"})  # fmt: skip
+        elif before is not None and j.seqno_min is not None and j.seqno_min <= before:
+            out.append({"path": path, "offset": 0, "what": "journal batch",
+                        "message": f"{path}: its first batch seqno {j.seqno_min} is not above "
+                        f"the previous journal's last ({before})"})  # fmt: skip
+        if j.seqno_max is not None:
+            before = j.seqno_max
+    active = ks.active_journal_fd()
+    for name in ks.partitions():
+        view = ks.view(name)
+        persisted = view.persisted_seqno
+        if persisted is None or active is None:
+            continue
+        stale = [e for e in view.journal if e[7] == active and e[2] <= persisted]
+        if stale:
+            path = os.path.join(folder, ks.journals[-1].name)
+            out.append({"path": path, "offset": stale[0][5], "what": "journal batch",
+                        "message": f"{path}: partition {name!r} has an item with seqno "
+                        f"{stale[0][2]} in the active journal, not above its segments' "
+                        f"{persisted}"})  # fmt: skip
+    return out
 
 
 def check_path(path: str | os.PathLike[str], progress: Progress | None = None,
