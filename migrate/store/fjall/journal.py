@@ -374,10 +374,10 @@ def scan(
         # What follows the stop is a torn tail only if it is part of one cut batch: an End
         # marker there means a batch that was complete and no longer decodes (fjall would
         # drop it, and everything after it, without a word).
-        found = _end_marker_after(fd, stop, size)
-        if found is not None:
+        end_at = _end_marker_after(fd, stop, size)
+        if end_at is not None:
             corrupt(path, batch_start if in_batch else stop, "journal batch",
-                    f"decoding stops at offset {stop}, but an End marker follows at {found}: "
+                    f"decoding stops at offset {stop}, but an End marker follows at {end_at}: "
                     "a damaged batch, not a torn tail")  # fmt: skip
     if in_batch:
         where = "before-end" if len(items) == count else "inside-batch"
