@@ -278,6 +278,30 @@ def _end_marker_after(fd: int, pos: int, size: int) -> int | None:
     return None
 
 
+def _appended_meanwhile(fd: int, start: int, twin: Twin) -> bool:
+    """Whether a complete, valid batch starts at ``start`` now: then what looked damaged
+    after it was a batch its owner was still writing, and the snapshot ends at ``start``."""
+    size = os.fstat(fd).st_size
+    buf = b""
+    want = WINDOW
+    while True:
+        buf = os.pread(fd, min(want, size - start), start)
+        found, _stop, code = twin.journal_markers(buf, 0)
+        if found or code != NEED or len(buf) >= size - start:
+            break
+        want *= 4
+    if len(found) < 2 or found[0][0] != START:
+        return False
+    count, hasher = found[0][3], xxhash.xxh3_64()
+    for n, m in enumerate(found[1:]):
+        if m[0] == END:
+            return bool(n == count and hasher.intdigest() == m[3])
+        if m[0] != ITEM:
+            return False
+        hasher.update(memoryview(buf)[m[1] : m[2]])
+    return False
+
+
 def scan(
     fd: int, info: JournalInfo, path: str, twin: Twin, sink: Sink | None = None,
     *, size: int | None = None,
@@ -363,19 +387,15 @@ def scan(
         # its 13 bytes) may be followed by zeros only.  Any other undecodable marker is where
         # the zeros start (writes are in order: a marker's first byte is written first).
         later = _zeros_from(fd, stop + 13 if code == BAD_TRAILER else stop, size)
-        if later is not None:
-            # A concurrent writer may have filled the zeros since they were read: then the
-            # byte at ``stop`` is no longer zero, and ``stop`` is where this snapshot ends.
-            now = os.pread(fd, 1, stop)
-            if now == b"\x00" or code != BAD_TAG:
-                corrupt(path, stop, "journal", f"{STOP_TEXT[code]}, and data follows at "
-                        f"offset {later}: not a torn tail")  # fmt: skip
+        if later is not None and not _appended_meanwhile(fd, valid, twin):
+            corrupt(path, stop, "journal", f"{STOP_TEXT[code]}, and data follows at "
+                    f"offset {later}: not a torn tail")  # fmt: skip
     if in_batch or stop < size:
         # What follows the stop is a torn tail only if it is part of one cut batch: an End
         # marker there means a batch that was complete and no longer decodes (fjall would
         # drop it, and everything after it, without a word).
         end_at = _end_marker_after(fd, stop, size)
-        if end_at is not None:
+        if end_at is not None and not _appended_meanwhile(fd, valid, twin):
             corrupt(path, batch_start if in_batch else stop, "journal batch",
                     f"decoding stops at offset {stop}, but an End marker follows at {end_at}: "
                     "a damaged batch, not a torn tail")  # fmt: skip
