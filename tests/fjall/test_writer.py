@@ -220,3 +220,22 @@ def test_writers_respect_bbg_lock(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     append_batch(ks_path, [("p", b"a", b"b")])
+
+
+def test_the_bulk_path_writes_the_bytes_of_the_item_by_item_writer(tmp_path: Path) -> None:
+    """build_keyspace's blocks (made in runs by the twin) equal lsm-tree's writer fed one
+    item at a time (the path the real segments were re-encoded with)."""
+    import io
+
+    from migrate.store.fjall import backend
+    from migrate.store.fjall.segment import SegmentWriter
+
+    rows = [(b"%07d" % i, os.urandom(i % 900)) for i in range(6000)]
+    build_keyspace(tmp_path / "ks", {"p": rows}, created_at=12345)
+    ours = (tmp_path / "ks" / "partitions" / "p" / "segments" / "0").read_bytes()
+    out = io.BytesIO()
+    writer = SegmentWriter(out, 0, backend.resolve("python"), created_at=12345)
+    for key, value in rows:
+        writer.write(key, value, 0)
+    writer.finish()
+    assert ours == out.getvalue()

@@ -45,6 +45,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+import lz4.block
+import xxhash
+
 from migrate.store.fjall import bloom
 from migrate.store.fjall.backend import Twin
 from migrate.store.fjall.block import (
@@ -64,6 +67,8 @@ from migrate.store.fjall.block import (
     unpack,
 )
 from migrate.store.fjall.layout import COMPRESSION_LZ4, LSM_MAGIC, corrupt
+
+_BLOCK = struct.Struct(">4sBBQQII")
 
 TRAILER_SIZE = 256
 _OFFSETS = struct.Struct(">7Q")
@@ -568,22 +573,51 @@ class SegmentWriter:
         if seqno > self.seqno_max:
             self.seqno_max = seqno
 
-    def add_block(self, block: tuple[Any, ...], seqno: int) -> None:
-        """Add a data block the twin's ``encode_rows`` made (values of new keys at one
-        seqno, cut where :meth:`write` would have cut them): the same bytes as writing its
-        rows one by one."""
-        payload, size, first, last, count, h1, h2 = block
-        assert not self.chunk, "add_block after write"
-        if self.first_key is None:
-            self.first_key = first
-        if h1 is not None and self.bloom_policy is not None:
-            self.h1.frombytes(h1)
-            self.h2.frombytes(h2)
-        self.keys += count
-        self.current_key = last
-        self.seqno_min = min(self.seqno_min, seqno)
-        self.seqno_max = max(self.seqno_max, seqno)
-        self._emit(payload, size, last, count)
+    def add_blocks(self, blocks: list[tuple[Any, ...]], start: int, seqno: int,
+                   target: int) -> int:
+        """Add data blocks the twin's ``encode_rows`` made (values of new keys at one seqno,
+        cut where :meth:`write` would have cut them: the same bytes as writing their rows one
+        by one), from ``blocks[start]`` on, until the data written reaches ``target`` (where
+        the multi-segment writer starts a new segment); returns the index of the first block
+        not added.  One loop for many blocks: this is the bulk path."""
+        assert not self.chunk, "add_blocks after write"
+        compress = self.compression == COMPRESSION_LZ4
+        lz4_compress, digest, header = lz4.block.compress, xxhash.xxh3_64_intdigest, _BLOCK.pack
+        write, handles = self.out.write, self.handles
+        pos, (prev0, prev1) = self.file_pos, self.prev
+        hsize, isize = self.handles_size, self.index_block_size
+        i, n = start, len(blocks)
+        if i < n and self.first_key is None:
+            self.first_key = blocks[i][2]
+        while i < n and pos < target:
+            payload, size, _first, last, count, h1, h2 = blocks[i]
+            stored = lz4_compress(payload, store_size=True) if compress else payload
+            write(header(LSM_MAGIC, self.compression, 0, digest(stored), prev0, len(stored),
+                         size))  # fmt: skip
+            write(stored)
+            handles.append((last, pos))
+            hsize += len(last) + HANDLE_OVERHEAD
+            if hsize >= isize:
+                self.handles_size = hsize
+                self._index_block()
+                handles, hsize = self.handles, 0
+            length = HEADER_SIZE + len(stored)
+            prev0, prev1 = prev1, prev1 + length
+            pos += length
+            self.uncompressed += size
+            self.items_written += count
+            self.keys += count
+            self.blocks += 1
+            self.last_key = self.current_key = last
+            if h1 is not None and self.bloom_policy is not None:
+                self.h1.frombytes(h1)
+                self.h2.frombytes(h2)
+            i += 1
+        if i > start:
+            self.seqno_min = min(self.seqno_min, seqno)
+            self.seqno_max = max(self.seqno_max, seqno)
+        self.file_pos, self.prev, self.handles_size = pos, (prev0, prev1), hsize
+        return i
 
     def _spill(self) -> None:
         if not self.chunk:

@@ -250,16 +250,19 @@ class _Segments:
             work = pending + batch if batch is not None else pending
             blocks, consumed, last, error = self.twin.encode_rows(
                 work, 0, seqno, block_size, last, batch is None, hash_fn)  # fmt: skip
-            for block in blocks:
+            done = 0
+            while done < len(blocks):
                 writer = self._writer
                 if writer is None:
                     writer = self._open()
                 elif writer.data_size >= self.target:
                     self._close()
                     writer = self._open()
-                writer.add_block(block, seqno)
-                self.rows += block[4]
-                self.bytes += block[1] - 9 * block[4]
+                upto = writer.add_blocks(blocks, done, seqno, self.target)
+                for block in blocks[done:upto]:
+                    self.rows += block[4]
+                    self.bytes += block[1] - 9 * block[4]
+                done = upto
             if progress is not None and blocks:
                 progress(self.rows, self.bytes)
             if error is not None:
