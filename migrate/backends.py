@@ -6,7 +6,7 @@ import importlib
 
 #: The interface version of the Fjall C twin this build speaks (``_fjall.c``'s ``FJ_ABI``,
 #: also ``migrate.store.fjall._c.ABI``; a test keeps the three equal).
-FJALL_ABI = 3
+FJALL_ABI = 4
 
 
 def fjall_backend() -> str:

@@ -152,6 +152,8 @@ def test_live_filter_and_item_encoding_agree() -> None:
         last = rng.choice([None, b"a", b"b"])
         assert C.live(items, last) == PY.live(items, last)
         assert C.encode_items(items) == PY.encode_items(items)
+        handles = [(k, rng.getrandbits(rng.choice([7, 14, 40, 64]))) for k in keys]
+        assert C.encode_handles(handles) == PY.encode_handles(handles)
 
 
 def test_bloom_filters_agree() -> None:

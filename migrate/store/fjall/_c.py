@@ -15,7 +15,7 @@ from migrate.store.fjall import bloom
 from migrate.store.fjall.block import ItemError
 
 _ext: Any = importlib.import_module("migrate.store.fjall._fjall_c")
-ABI = 3
+ABI = 4
 if getattr(_ext, "abi", lambda: 0)() != ABI:
     raise ImportError("migrate.store.fjall._fjall_c is stale; rebuild with `pip install -e .`")
 
@@ -24,6 +24,7 @@ _ext.setup(xxhash.xxh3_64_intdigest, lz4.block.decompress)
 NAME = "c"
 blocks_decode = _ext.blocks_decode
 take = _ext.take
+encode_handles = _ext.encode_handles
 _decode_items = _ext.decode_items
 live = _ext.live
 encode_items = _ext.encode_items
@@ -45,6 +46,7 @@ def build_bloom(policy: Any, h1: array[int], h2: array[int]) -> bytes:
     return bloom.encode(m, k, _ext.bloom_bits(m, k, h1, h2))
 
 
-__all__ = ["NAME", "take", "blocks_decode", "build_bloom", "decode_items", "encode_items",
-           "encode_rows",
-           "journal_markers", "live"]  # fmt: skip
+__all__ = [
+    "NAME", "blocks_decode", "build_bloom", "decode_items", "encode_handles", "encode_items",
+    "encode_rows", "journal_markers", "live", "take",
+]  # fmt: skip

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define FJ_ABI 3
+#define FJ_ABI 4
 
 enum { E_OK = 0, E_TRUNCATED = 1, E_BAD_VARINT = 2, E_BAD_TYPE = 3, E_TRAILING = 4 };
 
@@ -635,6 +635,51 @@ fail:
     return NULL;
 }
 
+/* encode_handles(handles) -> (payload, size) for index handles (end_key, offset). */
+static PyObject *encode_handles(PyObject *self, PyObject *arg) {
+    Py_ssize_t n, i;
+    size_t total = 4;
+    uint64_t size = 0;
+    PyObject *payload;
+    uint8_t *o;
+    (void)self;
+    if (!PyList_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "handles must be a list");
+        return NULL;
+    }
+    n = PyList_Size(arg);
+    for (i = 0; i < n; i++) {
+        PyObject *h = PyList_GetItem(arg, i);
+        char *kb;
+        Py_ssize_t kl;
+        unsigned long long off;
+        if (!PyTuple_Check(h) || PyTuple_Size(h) != 2) {
+            PyErr_SetString(PyExc_TypeError, "handles are (end_key, offset) tuples");
+            return NULL;
+        }
+        if (bytes_of(PyTuple_GetItem(h, 0), &kb, &kl) < 0) return NULL;
+        off = PyLong_AsUnsignedLongLong(PyTuple_GetItem(h, 1));
+        if (PyErr_Occurred()) return NULL;
+        total += varint_len(off) + varint_len((uint64_t)kl) + (size_t)kl;
+        size += 8 + (uint64_t)kl;
+    }
+    payload = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (payload == NULL) return NULL;
+    o = (uint8_t *)PyBytes_AsString(payload);
+    *o++ = (uint8_t)(n >> 24), *o++ = (uint8_t)(n >> 16), *o++ = (uint8_t)(n >> 8);
+    *o++ = (uint8_t)n;
+    for (i = 0; i < n; i++) {
+        PyObject *h = PyList_GetItem(arg, i);
+        char *kb;
+        Py_ssize_t kl;
+        PyBytes_AsStringAndSize(PyTuple_GetItem(h, 0), &kb, &kl);
+        o = put_varint(o, PyLong_AsUnsignedLongLong(PyTuple_GetItem(h, 1)));
+        o = put_varint(o, (uint64_t)kl);
+        memcpy(o, kb, (size_t)kl), o += kl;
+    }
+    return Py_BuildValue("(NK)", payload, (unsigned long long)size);
+}
+
 /* take(iterator, max_rows, max_bytes) -> list: the next rows of an iterator, at most
  * max_rows of them, ending early once their values (the second item of a (bytes, bytes)
  * tuple; anything else counts 0 and is left for encode_rows to refuse) reach max_bytes. */
@@ -822,6 +867,7 @@ static PyMethodDef methods[] = {
      "error)"},
     {"bloom_bits", bloom_bits, METH_VARARGS, "bloom_bits(m, k, h1, h2) -> bytes"},
     {"take", take, METH_VARARGS, "take(iterator, max_rows, max_bytes) -> list"},
+    {"encode_handles", encode_handles, METH_O, "encode_handles(handles) -> (payload, size)"},
     {"journal_markers", journal_markers, METH_VARARGS,
      "journal_markers(buf, pos) -> (markers, stop, code)"},
     {NULL, NULL, 0, NULL},

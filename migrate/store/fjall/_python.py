@@ -12,6 +12,7 @@ from migrate.store.fjall.block import (
     TOMBSTONE,
     ItemError,
     decode_items,
+    encode_handles,
     encode_items,
     parse_header,
     unpack,
@@ -141,5 +142,7 @@ def blocks_decode(
     return out, pos, last, False
 
 
-__all__ = ["NAME", "take", "blocks_decode", "build_bloom", "decode_items", "encode_items",
-           "encode_rows", "journal_markers", "live"]  # fmt: skip
+__all__ = [
+    "NAME", "blocks_decode", "build_bloom", "decode_items", "encode_handles", "encode_items",
+    "encode_rows", "journal_markers", "live", "take",
+]  # fmt: skip

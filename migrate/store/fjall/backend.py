@@ -45,6 +45,10 @@ class Twin(Protocol):
         ``buf``, or (``bad``) at one with any problem, of which nothing is in ``out``."""
         ...
 
+    def encode_handles(self, handles: list[tuple[bytes, int]]) -> tuple[bytes, int]:
+        """The payload of index handles ``(end key, offset)`` and their item sizes."""
+        ...
+
     def take(self, iterator: Any, max_rows: int, max_bytes: int) -> list[Any]:
         """The next rows of ``iterator``: at most ``max_rows``, ending early once the
         values of the (bytes, bytes) rows among them reach ``max_bytes``."""

@@ -140,6 +140,7 @@ class Keyspace(Closing):
         self.twin = twin
         self.journals: list[journal.JournalInfo] = []
         self._journal_fds: list[int] = []
+        self._journal_paths: dict[int, str] = {}
         self._parts: dict[str, PartitionView] = {}
         self.ignored: list[dict[str, str]] = []
         self.attempts = 0
@@ -181,21 +182,26 @@ class Keyspace(Closing):
         return sorted(found)
 
     def _partition_listing(self) -> dict[str, bytes | None]:
-        """Partition name -> its levels bytes, for every live partition."""
+        """Partition name -> its levels bytes, for every live partition (what is in the
+        partitions folder and is no partition is noted in ``ignored``)."""
         folder = os.path.join(self.path, layout.PARTITIONS)
         names = _listdir(folder)
         if names is None:
             corrupt(folder, 0, "partitions folder", "missing")
         out: dict[str, bytes | None] = {}
+        ignored = []
         for name in names:
             ppath = os.path.join(folder, name)
             if not os.path.isdir(ppath) or os.path.islink(ppath):
-                continue
-            if os.path.lexists(os.path.join(ppath, layout.DELETED)):
-                continue
-            if not os.path.lexists(os.path.join(ppath, layout.MANIFEST)):
-                continue
-            out[name] = _read_small(os.path.join(ppath, layout.LEVELS))
+                ignored.append({"name": name, "reason": "not a directory (fjall skips it)"})
+            elif os.path.lexists(os.path.join(ppath, layout.DELETED)):
+                ignored.append({"name": name, "reason": "dropped (.deleted): fjall removes it"})
+            elif not os.path.lexists(os.path.join(ppath, layout.MANIFEST)):
+                ignored.append({"name": name, "reason": "unfinished (no manifest): fjall "
+                                "removes it"})  # fmt: skip
+            else:
+                out[name] = _read_small(os.path.join(ppath, layout.LEVELS))
+        self.ignored = ignored
         return out
 
     def _snapshot(self) -> None:
@@ -208,6 +214,7 @@ class Keyspace(Closing):
             if fd is None:
                 raise _Changed
             self._journal_fds.append(fd)
+            self._journal_paths[fd] = os.path.join(folder, name)
             opened.append((jid, name, fd))
         # 2. partitions, their levels and segment descriptors
         pfolder = os.path.join(self.path, layout.PARTITIONS)
@@ -309,6 +316,7 @@ class Keyspace(Closing):
         for fd in self._journal_fds:
             os.close(fd)
         self._journal_fds = []
+        self._journal_paths = {}
         self._parts = {}
         self.journals = []
 
@@ -342,14 +350,19 @@ class Keyspace(Closing):
         while pos < len(entries):
             chunk = entries[pos : pos + JOURNAL_RUN]
             pos += len(chunk)
-            run = []
-            for key, value, seqno, vtype, _order, voff, vlen, fd in chunk:
-                if value is None and vtype == VALUE:
-                    value = os.pread(fd, vlen, voff)
-                    if len(value) != vlen:
-                        corrupt(self.path, voff, "journal", "a value is no longer there")
-                run.append((key, value, seqno, vtype))
-            yield run
+            yield [self._journal_entry(e) for e in chunk]
+
+    def _journal_entry(self, entry: tuple[Any, ...]) -> tuple[bytes, bytes, int, int]:
+        """A journal entry as a merge entry, its long value read again by offset."""
+        key, value, seqno, vtype, _order, voff, vlen, fd = entry
+        if value is None:
+            value = b""
+            if vtype == VALUE:
+                value = os.pread(fd, vlen, voff)
+                if len(value) != vlen:
+                    path = self._journal_paths.get(fd, self.path)
+                    corrupt(path, voff, "journal", "a value is no longer where it was read")
+        return key, value, seqno, vtype
 
     def _sources(self, view: PartitionView, start: bytes | None) -> list[merge.Source]:
         """Journal first, then each level: a disjoint level as one chain in key order,
@@ -460,8 +473,7 @@ class Keyspace(Closing):
         entries = view.journal
         pos = bisect_left(entries, key, key=lambda e: e[0])
         if pos < len(entries) and entries[pos][0] == key:
-            run = next(self._journal_source(view, key))
-            k, value, seqno, vtype = run[0]
+            _k, value, seqno, vtype = self._journal_entry(entries[pos])
             best = (seqno, value, vtype)
         for _, seg in view.segments():
             if not seg.meta.key_min <= key <= seg.meta.key_max:

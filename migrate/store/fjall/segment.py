@@ -61,7 +61,6 @@ from migrate.store.fjall.block import (
     Item,
     ItemError,
     decode_handles,
-    encode_handles,
     pack,
     parse_header,
     unpack,
@@ -528,6 +527,7 @@ class SegmentWriter:
         created_at: int | None = None,
     ) -> None:
         self.out, self.id, self.twin = out, segment_id, twin
+        self.run_bytes = 0  # key+value bytes of the last add_blocks call
         self.data_block_size, self.index_block_size = data_block_size, index_block_size
         self.compression, self.bloom_policy = compression, bloom_policy
         self.created_at = created_at
@@ -587,6 +587,7 @@ class SegmentWriter:
         pos, (prev0, prev1) = self.file_pos, self.prev
         hsize, isize = self.handles_size, self.index_block_size
         i, n = start, len(blocks)
+        kv_bytes = 0
         if i < n and self.first_key is None:
             self.first_key = blocks[i][2]
         while i < n and pos < target:
@@ -605,6 +606,7 @@ class SegmentWriter:
             prev0, prev1 = prev1, prev1 + length
             pos += length
             self.uncompressed += size
+            kv_bytes += size - 9 * count
             self.items_written += count
             self.keys += count
             self.blocks += 1
@@ -617,6 +619,7 @@ class SegmentWriter:
             self.seqno_min = min(self.seqno_min, seqno)
             self.seqno_max = max(self.seqno_max, seqno)
         self.file_pos, self.prev, self.handles_size = pos, (prev0, prev1), hsize
+        self.run_bytes = kv_bytes
         return i
 
     def _spill(self) -> None:
@@ -645,7 +648,7 @@ class SegmentWriter:
             self._index_block()
 
     def _index_block(self) -> None:
-        payload, size = encode_handles(self.handles)
+        payload, size = self.twin.encode_handles(self.handles)
         block = pack(payload, self.compression, self.index_prev[0], size)
         self.index_buf.append(block)
         self.tli.append((self.handles[-1][0], self.index_pos))
@@ -672,7 +675,7 @@ class SegmentWriter:
         self.out.write(index_bytes)
         tli_ptr = index_ptr + len(index_bytes)
         tli = [(key, offset + index_ptr) for key, offset in self.tli]
-        payload, size = encode_handles(tli)
+        payload, size = self.twin.encode_handles(tli)
         tli_block = pack(payload, self.compression, 0, size)
         self.out.write(tli_block)
         pos = tli_ptr + len(tli_block)

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -158,7 +159,11 @@ def _locked(path: Path) -> Iterator[None]:
                          path=str(path)) from None  # fmt: skip
         lock = path / LOCK_FILE
         if lock.exists():
-            lfd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                lfd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+            except OSError as exc:
+                raise FjallError(f"{lock}: cannot open: {exc.strerror}",
+                                 path=str(lock)) from exc  # fmt: skip
             fds.append(lfd)
             try:
                 fcntl.flock(lfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -172,7 +177,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _batches(rows: Iterable[Any], take: Any) -> Iterator[list[Any]]:
-    """The rows in lists of at most 4096 rows or about 4 MiB of values, then one None."""
+    """The rows in lists of at most 4096 rows or about 4 MiB of values."""
     it = iter(rows)
     while batch := take(it, 4096, 4 << 20):
         yield batch
@@ -258,11 +263,10 @@ class _Segments:
                 elif writer.data_size >= self.target:
                     self._close()
                     writer = self._open()
-                upto = writer.add_blocks(blocks, done, seqno, self.target)
-                for block in blocks[done:upto]:
-                    self.rows += block[4]
-                    self.bytes += block[1] - 9 * block[4]
-                done = upto
+                items = writer.items_written
+                done = writer.add_blocks(blocks, done, seqno, self.target)
+                self.rows += writer.items_written - items
+                self.bytes += writer.run_bytes
             if progress is not None and blocks:
                 progress(self.rows, self.bytes)
             if error is not None:
@@ -373,8 +377,6 @@ def build_keyspace(
             _fsync_dir(tmp)
             os.rename(tmp, target)
         except BaseException:
-            import shutil
-
             if os.path.lexists(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
             raise
