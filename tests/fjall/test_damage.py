@@ -304,3 +304,32 @@ def test_unsupported_and_missing_things_are_named(tmp_path: Path) -> None:
     with pytest.raises(FjallError, match="not a Fjall keyspace"):
         open_keyspace(root)
     assert not os.path.exists(root / "version")
+
+
+@pytest.mark.parametrize(("target", "edit", "code"), [
+    ("journals/2", lambda d: d[:100] + bytes([d[100] ^ 1]) + d[101:], 3),  # batch checksum
+    ("partitions/tomb/levels", lambda d: d[:-3], 3),
+    ("partitions/tomb/config", lambda d: d[:-1], 3),
+    ("partitions/tomb/manifest", lambda d: d[:4] + b"\x07" + d[5:], 3),
+    ("partitions/tomb/segments/1", lambda d: d[:-1], 3),
+    ("version", lambda d: b"FJL\x01", 1),
+])  # fmt: skip
+def test_the_cli_names_damage_without_a_traceback(
+    target: str, edit: Any, code: int, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    root = extract("tombstones", tmp_path)
+    path = root / target
+    path.write_bytes(edit(path.read_bytes()))
+    for command in ("dump", "info", "check"):
+        res = subprocess.run([sys.executable, "-m", "migrate", "fjall", command, str(root)],
+                             capture_output=True, text=True, cwd=ROOT, timeout=120,
+                             check=False)  # fmt: skip
+        assert res.returncode == code, (command, res.stderr)
+        assert "Traceback" not in res.stderr, res.stderr
+        (line,) = [x for x in res.stderr.splitlines() if x.startswith("error: ")]
+        assert str(path) in line, res.stderr
