@@ -146,6 +146,9 @@ def _check_outcome(root: Path, what: str, got: tuple[Any, ...], clean: tuple[Any
 
 def _run(case: str, tmp_path: Path, seed: int, count: int) -> None:
     root = extract(case, tmp_path)
+    for jpath in (root / "journals").iterdir():  # pre-allocation: keep 4 KiB of its zeros
+        data = jpath.read_bytes()
+        jpath.write_bytes(data[: _data_end(data) + 4096])
     clean = outcome(root, TWINS[-1])
     assert clean[0] == "rows" and clean[2], clean
     files = _targets(root)
@@ -257,7 +260,7 @@ def test_a_torn_tail_reads_as_fjall_reads_it(case: str, tmp_path: Path) -> None:
     rng = random.Random(case)
     inner = range(last_start + 1, data_end)
     cuts = sorted({last_start + 1, last_start + 15, data_end - 13, data_end - 1,
-                   *rng.sample(inner, min(12, len(inner)))})  # fmt: skip
+                   *rng.sample(inner, min(8, len(inner)))})  # fmt: skip
     for cut in cuts:
         for padded in (False, True):
             content = data[:cut] + (bytes(64 << 10) if padded else b"")
