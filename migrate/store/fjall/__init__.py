@@ -38,5 +38,7 @@ from __future__ import annotations
 
 from migrate.store.fjall.backend import BACKEND
 from migrate.store.fjall.reader import Entry, Keyspace, open_keyspace
+from migrate.store.fjall.writer import append_batch, build_keyspace, publish_segments
 
-__all__ = ["BACKEND", "Entry", "Keyspace", "open_keyspace"]
+__all__ = ["BACKEND", "Entry", "Keyspace", "append_batch", "build_keyspace", "open_keyspace",
+           "publish_segments"]  # fmt: skip

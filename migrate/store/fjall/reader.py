@@ -25,7 +25,19 @@ through its open descriptor, and the journals were read no further than their da
 reached.  The seqnos visible are thus bounded by what the snapshot's journals and segments
 hold; a write that lands after it is not seen.
 
-Every block checksum and every journal batch checksum is verified whenever it is read.
+Reads: a key's version with the highest seqno wins, wherever it sits (journal or segment),
+as in lsm-tree's merged iteration; its point read looks in memtables first and returns the
+first hit, which is the same version in every keyspace fjall writes (a journal entry is
+always newer than the segments of its partition -- ``check`` verifies that -- and this
+package's writer keeps it so).  Every block checksum and every journal batch checksum is
+verified whenever it is read.
+
+Memory: a scan holds one read-ahead chunk of each source (256 KiB of blocks, or the one
+block that is larger) and what decoding it made, per source of the merge (the journals'
+entries, one chain per disjoint level, one per segment of an overlapping L0); a
+single-chain partition is filtered to live rows as it is decoded.  The journals' entries are
+kept for the snapshot's life (keys and short values; see :mod:`.journal`); segments keep
+only their trailer, metadata and top-level index.
 """
 
 from __future__ import annotations

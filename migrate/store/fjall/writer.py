@@ -34,11 +34,16 @@ segments inserted into L0 as lsm-tree inserts them (:mod:`.levels`).  All new ro
 one seqno above every seqno in the keyspace's journals and segments, so they win over
 every older version, in fjall's merge and in its point reads (L0 is searched first, newest
 segment first).  Segments are cut at the partition's compaction target size (64 MiB), the
-size fjall's own compactions write.  Two states are refused (:class:`FjallRefused`): the
-partition still has rows that live only in a journal -- fjall would read those first in a
-point read (memtables come before segments) and would drop a sealed journal's rows for the
-partition once its segments reach a higher seqno (``recover_sealed_memtables``) -- and a
-``levels`` file that changed while the segments were written.
+size fjall's own compactions write (a flush writes one segment, whatever its size; readers
+do not care either way).  Bloom filters use the partition's bits per key, as the bulk build
+does (lsm-tree's flush would size them for a 1e-5 false-positive rate; fjall reads both and
+rewrites the filter when it compacts the segment).
+
+Two states are refused (:class:`FjallRefused`): the partition still has rows that live
+only in a journal -- fjall would read those first in a point read (memtables come before
+segments) and would drop a sealed journal's rows for the partition once its segments reach
+a higher seqno (``recover_sealed_memtables``) -- and a ``levels`` file that changed while
+the segments were written.
 
 **A batch** (:func:`append_batch`) is fjall's ``Batch::commit`` with ``PersistMode::SyncAll``
 (``src/batch/mod.rs``, ``src/journal/writer.rs``): Start, Items, End with the XXH3-64 of the
