@@ -12,6 +12,8 @@
 | :func:`list_imports`, :func:`imports_summary` | every import of a store: state, stage, rows |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
+| :func:`fjall_dump`, :func:`fjall_info`, :func:`fjall_check` | a Fjall keyspace: dump/info/check |
+| :func:`fjall_open`, :func:`fjall_build`, :func:`fjall_publish`, :func:`fjall_append` | r/w |
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
 | :func:`write_receipt` | a receipt to a file: atomic, never over a different receipt |
 | :func:`progress_phase` | the ``(rows, bytes)`` callback of one stage, for an observer |
@@ -98,6 +100,11 @@ if TYPE_CHECKING:
     from migrate.share.follow import follow_into
     from migrate.share.mcp_server import serve as mcp_serve
     from migrate.share.retention import excise, nohistory
+    from migrate.store.fjall.reader import open_keyspace as fjall_open
+    from migrate.store.fjall.report import dump_path as fjall_dump
+    from migrate.store.fjall.writer import append_batch as fjall_append
+    from migrate.store.fjall.writer import build_keyspace as fjall_build
+    from migrate.store.fjall.writer import publish_segments as fjall_publish
     from migrate.store.layout import resolve_store_dir
     from migrate.store.store import upgrade_store as upgrade
     from migrate.transfer import TransferJob, TransferOutcome
@@ -139,6 +146,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "doctor": ("migrate.share", "doctor"),
     "event_line": ("migrate.share.common", "canonical"),
     "fixtures_check": ("migrate.fixtures_check", "check"),
+    "fjall_append": ("migrate.store.fjall.writer", "append_batch"),
+    "fjall_build": ("migrate.store.fjall.writer", "build_keyspace"),
+    "fjall_dump": ("migrate.store.fjall.report", "dump_path"),
+    "fjall_open": ("migrate.store.fjall.reader", "open_keyspace"),
+    "fjall_publish": ("migrate.store.fjall.writer", "publish_segments"),
     "fleet_default_workers": ("migrate.fleet", "default_workers"),
     "fleet_html": ("migrate.fleet", "write_html"),
     "fleet_load": ("migrate.fleet", "load_manifest"),
@@ -213,6 +225,30 @@ def redb_scan(
 
     total = source_rows(path) if progress is not None else None
     return scan(path, progress=phase(progress, "redb scan", total, unit="entries"))
+
+
+def fjall_info(
+    path: str | os.PathLike[str], *, progress: Observer | None = None
+) -> dict[str, Any]:
+    """The ``info`` document of a Fjall keyspace (:func:`migrate.store.fjall.report.info`):
+    journals, segments per level, live rows, bytes, seqnos; ``progress`` an observer (stage
+    ``fjall info``, rows read)."""
+    from migrate.progress import phase
+    from migrate.store.fjall.report import info_path
+
+    return info_path(path, phase(progress, "fjall info", None))
+
+
+def fjall_check(
+    path: str | os.PathLike[str], *, progress: Observer | None = None
+) -> dict[str, Any]:
+    """The ``check`` document of a Fjall keyspace (:func:`migrate.store.fjall.report.check`):
+    every checksum and rule, the problems found (``ok`` false when there is one);
+    ``progress`` an observer (stage ``fjall check``, items read)."""
+    from migrate.progress import phase
+    from migrate.store.fjall.report import check_path
+
+    return check_path(path, phase(progress, "fjall check", None))
 
 
 def schema_titles() -> dict[str, str]:
@@ -320,6 +356,13 @@ __all__ = [
     "detect",
     "doctor",
     "fixtures_check",
+    "fjall_append",
+    "fjall_build",
+    "fjall_check",
+    "fjall_dump",
+    "fjall_info",
+    "fjall_open",
+    "fjall_publish",
     "fleet_default_workers",
     "fleet_html",
     "fleet_load",
