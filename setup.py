@@ -46,7 +46,15 @@ if os.environ.get("BBG_MIGRATE_NO_EXT") != "1":
             ["importers/redb/_pairs.c"],
             py_limited_api=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        # The Fjall reader/writer hot paths (migrate/store/fjall/_fjall.c; optional too):
+        # they return Python objects, which cffi cannot make.
+        Extension(
+            "migrate.store.fjall._fjall_c",
+            ["migrate/store/fjall/_fjall.c"],
+            py_limited_api=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
     # The extensions use only the stable ABI (cffi builds them with Py_LIMITED_API, _pairs.c
     # defines it), so one wheel serves CPython 3.11 and every later 3.x: tag it cp311-abi3.

@@ -13,6 +13,11 @@ The tree (exit code in brackets)::
     │   └── TextArchiveError [1]          old TextArchive (code=, line=)
     ├── StoreError [1]                    the BBG store
     │   ├── StoreRefused [1]              wrong/unknown store, generation or default-store guard
+    │   ├── FjallError [1]                a Fjall keyspace directory (the real BBG engine's files)
+    │   │   ├── FjallCorrupt [3]          damaged: checksum, structure or length (path=, offset=,
+    │   │   │                             what=)
+    │   │   ├── FjallUnsupported [1]      valid, but not what this reader handles (blob partition)
+    │   │   └── FjallRefused [1]          a write that would not be safe in the keyspace's state
     │   ├── StoreCorrupt [1]              the store's own records contradict each other
     │   ├── CommitUnknown [1]             outcome of a commit unknown; reopen and resolve
     │   ├── Fenced [4]                    write to a fenced (retired) namespace
@@ -90,6 +95,26 @@ class StoreRefused(StoreError):
     code = "store-refused"
 
 
+class FjallError(StoreError):
+    code = "fjall"
+
+
+class FjallCorrupt(FjallError):
+    """A Fjall file contradicts its format: ``path`` (the file), ``offset`` (where in it),
+    ``what`` (the structure: block header, data block, journal batch, levels, ...)."""
+
+    exit_code = 3
+    code = "fjall-corrupt"
+
+
+class FjallUnsupported(FjallError):
+    code = "fjall-unsupported"
+
+
+class FjallRefused(FjallError):
+    code = "fjall-refused"
+
+
 class StoreCorrupt(StoreError):
     code = "store-corrupt"
 
@@ -136,7 +161,8 @@ EXIT_CODES: dict[int, str] = {
     0: "ok",
     1: "failed (corrupt or unreadable input, store error)",
     2: "usage error",
-    3: "validation failed (the input breaks a rule; nothing was written)",
+    3: "validation failed (the input breaks a rule, or a Fjall keyspace is damaged; nothing "
+    "was written)",
     4: "conflict (head mismatch, fenced namespace or sealed store, same nonce with other inputs)",
     11: "locked or sealed (another process holds the source or store)",
     130: "interrupted",
@@ -192,6 +218,10 @@ __all__ = [
     "TextArchiveError",
     "StoreError",
     "StoreRefused",
+    "FjallError",
+    "FjallCorrupt",
+    "FjallUnsupported",
+    "FjallRefused",
     "StoreCorrupt",
     "CommitUnknown",
     "Fenced",

@@ -12,6 +12,8 @@
 | :func:`list_imports`, :func:`imports_summary` | every import of a store: state, stage, rows |
 | :func:`fixtures_check` | replay legacy fixtures against golden results |
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
+| :func:`fjall_dump`, :func:`fjall_info`, :func:`fjall_check` | a Fjall keyspace: dump/info/check |
+| :func:`fjall_open`, :func:`fjall_build`, :func:`fjall_publish`, :func:`fjall_append` | r/w |
 | :func:`make_job` | the job of the inputs as an operator types them (see below) |
 | :func:`transfer_job` | the :class:`TransferJob` of a BBG store (UsageError otherwise) |
 | :func:`write_receipt` | a receipt to a file: atomic, never over a different receipt |
@@ -77,6 +79,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "nox_data_id": ("migrate.probe.hashes", "data_id"),
     "redb_dump": ("importers.redb.report", "dump"),
     "redb_tables": ("importers.redb.report", "tables_doc"),
+    "fjall_append": ("migrate.store.fjall.writer", "append_batch"),
+    "fjall_build": ("migrate.store.fjall.writer", "build_keyspace"),
+    "fjall_dump": ("migrate.store.fjall.report", "dump_path"),
+    "fjall_open": ("migrate.store.fjall.reader", "open_keyspace"),
+    "fjall_publish": ("migrate.store.fjall.writer", "publish_segments"),
     # the migration, its stores and imports
     "discard": ("migrate.pipeline", "discard"),
     "list_imports": ("migrate.pipeline.listing", "list_imports"),
@@ -141,6 +148,9 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     import migrate.share.follow as _migrate_share_follow
     import migrate.share.mcp_server as _migrate_share_mcp_server
     import migrate.share.retention as _migrate_share_retention
+    import migrate.store.fjall.reader as _migrate_store_fjall_reader
+    import migrate.store.fjall.report as _migrate_store_fjall_report
+    import migrate.store.fjall.writer as _migrate_store_fjall_writer
     import migrate.store.layout as _migrate_store_layout
     import migrate.store.store as _migrate_store_store
     import migrate.transfer as _migrate_transfer
@@ -161,6 +171,11 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     nox_data_id = _migrate_probe_hashes.data_id
     redb_dump = _importers_redb_report.dump
     redb_tables = _importers_redb_report.tables_doc
+    fjall_append = _migrate_store_fjall_writer.append_batch
+    fjall_build = _migrate_store_fjall_writer.build_keyspace
+    fjall_dump = _migrate_store_fjall_report.dump_path
+    fjall_open = _migrate_store_fjall_reader.open_keyspace
+    fjall_publish = _migrate_store_fjall_writer.publish_segments
     discard = _migrate_pipeline.discard
     list_imports = _migrate_pipeline_listing.list_imports
     imports_summary = _migrate_pipeline_listing.summary
@@ -228,6 +243,30 @@ def redb_scan(
 
     total = source_rows(path) if progress is not None else None
     return scan(path, progress=phase(progress, "redb scan", total, unit="entries"))
+
+
+def fjall_info(
+    path: str | os.PathLike[str], *, progress: Observer | None = None
+) -> dict[str, Any]:
+    """The ``info`` document of a Fjall keyspace (:func:`migrate.store.fjall.report.info`):
+    journals, segments per level, live rows, bytes, seqnos; ``progress`` an observer (stage
+    ``fjall info``, rows read)."""
+    from migrate.progress import phase
+    from migrate.store.fjall.report import info_path
+
+    return info_path(path, phase(progress, "fjall info", None))
+
+
+def fjall_check(
+    path: str | os.PathLike[str], *, progress: Observer | None = None
+) -> dict[str, Any]:
+    """The ``check`` document of a Fjall keyspace (:func:`migrate.store.fjall.report.check`):
+    every checksum and rule, the problems found (``ok`` false when there is one);
+    ``progress`` an observer (stage ``fjall check``, items read)."""
+    from migrate.progress import phase
+    from migrate.store.fjall.report import check_path
+
+    return check_path(path, phase(progress, "fjall check", None))
 
 
 def schema_titles() -> dict[str, str]:

@@ -86,7 +86,7 @@ COMMAND_MODULES = {
     "apply": "cmd_share", "snapshot": "cmd_share", "restore": "cmd_share",
     "backup": "cmd_share", "doctor": "cmd_share", "transfer": "cmd_transfer",
     "upgrade": "cmd_share", "nohistory": "cmd_share", "excise": "cmd_share", "mcp": "cmd_mcp",
-    "imports": "cmd_pipeline",
+    "imports": "cmd_pipeline", "fjall": "cmd_fjall",
 }  # fmt: skip
 _ROOT_VALUES = frozenset({"--store", "--config"})  # root options that take a value
 

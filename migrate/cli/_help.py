@@ -73,6 +73,9 @@ EXAMPLES = {
     "redb tables": "bbg-migrate redb tables ./cell.redb",
     "redb dump": "bbg-migrate redb dump ./cell.redb --table application_heads",
     "redb scan": "bbg-migrate redb scan ./cell.redb --json",
+    "fjall dump": "bbg-migrate fjall dump ./bbg > rows.jsonl",
+    "fjall info": "bbg-migrate fjall info ./bbg --json",
+    "fjall check": "bbg-migrate fjall check ./bbg",
 }
 
 # Every environment variable the tool reads (tests/test_cli_help.py greps the sources).

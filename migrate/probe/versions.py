@@ -4,9 +4,45 @@ from __future__ import annotations
 
 import importlib
 
+#: The interface version of the Fjall C twin this build speaks (``_fjall.c``'s ``FJ_ABI``,
+#: also ``migrate.store.fjall._c.ABI``; a test keeps the three equal).
+FJALL_ABI = 4
+
+
+def fjall_backend() -> str:
+    """``c`` or ``python``: the Fjall twin this process uses, found without importing
+    ``migrate.store`` (``--version`` loads no store code): the extension beside the package
+    is loaded on its own and asked its interface version."""
+    import os
+    import sys
+    from importlib import machinery, util
+    from pathlib import Path
+
+    loaded = sys.modules.get("migrate.store.fjall.backend")
+    if loaded is not None:
+        return str(loaded.BACKEND)
+    if os.environ.get("BBG_MIGRATE_PURE") == "1":
+        return "python"
+    folder = Path(__file__).resolve().parent.parent / "store" / "fjall"
+    for suffix in machinery.EXTENSION_SUFFIXES:
+        path = folder / f"_fjall_c{suffix}"
+        if not path.exists():
+            continue
+        try:
+            spec = util.spec_from_file_location("migrate.store.fjall._fjall_c", path)
+            if spec is None or spec.loader is None:
+                continue
+            module = util.module_from_spec(spec)
+            if module.abi() == FJALL_ABI:
+                return "c"
+        except (ImportError, AttributeError, OSError):
+            continue
+    return "python"
+
 
 def active() -> dict[str, str]:
-    """``{"redb reader": "c"|"python", "hemera": "c"|"python"}`` for this process, and
+    """``{"redb reader": "c"|"python", "hemera": "c"|"python", "fjall reader": ...}`` for
+    this process, and
     ``"hemera C core"``: its permutation and threads (e.g. ``avx512, 2 threads``) when the
     C core is active."""
     found: dict[str, str] = {}
@@ -20,6 +56,7 @@ def active() -> dict[str, str]:
         details = getattr(mod, "details", None)
         if callable(details) and (text := details()):
             found[f"{label} C core"] = str(text)
+    found["fjall reader"] = fjall_backend()
     return found
 
 

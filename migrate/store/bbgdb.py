@@ -29,7 +29,7 @@ import struct
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from importers import hemera
+from hashing import hemera
 
 SHARD_TABLES: tuple[str, ...] = (
     "particles", "axons_out", "axons_in", "neurons", "locations", "coins", "cards", "files",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from importers import hemera
+from hashing import hemera
 from migrate.store import bbgdb
 
 

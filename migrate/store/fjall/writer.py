@@ -1,0 +1,563 @@
+"""Writing Fjall keyspaces: a new one in bulk, new segments into an existing one, and one
+transactional batch into the active journal.
+
+Every choice below mirrors what the real crates do, so that fjall reads the result exactly
+and keeps working on it (its own flushes and compactions over these segments, its seqno
+counter, its journal rotation).
+
+**Bulk build** (:func:`build_keyspace`) follows lsm-tree's own bulk loader
+(``src/tree/ingest.rs``, reached through fjall's ``PartitionHandle::ingest``): every row is
+a value at seqno 0; segments are cut by the multi-segment writer at 128 MiB of data blocks
+(``src/segment/multi_writer.rs``: a new segment starts before the first version of a key
+once the data written reaches the target); bloom filters use the partition's bits per key
+(10); blocks use its compression (LZ4) and block sizes (4 KiB); the segments are registered
+in L0 and then moved to level 6, the last of the default 7 (``MoveDown(0, 6)``), where
+fjall's leveled compaction leaves them alone.  Around them, exactly what fjall's
+``Keyspace::create_new`` and ``PartitionHandle::create_new`` make (``src/keyspace.rs``,
+``src/partition/mod.rs``, lsm-tree ``src/tree/mod.rs`` ``create_new``): ``version``,
+``journals/0`` pre-allocated to 32 MiB of zeros (``src/journal/writer.rs``), and per
+partition ``config``, ``manifest``, ``levels`` (mode 0600, as lsm-tree's temporary-file
+rewrite leaves it) and ``segments/``.  An empty active journal must exist: fjall derives
+its next seqno from the segments only when it finds one (``Keyspace::recover``).  The whole
+directory is built under a locked temporary sibling (``.<name>.fjall-build-*``) and renamed
+into place, so a crash leaves no keyspace at all or the complete one; an abandoned
+temporary directory is removed by the next build.
+
+**Publishing** (:func:`publish_segments`) is a flush's protocol (lsm-tree
+``Tree::flush_memtable`` / ``register_segments``): segment files first, written and fsynced
+under ids above every id listed or present (``segments/<id>``: a segment file that
+``levels`` does not list is ignored by this reader and deleted by fjall's recovery, which
+is also what a crash of lsm-tree's own writer leaves -- a non-numeric temporary name would
+instead make fjall refuse the partition), then the ``levels`` file replaced atomically
+(temporary file in the partition folder, fsync, rename, fsync of the folder), with the new
+segments inserted into L0 as lsm-tree inserts them (:mod:`.levels`).  All new rows carry
+one seqno above every seqno in the keyspace's journals and segments, so they win over
+every older version, in fjall's merge and in its point reads (L0 is searched first, newest
+segment first).  Segments are cut at the partition's compaction target size (64 MiB), the
+size fjall's own compactions write (a flush writes one segment, whatever its size; readers
+do not care either way).  Bloom filters use the partition's bits per key, as the bulk build
+does (lsm-tree's flush would size them for a 1e-5 false-positive rate; fjall reads both and
+rewrites the filter when it compacts the segment).
+
+Two states are refused (:class:`FjallRefused`): the partition still has rows that live
+only in a journal -- fjall would read those first in a point read (memtables come before
+segments) and would drop a sealed journal's rows for the partition once its segments reach
+a higher seqno (``recover_sealed_memtables``) -- and a ``levels`` file that changed while
+the segments were written.
+
+**A batch** (:func:`append_batch`) is fjall's ``Batch::commit`` with ``PersistMode::SyncAll``
+(``src/batch/mod.rs``, ``src/journal/writer.rs``): Start, Items, End with the XXH3-64 of the
+items, written at the end of the active journal's last complete batch (over its
+pre-allocated zeros, never over a valid byte: a torn tail, which fjall's recovery would cut,
+is cut first) and fsynced; the seqno is one above every seqno in journals and segments.
+fjall rotates its journal only when a memtable fills; this writer starts a new journal
+(the next id, pre-allocated, as ``Writer::rotate`` makes it) when the batch would carry the
+active one past its 32 MiB pre-allocation, and refuses to write when the journals already
+hold more than fjall's default journaling limit (512 MiB), which fjall would have flushed.
+With no journal at all it creates ``journals/1``, the id fjall's recovery would create.
+
+All three take ``bbg.lock`` (exclusive, non-blocking: :class:`Locked` when the owning bbg
+process holds it) when the keyspace has one, and an exclusive lock on the keyspace
+directory itself against another writer of this toolkit.  A plain fjall process holds no
+lock this writer could see; it must not run meanwhile.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from bbg_core.errors import FjallError, FjallRefused, Locked, UsageError
+from bbg_core.files import owned_tempdir, sweep
+from migrate.store.fjall import backend, bloom, journal, layout, levels
+from migrate.store.fjall.block import TOMBSTONE, VALUE
+from migrate.store.fjall.layout import DEFAULT_CONFIG, Manifest, PartitionConfig
+from migrate.store.fjall.reader import Keyspace, open_keyspace
+from migrate.store.fjall.segment import SegmentWriter, Written
+
+#: lsm-tree's bulk-ingestion segment target (``src/tree/ingest.rs``).
+INGEST_TARGET = 128 << 20
+#: fjall's default journaling limit (``src/config.rs``).
+MAX_JOURNALING = 512 << 20
+BUFFER = 1 << 20
+LOCK_FILE = "bbg.lock"
+_MAX_KEY = 0xFFFF
+_MAX_VALUE = 0xFFFFFFFF
+
+Progress = Callable[[int, int], None]  # (rows, bytes) so far
+
+
+def _fsync_dir(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_file(path: str, data: bytes, mode: int = 0o644) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _preallocated_journal(path: str) -> None:
+    """A new journal file as fjall creates one: 32 MiB of zeros, fsynced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        os.ftruncate(fd, journal.PRE_ALLOCATED)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _rewrite_atomic(path: str, data: bytes) -> None:
+    """lsm-tree's ``rewrite_atomic``: temporary file beside ``path``, fsync, rename, fsync
+    of the folder (the temporary file is 0600, so ``levels`` is too)."""
+    folder = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(folder)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """This toolkit's writer lock on the keyspace, and ``bbg.lock`` when there is one."""
+    fds: list[int] = []
+    try:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise FjallError(f"{path}: cannot open the keyspace: {exc.strerror}",
+                             path=str(path)) from exc  # fmt: skip
+        fds.append(fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise Locked(f"{path}: another bbg-migrate writer is writing this keyspace",
+                         path=str(path)) from None  # fmt: skip
+        lock = path / LOCK_FILE
+        if lock.exists():
+            try:
+                lfd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+            except OSError as exc:
+                raise FjallError(f"{lock}: cannot open: {exc.strerror}",
+                                 path=str(lock)) from exc  # fmt: skip
+            fds.append(lfd)
+            try:
+                fcntl.flock(lfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise Locked(f"{path}: the keyspace is open in its owner (bbg holds "
+                             f"{LOCK_FILE}); stop it first", path=str(path)) from None  # fmt: skip
+        yield
+    finally:
+        for fd in reversed(fds):
+            os.close(fd)
+
+
+def _batches(rows: Iterable[Any], take: Any) -> Iterator[list[Any]]:
+    """The rows in lists of at most 4096 rows or about 4 MiB of values."""
+    it = iter(rows)
+    while batch := take(it, 4096, 4 << 20):
+        yield batch
+
+
+def _row_error(partition: str, row: Any, code: int) -> Exception:
+    """The named error of a refused row (the twins' codes)."""
+    if code == 1:
+        return UsageError(f"partition {partition!r}: rows are (bytes, bytes) pairs",
+                          partition=partition)  # fmt: skip
+    key: bytes = row[0]
+    if code == 2:
+        return FjallRefused(f"partition {partition!r}: a key of {len(key)} bytes (fjall: 1 "
+                            "to 65535)", partition=partition, key=key[:64].hex())  # fmt: skip
+    if code == 3:
+        return FjallRefused(f"partition {partition!r}: a value of {len(row[1])} bytes",
+                            partition=partition, key=key.hex())  # fmt: skip
+    return FjallRefused(f"partition {partition!r}: rows are not in strictly ascending key "
+                        f"order at key {key.hex()}", partition=partition,
+                        key=key.hex())  # fmt: skip
+
+
+@dataclass
+class _Segments:
+    """lsm-tree's multi-segment writer over a segments folder."""
+
+    folder: str
+    next_id: int
+    target: int
+    config: PartitionConfig
+    policy: bloom.Policy | None
+    created_at: int | None = None
+
+    def __post_init__(self) -> None:
+        self.twin = backend.default()
+        self.written: list[Written] = []
+        self.rows = self.bytes = 0
+        self._file: Any = None
+        self._writer: SegmentWriter | None = None
+
+    def _open(self) -> SegmentWriter:
+        path = os.path.join(self.folder, str(self.next_id))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        self._file = os.fdopen(fd, "wb", buffering=BUFFER)
+        comp = self.config.compression[0]
+        self._writer = SegmentWriter(
+            self._file, self.next_id, self.twin, data_block_size=self.config.data_block_size,
+            index_block_size=self.config.index_block_size, compression=comp,
+            bloom_policy=self.policy, created_at=self.created_at,
+        )  # fmt: skip
+        self.next_id += 1
+        return self._writer
+
+    def _close(self) -> None:
+        assert self._writer is not None
+        done = self._writer.finish()
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        assert done is not None
+        self.written.append(done)
+        self._writer = self._file = None
+
+    def write_rows(
+        self, partition: str, rows: Iterable[Any], seqno: int, progress: Progress | None
+    ) -> None:
+        """Write ``rows`` (new, strictly ascending keys) as values at ``seqno``: blocks made
+        by the twin, segments rotated where lsm-tree's multi-writer rotates (before a new
+        key, once the data blocks reach the target)."""
+        hash_fn = xxhash.xxh3_128_digest if self.policy is not None else None
+        block_size = self.config.data_block_size
+        last: bytes | None = None
+        pending: list[Any] = []
+        for batch in _with_end(_batches(rows, self.twin.take)):
+            work = pending + batch if batch is not None else pending
+            blocks, consumed, last, error = self.twin.encode_rows(
+                work, 0, seqno, block_size, last, batch is None, hash_fn)  # fmt: skip
+            done = 0
+            while done < len(blocks):
+                writer = self._writer
+                if writer is None:
+                    writer = self._open()
+                elif writer.data_size >= self.target:
+                    self._close()
+                    writer = self._open()
+                items = writer.items_written
+                done = writer.add_blocks(blocks, done, seqno, self.target)
+                self.rows += writer.items_written - items
+                self.bytes += writer.run_bytes
+            if progress is not None and blocks:
+                progress(self.rows, self.bytes)
+            if error is not None:
+                raise _row_error(partition, work[error[1]], error[0])
+            pending = work[consumed:]
+
+    def finish(self) -> list[Written]:
+        if self._writer is not None:
+            self._close()
+        if self.written:
+            _fsync_dir(self.folder)
+        return self.written
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = self._writer = None
+
+
+def _with_end(batches: Iterator[list[Any]]) -> Iterator[list[Any] | None]:
+    """The batches, then None (the end: the last partial block is written then)."""
+    yield from batches
+    yield None
+
+
+def _bloom_policy(config: PartitionConfig) -> bloom.Policy | None:
+    bits = config.bloom_bits_per_key
+    return bloom.BitsPerKey(bits) if bits > 0 else None
+
+
+def _new_partition(folder: str, config: PartitionConfig, ids: list[list[int]]) -> None:
+    """The files of a new partition around its segments (already in ``segments/``), its
+    ``manifest`` last: until it exists the directory is no partition (fjall removes it,
+    this reader skips it)."""
+    _write_file(os.path.join(folder, layout.CONFIG), config.encode())
+    _write_file(os.path.join(folder, layout.LEVELS), levels.encode(ids), mode=0o600)
+    _fsync_dir(os.path.join(folder, layout.SEGMENTS))
+    _fsync_dir(folder)
+    manifest = Manifest(0, 0, config.level_count)
+    _write_file(os.path.join(folder, layout.MANIFEST), manifest.encode())
+    _fsync_dir(folder)
+
+
+def build_keyspace(
+    path: str | os.PathLike[str],
+    partitions: Mapping[str, Iterable[tuple[bytes, bytes]]],
+    *,
+    config: PartitionConfig = DEFAULT_CONFIG,
+    progress: Progress | None = None,
+    dir_mode: int | None = None,
+    created_at: int | None = None,
+) -> dict[str, Any]:
+    """Create a new keyspace at ``path`` holding ``partitions`` (name -> rows in strictly
+    ascending key order), atomically; returns what was written per partition."""
+    target = Path(path)
+    if os.path.lexists(target):
+        raise FjallRefused(f"{target}: already exists; a bulk build makes a new keyspace",
+                           path=str(target))  # fmt: skip
+    for name in partitions:
+        if not layout.is_valid_partition_name(name):
+            raise UsageError(f"{name!r} is not a Fjall partition name (1-255 of A-Z a-z 0-9 "
+                             "_ - . # $)", partition=name)  # fmt: skip
+    if config.tree_type != 0 or config.kv_separation is not None:
+        raise FjallRefused("this writer makes standard partitions only (no blob trees)")
+    parent = target.parent if str(target.parent) else Path(".")
+    prefix = f".{target.name}.fjall-build-"
+    sweep(parent, prefix)
+    report: dict[str, Any] = {"path": str(target), "partitions": {}}
+    rows_done = bytes_done = 0
+    with owned_tempdir(parent, prefix) as tmp:
+        try:
+            os.mkdir(tmp / layout.JOURNALS)
+            os.mkdir(tmp / layout.PARTITIONS)
+            for name, rows in partitions.items():
+                folder = str(tmp / layout.PARTITIONS / name)
+                os.makedirs(os.path.join(folder, layout.SEGMENTS))
+
+                def seen(n: int, b: int, base: tuple[int, int] = (rows_done, bytes_done)) -> None:
+                    if progress is not None:
+                        progress(base[0] + n, base[1] + b)
+
+                writer = _Segments(os.path.join(folder, layout.SEGMENTS), 0, INGEST_TARGET,
+                                   config, _bloom_policy(config), created_at)  # fmt: skip
+                try:
+                    writer.write_rows(name, rows, 0, seen)
+                    written = writer.finish()
+                except BaseException:
+                    writer.abort()
+                    raise
+                rows_done += writer.rows
+                bytes_done += writer.bytes
+                last = min(6, config.level_count - 1)
+                ids: list[list[int]] = [[] for _ in range(config.level_count)]
+                placed = levels.sort_level([levels.Summary(w.id, w.key_min, w.key_max,
+                                                           w.seqno_max) for w in written])
+                ids[last] = [s.id for s in placed]
+                _new_partition(folder, config, ids)
+                report["partitions"][name] = {
+                    "rows": writer.rows, "key_value_bytes": writer.bytes,
+                    "segments": [w.id for w in written], "level": last if written else None,
+                    "segment_bytes": sum(w.file_size for w in written),
+                }  # fmt: skip
+            _preallocated_journal(str(tmp / layout.JOURNALS / "0"))
+            _write_file(str(tmp / layout.VERSION_FILE), layout.FJL_MAGIC)
+            _fsync_dir(tmp / layout.PARTITIONS)
+            _fsync_dir(tmp / layout.JOURNALS)
+            os.chmod(tmp, 0o777 & ~_umask() if dir_mode is None else dir_mode)
+            _fsync_dir(tmp)
+            os.rename(tmp, target)
+        except BaseException:
+            if os.path.lexists(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    _fsync_dir(parent)
+    if progress is not None:
+        progress(rows_done, bytes_done)
+    report["rows"] = rows_done
+    report["key_value_bytes"] = bytes_done
+    return report
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _max_seqno(ks: Keyspace) -> int | None:
+    """The highest seqno anywhere in the keyspace (journals, every partition's segments)."""
+    found = [j.seqno_max for j in ks.journals if j.seqno_max is not None]
+    for name in ks.partitions():
+        for _, seg in ks.view(name).segments():
+            found.append(seg.meta.seqno_max)
+    return max(found) if found else None
+
+
+def publish_segments(
+    path: str | os.PathLike[str],
+    partition: str,
+    rows: Iterable[tuple[bytes, bytes]],
+    *,
+    config: PartitionConfig = DEFAULT_CONFIG,
+    progress: Progress | None = None,
+    created_at: int | None = None,
+) -> dict[str, Any]:
+    """Add the ``rows`` (strictly ascending keys) of ``partition`` to the existing keyspace
+    at ``path`` as new segments in L0 (a partition that does not exist is created with
+    ``config``, its ``manifest`` written last); returns the seqno, the segment ids, rows and
+    bytes."""
+    root = Path(path)
+    if not layout.is_valid_partition_name(partition):
+        raise UsageError(f"{partition!r} is not a Fjall partition name", partition=partition)
+    with _locked(root):
+        folder = str(root / layout.PARTITIONS / partition)
+        with open_keyspace(root) as ks:
+            exists = partition in ks.partitions()
+            current: list[list[levels.Summary]] = [[] for _ in range(config.level_count)]
+            raw_levels, first_id = b"", 0
+            if exists:
+                view = ks.view(partition)
+                if view.journal:
+                    raise FjallRefused(
+                        f"{root}: partition {partition!r} has {len(view.journal)} entries "
+                        "that live only in its journals (not flushed); let fjall flush them "
+                        "(open and close the keyspace with its owner) before publishing "
+                        "segments, or write them with append_batch", path=str(root),
+                        partition=partition,
+                    )  # fmt: skip
+                config, raw_levels = view.config, view.levels_raw
+                current = [[levels.Summary(s.id, s.meta.key_min, s.meta.key_max,
+                                           s.meta.seqno_max) for s in level]
+                           for level in view.levels]  # fmt: skip
+                present = [int(n) for n in view.segment_files if n.isascii() and n.isdigit()]
+                listed = [sid for level in view.level_ids for sid in level]
+                first_id = max([*present, *listed], default=-1) + 1
+            elif os.path.lexists(folder):  # dropped or unfinished: fjall's to remove
+                raise FjallRefused(f"{folder}: exists but is no live partition (dropped or "
+                                   "unfinished); fjall removes it when it opens the keyspace",
+                                   path=folder)  # fmt: skip
+            top = _max_seqno(ks)
+        seqno = 0 if top is None else top + 1
+        seg_folder = os.path.join(folder, layout.SEGMENTS)
+        if not exists:
+            os.makedirs(seg_folder)
+            _write_file(os.path.join(folder, layout.CONFIG), config.encode())
+        writer = _Segments(seg_folder, first_id, config.compaction_target_size, config,
+                           _bloom_policy(config), created_at)  # fmt: skip
+        try:
+            writer.write_rows(partition, rows, seqno, progress)
+            written = writer.finish()
+        except BaseException:
+            writer.abort()
+            for sid in range(first_id, writer.next_id):
+                Path(seg_folder, str(sid)).unlink(missing_ok=True)
+            raise
+        levels_path = os.path.join(folder, layout.LEVELS)
+        level0 = levels.recovered(current[0])
+        for w in written:
+            level0 = levels.insert(level0, levels.Summary(w.id, w.key_min, w.key_max,
+                                                          w.seqno_max))  # fmt: skip
+        ids = [[s.id for s in level0]]
+        ids += [[s.id for s in levels.sort_level(levels.recovered(lv))] for lv in current[1:]]
+        if not exists:  # levels, then the manifest: from now on it is a partition
+            _write_file(levels_path, levels.encode(ids), mode=0o600)
+            _fsync_dir(folder)
+            _write_file(os.path.join(folder, layout.MANIFEST),
+                        Manifest(0, 0, config.level_count).encode())  # fmt: skip
+            _fsync_dir(folder)
+            _fsync_dir(os.path.dirname(folder))
+        elif written:
+            with open(levels_path, "rb") as fh:
+                if fh.read() != raw_levels:
+                    raise FjallRefused(f"{levels_path}: changed while the segments were "
+                                       "written; nothing was published (the new segment "
+                                       "files are unlisted: fjall deletes them)",
+                                       path=levels_path)  # fmt: skip
+            _rewrite_atomic(levels_path, levels.encode(ids))
+    if progress is not None:
+        progress(writer.rows, writer.bytes)
+    return {
+        "path": str(root), "partition": partition, "created": not exists, "seqno": seqno,
+        "segments": [w.id for w in written], "rows": writer.rows,
+        "key_value_bytes": writer.bytes,
+        "segment_bytes": sum(w.file_size for w in written),
+    }  # fmt: skip
+
+
+BatchItem = tuple[str, bytes, bytes | None]
+
+
+def append_batch(path: str | os.PathLike[str], items: list[BatchItem]) -> int:
+    """Append one batch (``(partition, key, value)``, ``None`` for a tombstone) to the
+    active journal, fsynced; returns its seqno."""
+    root = Path(path)
+    if not items:
+        raise UsageError("an empty batch: fjall writes nothing for it")
+    encoded: list[tuple[str, bytes, bytes, int]] = []
+    for partition, key, value in items:
+        if not 0 < len(key) <= _MAX_KEY:
+            raise FjallRefused(f"partition {partition!r}: a key of {len(key)} bytes (fjall: 1 "
+                               "to 65535)", partition=partition)  # fmt: skip
+        if value is not None and len(value) > _MAX_VALUE:
+            raise FjallRefused(f"partition {partition!r}: a value of {len(value)} bytes",
+                               partition=partition, key=key.hex())  # fmt: skip
+        encoded.append((partition, key, b"" if value is None else value,
+                        TOMBSTONE if value is None else VALUE))  # fmt: skip
+    if len(encoded) > 0xFFFFFFFF:
+        raise FjallRefused("a batch of more than 2^32 - 1 items")
+    with _locked(root), open_keyspace(root) as ks:
+        known = set(ks.partitions())
+        for partition, key, _value, _t in encoded:
+            if partition not in known:
+                raise FjallRefused(f"{root}: no partition named {partition!r} (fjall ignores "
+                                   "journal items of unknown partitions)", path=str(root),
+                                   partition=partition, key=key.hex())  # fmt: skip
+        top = _max_seqno(ks)
+        seqno = 0 if top is None else top + 1
+        data = journal.encode_batch(encoded, seqno)
+        folder = root / layout.JOURNALS
+        sealed_bytes = sum(j.bytes for j in ks.journals if j.role == "sealed")
+        active = next((j for j in ks.journals if j.role == "active"), None)
+        if sealed_bytes > MAX_JOURNALING:
+            raise FjallRefused(f"{folder}: the sealed journals hold {sealed_bytes} bytes, more "
+                               "than fjall's journaling limit; let fjall flush them first",
+                               path=str(folder))  # fmt: skip
+        if active is None:
+            target, at = folder / "1", 0
+            _preallocated_journal(str(target))
+            _fsync_dir(folder)
+        elif active.data_bytes and active.data_bytes + len(data) > journal.PRE_ALLOCATED:
+            target, at = folder / str(active.id + 1), 0
+            _preallocated_journal(str(target))
+            _fsync_dir(folder)
+        else:
+            target, at = folder / active.name, active.data_bytes
+        fd = os.open(target, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            if active is not None and target.name == active.name and active.after_data != "zeros":
+                os.ftruncate(fd, at)  # cut the torn tail, as fjall's recovery would
+                os.fsync(fd)
+            view = memoryview(data)
+            pos = at
+            while view:
+                n = os.pwrite(fd, view, pos)
+                view, pos = view[n:], pos + n
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return seqno

@@ -1,0 +1,242 @@
+"""The writer: a new keyspace in bulk, segments published into an existing one, batches
+appended to the journal -- what they write, what they refuse, and that the real crate's
+own keyspaces take them."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from bbg_core.errors import FjallRefused, Locked, UsageError
+from migrate.store.fjall import journal, open_keyspace
+from migrate.store.fjall import report as fjreport
+from migrate.store.fjall.layout import DEFAULT_CONFIG
+from migrate.store.fjall.writer import append_batch, build_keyspace, publish_segments
+from tests.fjall.conftest import extract
+
+
+def _rows(n: int, tag: bytes = b"v") -> list[tuple[bytes, bytes]]:
+    return [(b"k%06d" % i, tag + b"%d" % i) for i in range(n)]
+
+
+def _all(path: Path) -> dict[str, list[tuple[bytes, bytes]]]:
+    with open_keyspace(path) as ks:
+        return {name: list(ks.scan(name)) for name in ks.partitions()}
+
+
+def _modes(root: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix() + ("/" if p.is_dir() else "")
+        out[rel] = oct(stat.S_IMODE(p.stat().st_mode))
+    return out
+
+
+def test_a_new_keyspace_has_fjalls_files_and_modes(tmp_path: Path) -> None:
+    real = extract("one-segment", tmp_path / "real")
+    os.umask(0o022)
+    ours = tmp_path / "ours"
+    report = build_keyspace(ours, {"data": _rows(3000)})
+    assert report["partitions"]["data"]["segments"] == [0]
+    for name in ("version", "partitions/data/config", "partitions/data/manifest"):
+        assert (ours / name).read_bytes() == (real / name).read_bytes(), name
+    assert (ours / "partitions/data/config").read_bytes() == DEFAULT_CONFIG.encode()
+    jr = ours / "journals" / "0"
+    assert jr.stat().st_size == journal.PRE_ALLOCATED and not jr.read_bytes().strip(b"\0")
+    theirs = _modes(real)
+    for rel, mode in _modes(ours).items():
+        twin = rel.replace("journals/0", "journals/1").replace("segments/0", "segments/1")
+        assert theirs.get(twin) == mode or rel == "", (rel, mode, theirs.get(twin))
+    # ingestion's layout: seqno 0, all in the last level
+    with open_keyspace(ours) as ks:
+        view = ks.view("data")
+        assert view.level_ids == [[], [], [], [], [], [], [0]]
+        assert [e.seqno for e in ks.entries("data")][:3] == [0, 0, 0]
+        assert fjreport.check(ks)["ok"]
+
+
+def test_build_splits_at_the_ingestion_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from migrate.store.fjall import writer
+
+    monkeypatch.setattr(writer, "INGEST_TARGET", 64 << 10)
+    rows = [(b"%08d" % i, os.urandom(200)) for i in range(2000)]
+    report = build_keyspace(tmp_path / "ks", {"p": rows})
+    ids = report["partitions"]["p"]["segments"]
+    assert len(ids) > 4
+    with open_keyspace(tmp_path / "ks") as ks:
+        segs = ks.view("p").levels[6]
+        assert [s.id for s in segs] == ids
+        assert all(s.meta.file_size >= 64 << 10 for s in segs[:-1])
+        assert all(a.meta.key_max < b.meta.key_min for a, b in zip(segs, segs[1:], strict=False))
+        assert list(ks.scan("p")) == rows
+        assert fjreport.check(ks)["ok"]
+
+
+def test_build_refuses_bad_rows_and_leaves_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "ks"
+    with pytest.raises(FjallRefused, match="strictly ascending"):
+        build_keyspace(target, {"p": [(b"b", b""), (b"a", b"")]})
+    with pytest.raises(FjallRefused, match="a key of 0 bytes"):
+        build_keyspace(target, {"p": [(b"", b"x")]})
+    with pytest.raises(UsageError, match="not a Fjall partition name"):
+        build_keyspace(target, {"no/slash": []})
+    assert sorted(os.listdir(tmp_path)) == []
+    build_keyspace(target, {"p": []})
+    with pytest.raises(FjallRefused, match="already exists"):
+        build_keyspace(target, {"p": []})
+
+
+def test_publish_wins_over_older_versions_and_keeps_the_rest(tmp_path: Path) -> None:
+    ks_path = tmp_path / "ks"
+    build_keyspace(ks_path, {"p": _rows(5000), "q": _rows(3)})
+    got = publish_segments(ks_path, "p", [(b"k000010", b"new"), (b"zz", b"tail")])
+    assert got["seqno"] == 1 and got["segments"] == [1]
+    got2 = publish_segments(ks_path, "p", [(b"k000011", b"newer")])
+    assert got2["seqno"] == 2 and got2["segments"] == [2]
+    rows = dict(_all(ks_path)["p"])
+    assert rows[b"k000010"] == b"new" and rows[b"k000011"] == b"newer" and rows[b"zz"] == b"tail"
+    assert len(rows) == 5001
+    with open_keyspace(ks_path) as ks:
+        assert ks.get("p", b"k000010") == b"new"
+        assert ks.view("p").level_ids[0] == [2, 1]  # L0 overlaps: newest first
+        assert fjreport.check(ks)["ok"]
+
+
+def test_publish_creates_a_partition_manifest_last(tmp_path: Path) -> None:
+    ks_path = tmp_path / "ks"
+    build_keyspace(ks_path, {})
+    publish_segments(ks_path, "fresh", _rows(10))
+    assert _all(ks_path) == {"fresh": _rows(10)}
+
+
+def test_publish_refuses_a_partition_with_journal_only_rows(tmp_path: Path) -> None:
+    ks_path = extract("journal-only", tmp_path)
+    before = _all(ks_path)
+    with pytest.raises(FjallRefused, match="live only in its journals"):
+        publish_segments(ks_path, "rows", [(b"a", b"b")])
+    assert _all(ks_path) == before
+
+
+def test_publish_into_a_real_keyspace(tmp_path: Path) -> None:
+    ks_path = extract("one-segment", tmp_path)  # partition "data": L0 [1], seqno 0
+    before = dict(_all(ks_path)["data"])
+    first = min(before)
+    got = publish_segments(ks_path, "data", [(first, b"replaced"), (b"\xff" * 8, b"end")])
+    assert got["seqno"] == 1 and got["segments"] == [2]
+    with open_keyspace(ks_path) as ks:
+        assert ks.view("data").level_ids[0] == [2, 1]
+        assert ks.get("data", first) == b"replaced"
+        assert fjreport.check(ks)["ok"]
+    after = dict(_all(ks_path)["data"])
+    assert after == {**before, first: b"replaced", b"\xff" * 8: b"end"}
+
+
+def test_append_batch_writes_fjalls_bytes_at_the_end_of_the_data(tmp_path: Path) -> None:
+    ks_path = tmp_path / "ks"
+    build_keyspace(ks_path, {"p": _rows(10), "q": []})
+    seq = append_batch(ks_path, [("p", b"k000001", None), ("q", b"x", b"1"), ("q", b"x", b"2")])
+    assert seq == 1
+    data = (ks_path / "journals" / "0").read_bytes()
+    batch = journal.encode_batch([("p", b"k000001", b"", 1), ("q", b"x", b"1", 0),
+                                  ("q", b"x", b"2", 0)], 1)  # fmt: skip
+    assert data.startswith(batch) and not data[len(batch) :].strip(b"\0")
+    assert append_batch(ks_path, [("q", b"y", b"3")]) == 2
+    got = _all(ks_path)
+    assert got["q"] == [(b"x", b"2"), (b"y", b"3")]  # the later item of a batch wins
+    assert b"k000001" not in dict(got["p"])
+
+
+def test_append_batch_cuts_a_torn_tail_first(tmp_path: Path) -> None:
+    ks_path = extract("torn-tail", tmp_path)
+    size = (ks_path / "journals" / "0").stat().st_size
+    seq = append_batch(ks_path, [("torn", b"new-key", b"v")])
+    assert seq == 1
+    with open_keyspace(ks_path) as ks:
+        (j,) = ks.journals
+        assert j.torn is None and j.batches == 2 and j.bytes < size
+        assert ks.get("torn", b"new-key") == b"v"
+
+
+def test_append_batch_refuses_what_fjall_would_drop(tmp_path: Path) -> None:
+    ks_path = tmp_path / "ks"
+    build_keyspace(ks_path, {"p": []})
+    with pytest.raises(FjallRefused, match="no partition named 'nope'"):
+        append_batch(ks_path, [("nope", b"k", b"v")])
+    with pytest.raises(UsageError, match="empty batch"):
+        append_batch(ks_path, [])
+    with pytest.raises(FjallRefused, match="a key of 0 bytes"):
+        append_batch(ks_path, [("p", b"", b"v")])
+
+
+def test_append_batch_rotates_a_full_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal, "PRE_ALLOCATED", 4096)
+    ks_path = tmp_path / "ks"
+    build_keyspace(ks_path, {"p": []})
+    for i in range(3):
+        append_batch(ks_path, [("p", b"k%d" % i, os.urandom(3000))])
+    assert sorted(os.listdir(ks_path / "journals")) == ["0", "1", "2"]
+    with open_keyspace(ks_path) as ks:
+        assert [j.role for j in ks.journals] == ["sealed", "sealed", "active"]
+        assert len(list(ks.scan("p"))) == 3
+
+
+def test_append_batch_without_a_journal_creates_journal_1(tmp_path: Path) -> None:
+    ks_path = tmp_path / "ks"
+    build_keyspace(ks_path, {"p": []})
+    (ks_path / "journals" / "0").unlink()
+    append_batch(ks_path, [("p", b"a", b"b")])
+    assert os.listdir(ks_path / "journals") == ["1"]
+    assert _all(ks_path) == {"p": [(b"a", b"b")]}
+
+
+def test_seqnos_continue_above_a_real_keyspace(tmp_path: Path) -> None:
+    ks_path = extract("many-partitions", tmp_path)  # journal seqnos 1..2
+    assert append_batch(ks_path, [("a", b"k", b"v")]) == 3
+    published = publish_segments(ks_path, "bbg_storage_v1", [(b"zzz", b"1")])
+    assert published["seqno"] == 4
+
+
+def test_writers_respect_bbg_lock(tmp_path: Path) -> None:
+    ks_path = tmp_path / "ks"
+    build_keyspace(ks_path, {"p": []})
+    lock = ks_path / "bbg.lock"
+    lock.touch(mode=0o600)
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(Locked, match="bbg holds bbg.lock"):
+            append_batch(ks_path, [("p", b"a", b"b")])
+        with pytest.raises(Locked):
+            publish_segments(ks_path, "p", [(b"a", b"b")])
+        with open_keyspace(ks_path) as ks:  # the reader never takes it
+            assert ks.partitions() == ["p"]
+    finally:
+        os.close(fd)
+    append_batch(ks_path, [("p", b"a", b"b")])
+
+
+def test_the_bulk_path_writes_the_bytes_of_the_item_by_item_writer(tmp_path: Path) -> None:
+    """build_keyspace's blocks (made in runs by the twin) equal lsm-tree's writer fed one
+    item at a time (the path the real segments were re-encoded with)."""
+    import io
+
+    from migrate.store.fjall import backend
+    from migrate.store.fjall.segment import SegmentWriter
+
+    rows = [(b"%07d" % i, os.urandom(i % 900)) for i in range(6000)]
+    build_keyspace(tmp_path / "ks", {"p": rows}, created_at=12345)
+    ours = (tmp_path / "ks" / "partitions" / "p" / "segments" / "0").read_bytes()
+    out = io.BytesIO()
+    writer = SegmentWriter(out, 0, backend.resolve("python"), created_at=12345)
+    for key, value in rows:
+        writer.write(key, value, 0)
+    writer.finish()
+    assert ours == out.getvalue()
