@@ -39,12 +39,13 @@ from migrate.store.layout import (
     resolve_store_dir,
     schema_state,
 )
+from migrate.store.live import LiveReader
 
 Progress = Callable[[int, int], None]
 ROWS_STREAM = "rows"
 
 
-class Reader(FenceReader, Protocol):
+class Reader(FenceReader, LiveReader, Protocol):
     """What the checks read through: a store, a write transaction or a read-only handle."""
 
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...

@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 from bbg_core.errors import CommitUnknown, Locked, MigrateError, StoreError, StoreRefused
 from bbg_core.files import fsync_file
-from migrate.store import markers
+from migrate.store import live, markers
 
 CommitPhase = Literal["before", "after"]
 CommitHook = Callable[[CommitPhase], None]
@@ -201,6 +201,16 @@ class Connection:
                 cur.close()
             except sqlite3.ProgrammingError:
                 pass  # the connection was closed first: the cursor went with it
+
+    # -- bbg's rows (:mod:`migrate.store.live`) -----------------------------------------
+    def live_get(self, table: str, key: bytes) -> bytes | None:
+        """The value under ``key`` in ``table``, or None."""
+        return live.sql_get(self, table, key)
+
+    def live_rows(self, table: str, *, prefix: bytes = b"", after: bytes | None = None,
+                  limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:  # fmt: skip
+        """The rows of ``table`` (prefix, strictly after ``after``) in key order."""
+        return live.sql_rows(self, table, prefix=prefix, after=after, limit=limit)
 
     # -- the fence and generation records (:mod:`migrate.store.markers`, for fences/) -----
     def read_status(self) -> tuple[str | None, str]:

@@ -26,7 +26,7 @@ Order of checks in ``publish`` (each one rolls the whole transaction back):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from bbg_core.errors import Conflict, HeadMismatch, Locked, StoreError, ValidationFailed
@@ -35,6 +35,7 @@ from migrate.store.codec import (
     CLAIMS,
     CODECS,
     CONTENT,
+    HEADS,
     HISTORY,
     ID_LEN,
     MAX_PAYLOAD,
@@ -47,6 +48,7 @@ from migrate.store.codec import (
     split_history_key,
     split_request_value,
 )
+from migrate.store.live import LiveReader
 from migrate.store.tx import Tx
 
 MAX_PAGE = 4096
@@ -61,22 +63,20 @@ class Reader(Protocol):
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...
 
 
-class PageReader(Reader, Protocol):
-    def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]: ...
+class PageReader(Reader, LiveReader, Protocol):
+    """A handle that reads the live rows and the toolkit's records."""
 
 
-def head(db: Reader, namespace: bytes) -> Head | None:
+def head(db: LiveReader, namespace: bytes) -> Head | None:
     """The namespace's current head, or None if it has none."""
-    row = db.one("SELECT value FROM application_heads WHERE key = ?", (namespace,))
-    return None if row is None else Head.decode(bytes(row[0]))
+    value = db.live_get(HEADS, namespace)
+    return None if value is None else Head.decode(value)
 
 
-def resolve(db: Reader, namespace: bytes, request: bytes) -> Head | None:
+def resolve(db: LiveReader, namespace: bytes, request: bytes) -> Head | None:
     """The head a request originally produced, or None if it was never committed."""
-    row = db.one(
-        "SELECT value FROM application_requests WHERE key = ?", (request_key(namespace, request),)
-    )
-    return None if row is None else split_request_value(bytes(row[0]))[1]
+    value = db.live_get(REQUESTS, request_key(namespace, request))
+    return None if value is None else split_request_value(value)[1]
 
 
 def history(
@@ -95,12 +95,9 @@ def history(
     low = namespace if after is None else history_key(namespace, after)
     page: list[Head] = []
     expect = 0 if after is None else after + 1
-    for key, value in db.rows(
-        "SELECT key, value FROM application_history WHERE key > ? AND key <= ? "
-        "ORDER BY key LIMIT ?",
-        (low, history_key(namespace, U64_MAX), limit),
-    ):
-        _, index = split_history_key(bytes(key))
+    for key, value in db.live_rows(HISTORY, prefix=namespace,
+                                   after=None if after is None else low, limit=limit):  # fmt: skip
+        _, index = split_history_key(key)
         if index != expect and not page and _retained_from(db, namespace) == index > expect:
             expect = index  # history below the namespace's nohistory boundary was dropped
         if index != expect:
@@ -206,11 +203,7 @@ def publish(
         )
     tx.put(HISTORY, history_key(namespace, new_head.index), new_head.commit)
     # The head is the only row of the five tables that is ever overwritten.
-    tx.execute(
-        "INSERT INTO application_heads (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (namespace, new_head.encode()),
-    )
+    tx.set_head(namespace, new_head)
     tx.put(REQUESTS, rkey, request_value(fingerprint, new_head))
     # The ledger entry: the head move, and the rows that are not this commit's own content.
     tx.mark("commit")
@@ -271,9 +264,6 @@ def _check_shapes(
         )
 
 
-def heads(db: PageReader) -> list[tuple[bytes, Head]]:
+def heads(db: LiveReader) -> list[tuple[bytes, Head]]:
     """Every namespace's head, in namespace (key) order."""
-    return [
-        (bytes(k), Head.decode(bytes(v)))
-        for k, v in db.rows("SELECT key, value FROM application_heads ORDER BY key")
-    ]
+    return [(k, Head.decode(v)) for k, v in db.live_rows(HEADS)]

@@ -89,6 +89,16 @@ class Store(Closing):
         """The fence of ``namespace``, or None."""
         return markers.fence_record(self, namespace)
 
+    # -- bbg's rows (:mod:`migrate.store.live`) -----------------------------------------
+    def live_get(self, table: str, key: bytes) -> bytes | None:
+        """The committed value under ``key`` in ``table``, or None."""
+        return self._conn.live_get(table, key)
+
+    def live_rows(self, table: str, *, prefix: bytes = b"", after: bytes | None = None,
+                  limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:  # fmt: skip
+        """The committed rows of ``table`` in key order."""
+        return self._conn.live_rows(table, prefix=prefix, after=after, limit=limit)
+
     # -- GraphPort ----------------------------------------------------------------------
     def head(self, namespace: bytes) -> Head | None:
         """The namespace's current head, or None."""

@@ -12,46 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from bbg_core.errors import StoreError
 from migrate.store import ledger
 from migrate.store.codec import ORDINAL, Head
+from migrate.store.live import LiveReader, blob, sorted_blobs
 from migrate.store.tx import check_table
-
-
-def _damaged(db: Any, table: str, what: str) -> StoreError:
-    path = getattr(db, "path", "the store")
-    return StoreError(
-        f"{path}: {table}: {what}; the store file is damaged. Run `bbg-migrate doctor` and "
-        "restore it from a backup",
-        path=str(path),
-        table=table,
-    )
-
-
-def _sorted_blobs(
-    db: Any, table: str, rows: Iterator[tuple[Any, ...]]
-) -> Iterator[tuple[bytes, bytes]]:
-    """``rows`` checked as a damaged file can break them: two blobs each, keys increasing."""
-    previous: bytes | None = None
-    try:
-        for key, value in rows:
-            if type(key) is not bytes or type(value) is not bytes:
-                raise _damaged(db, table, f"a row holds {type(key).__name__}/"
-                               f"{type(value).__name__} where two blobs belong")  # fmt: skip
-            if previous is not None and key <= previous:
-                raise _damaged(db, table, f"key {key.hex()} is out of key order")
-            previous = key
-            yield key, value
-    finally:
-        close = getattr(rows, "close", None)
-        if close is not None:
-            close()  # the cursor now, not when the connection is already gone
-
-
-def _blob(db: Any, table: str, value: Any) -> bytes:
-    if type(value) is not bytes:
-        raise _damaged(db, table, f"a value is a {type(value).__name__}, not a blob")
-    return value
 
 
 class _Db(Protocol):
@@ -60,24 +24,24 @@ class _Db(Protocol):
     def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]: ...
 
 
-class StoreTables:
-    """The live five tables of a store."""
+class _LiveDb(_Db, LiveReader, Protocol):
+    """A handle that reads both the live rows and the toolkit's records."""
 
-    def __init__(self, db: _Db) -> None:
+
+class StoreTables:
+    """The live five tables of a store (on either engine: :mod:`migrate.store.live`)."""
+
+    def __init__(self, db: _LiveDb) -> None:
         self._db = db
         self._has_retention: bool | None = None
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         """Every row of ``table`` in key (memcmp) order."""
-        yield from _sorted_blobs(
-            self._db, table,
-            self._db.rows(f"SELECT key, value FROM {check_table(table)} ORDER BY key"),
-        )  # fmt: skip
+        return self._db.live_rows(check_table(table))
 
     def get(self, table: str, key: bytes) -> bytes | None:
         """The value under ``key``, or None."""
-        row = self._db.one(f"SELECT value FROM {check_table(table)} WHERE key = ?", (key,))
-        return None if row is None else _blob(self._db, table, row[0])
+        return self._db.live_get(check_table(table), key)
 
     def _retention(self) -> bool:
         if self._has_retention is None:
@@ -107,7 +71,7 @@ class StagedTables:
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         """Every staged row of ``table`` in key order."""
-        yield from _sorted_blobs(
+        yield from sorted_blobs(
             self._db, table,
             self._db.rows(
                 "SELECT key, value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? "
@@ -122,4 +86,4 @@ class StagedTables:
             "SELECT value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? AND key = ?",
             (self.import_id, ORDINAL[check_table(table)], key),
         )
-        return None if row is None else _blob(self._db, table, row[0])
+        return None if row is None else blob(self._db, table, row[0])

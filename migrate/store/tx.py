@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import Conflict, StoreError
-from migrate.store import ledger, markers
+from migrate.store import ledger, live, markers
 from migrate.store.codec import ARCHIVE_ORDER, MAX_KEY_LEN, ORDINAL, Head
 from migrate.store.connection import Connection, Params
 
@@ -160,8 +160,24 @@ class Tx:
 
     def get(self, table: str, key: bytes) -> bytes | None:
         """The value stored under ``key`` in an application table, or None."""
-        row = self._conn.one(f"SELECT value FROM {check_table(table)} WHERE key = ?", (key,))
-        return None if row is None else bytes(row[0])
+        return self.live_get(check_table(table), key)
+
+    def live_get(self, table: str, key: bytes) -> bytes | None:
+        """The value under ``key`` in ``table`` as this transaction sees it, or None."""
+        return live.sql_get(self._conn, table, key)
+
+    def live_rows(self, table: str, *, prefix: bytes = b"", after: bytes | None = None,
+                  limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:  # fmt: skip
+        """The rows of ``table`` as this transaction sees them, in key order."""
+        return live.sql_rows(self._conn, table, prefix=prefix, after=after, limit=limit)
+
+    def set_head(self, namespace: bytes, head: Head) -> None:
+        """Write ``namespace``'s head (the one row of the five tables that is overwritten)."""
+        self.execute(
+            "INSERT INTO application_heads (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (namespace, head.encode()),
+        )
 
     def put(self, table: str, key: bytes, value: bytes, *, note: bool = True) -> bool:
         """Immutable put; True if the row is new, False if the same bytes were there.
