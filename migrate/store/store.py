@@ -102,17 +102,17 @@ class Store(Closing):
     # -- GraphPort ----------------------------------------------------------------------
     def head(self, namespace: bytes) -> Head | None:
         """The namespace's current head, or None."""
-        return graph.head(self._conn, namespace)
+        return graph.head(self, namespace)
 
     def history(
         self, namespace: bytes, after: int | None = None, limit: int = graph.MAX_PAGE
     ) -> list[Head]:
         """One page (≤ 4096) of history entries with index > ``after``."""
-        return graph.history(self._conn, namespace, after, limit)
+        return graph.history(self, namespace, after, limit)
 
     def resolve(self, namespace: bytes, request: bytes) -> Head | None:
         """The head ``request`` originally produced, or None if it never committed."""
-        return graph.resolve(self._conn, namespace, request)
+        return graph.resolve(self, namespace, request)
 
     def commit(
         self,
@@ -219,8 +219,7 @@ class Store(Closing):
             ref = context.get("import_id")
             if ref is None and isinstance(context.get("request"), bytes):
                 ref = context["request"].hex()
-            tx = Tx(
-                self._conn,
+            tx = self._new_tx(
                 int(row[0]) + 1,
                 kind=kind or ("stage" if "import_id" in context else "write"),
                 ref=None if ref is None else str(ref),
@@ -239,8 +238,16 @@ class Store(Closing):
                     "UPDATE bbg_storage_v1 SET last_transaction = ? WHERE id = 1",
                     (tx.last_written,),
                 )
+                self._before_commit(tx)
             else:
                 mark_clean()
+
+    def _new_tx(self, number: int, **kw: Any) -> Tx:
+        """The write transaction of this engine (the SQLite one: rows and records together)."""
+        return Tx(self._conn, number, **kw)
+
+    def _before_commit(self, tx: Tx) -> None:
+        """What an engine writes just before the records commit (SQLite: nothing more)."""
 
     @contextmanager
     def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:

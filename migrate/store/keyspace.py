@@ -1,0 +1,300 @@
+"""The Fjall engine of the store: the real BBG database, read and written as bbg does.
+
+A store on this engine is a Fjall keyspace laid out as bbg's own engine lays it out
+(:mod:`migrate.store.bbgdb`), and beside it the toolkit's records (``<store>.bbg-migrate``,
+:func:`migrate.store.engine.records_dir`): a SQLite database with the records schema, whose
+five application tables stay empty -- bbg's rows live in the keyspace only.
+
+* **Reading** (:class:`KeyspaceRows`): one point-in-time snapshot of the keyspace
+  (:func:`migrate.store.fjall.open_keyspace`, which never takes ``bbg.lock`` and reads beside
+  a live owner) answers ``live_get`` / ``live_rows`` (:mod:`migrate.store.live`), the status
+  marker and the fences.  :class:`FjallView` adds the records for a read-only handle; a store
+  the cyber code wrote has none, and reads as a store with no import records.
+* **Writing** (:class:`FjallTx`): a write transaction reads through its own changes (an
+  overlay of puts and removals over the snapshot) and, at commit, writes them as **one Fjall
+  batch**, fsynced (bbg's ``PersistMode::SyncAll``), with bbg's marker rows
+  (``last_transaction`` = bbg's change id of the batch, :func:`bbgdb.with_markers`) -- then
+  commits its records.  The keyspace is written first: a crash between the two leaves rows
+  the records do not yet name, which every step re-derives from the keyspace on its rerun
+  (an immutable put of the same bytes is a no-op; a head already at its target is reported,
+  not moved again).  The handle holds ``bbg.lock`` (exclusive ``flock``, as bbg's own owner
+  does) for its whole life, so bbg and another writer see the store as busy.
+* **Status and fences** are bbg's own keys: ``bbg_import_v1["status"]`` and
+  ``bbg_import_v1["neuron-fence\\0" ‖ origin]`` (64 bytes: subject ‖ manifest).  The records
+  keep beside a fence which import wrote it and why.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sqlite3
+from collections.abc import Iterator, Mapping
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from bbg_core.errors import Conflict, StoreError
+from fences import generations
+from migrate.store import bbgdb, ledger, markers
+from migrate.store.codec import HEADS, Head
+from migrate.store.connection import Connection
+from migrate.store.fjall import Keyspace
+from migrate.store.tx import Tx, check_table
+
+#: The key prefix of a neuron fence in ``bbg_import_v1`` (bbg ``application.rs``).
+FENCE_PREFIX = b"neuron-fence\x00"
+FENCE_VALUE_LEN = 64
+_NOTED = frozenset({"application_content", "application_unique_claims"})
+
+
+def fence_key(namespace: bytes) -> bytes:
+    """``neuron-fence\\0 ‖ namespace``: the key of ``namespace``'s fence in bbg_import_v1."""
+    return FENCE_PREFIX + namespace
+
+
+def decode_status(raw: bytes | None) -> str | None:
+    """The status marker as text (bytes that are not UTF-8 are shown escaped, and are never
+    a generation)."""
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace")
+
+
+class KeyspaceRows:
+    """bbg's rows as one snapshot of the keyspace sees them (see the module docstring)."""
+
+    def __init__(self, ks: Keyspace, directory: Path) -> None:
+        self._ks = ks
+        self.directory = directory
+        self._parts = frozenset(ks.partitions())
+
+    def close(self) -> None:
+        self._ks.close()
+
+    @property
+    def keyspace(self) -> Keyspace:
+        return self._ks
+
+    def partitions(self) -> frozenset[str]:
+        return self._parts
+
+    def live_get(self, table: str, key: bytes) -> bytes | None:
+        """The value under ``key`` in partition ``table``, or None."""
+        if table not in self._parts:
+            return None
+        return self._ks.get(table, key)
+
+    def live_rows(self, table: str, *, prefix: bytes = b"", after: bytes | None = None,
+                  limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:  # fmt: skip
+        """Live rows of partition ``table`` (``prefix``, strictly after ``after``)."""
+        if table not in self._parts:
+            return iter(())
+        rows = self._ks.scan(table, prefix=prefix, after=after)
+        return rows if limit is None else islice(rows, limit)
+
+    def status(self) -> tuple[str | None, str]:
+        """``(status marker, generation it stands for -- or the marker itself)``."""
+        marker = decode_status(self.live_get(bbgdb.MIGRATION, bbgdb.STATUS))
+        return marker, generations.generation_of(marker) or (marker or "original")
+
+
+def _fence_record(rows: Any, records: Any, namespace: bytes) -> dict[str, Any] | None:
+    value = rows.live_get(bbgdb.MIGRATION, fence_key(namespace))
+    if value is None:
+        return None
+    record = markers.fence_record(records, namespace)
+    if record is None:  # written by neuron or bbg, not by this toolkit
+        record = {"import_id": None, "reason": "fenced in bbg_import_v1 (neuron-fence)",
+                  "transaction": None}  # fmt: skip
+    if len(value) == FENCE_VALUE_LEN:
+        record["subject"] = value[:32].hex()
+        record["manifest"] = value[32:].hex()
+    return record
+
+
+def empty_records() -> Connection:
+    """An in-memory records database with the records schema and nothing in it: the records
+    of a store this toolkit never wrote to."""
+    from migrate.store import layout
+
+    conn = Connection(Path(":memory:"))
+    layout.create_schema(conn, layout.DEFAULT_HASH_SUITE)
+    return conn
+
+
+class FjallView(KeyspaceRows):
+    """A read-only handle of a Fjall store: its rows and, when there are any, its records."""
+
+    def __init__(self, ks: Keyspace, directory: Path, records: Connection) -> None:
+        super().__init__(ks, directory)
+        self.records = records
+        self.engine = "fjall"
+
+    @property
+    def path(self) -> Path:
+        return self.directory
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.records.close()
+
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
+        """One row of a query on the records."""
+        return self.records.one(sql, params)
+
+    def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query on the records."""
+        return self.records.rows(sql, params, batch)
+
+    def read_status(self) -> tuple[str | None, str]:
+        return self.status()
+
+    def fence_record(self, namespace: bytes) -> dict[str, Any] | None:
+        return _fence_record(self, self.records, namespace)
+
+
+class FjallTx(Tx):
+    """A write transaction of a Fjall store (see the module docstring): bbg's rows in an
+    overlay over ``rows``, the records in the SQLite transaction of ``conn``."""
+
+    def __init__(self, conn: Connection, number: int, rows: KeyspaceRows, **kw: Any) -> None:
+        super().__init__(conn, number, **kw)
+        self._rows = rows
+        self.changes: dict[tuple[str, bytes], bytes | None] = {}
+
+    @property
+    def path(self) -> Path:
+        return self._rows.directory
+
+    # -- reads through the overlay ----------------------------------------------------------
+    def live_get(self, table: str, key: bytes) -> bytes | None:
+        mine = self.changes.get((table, key), _ABSENT)
+        if mine is not _ABSENT:
+            return mine  # type: ignore[return-value]
+        return self._rows.live_get(table, key)
+
+    def live_rows(self, table: str, *, prefix: bytes = b"", after: bytes | None = None,
+                  limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:  # fmt: skip
+        mine = sorted(
+            (k, v) for (t, k), v in self.changes.items()
+            if t == table and k.startswith(prefix) and (after is None or k > after)
+        )  # fmt: skip
+        rows = self._rows.live_rows(table, prefix=prefix, after=after)
+        if mine:
+            rows = _overlay(rows, mine)
+        return rows if limit is None else islice(rows, limit)
+
+    # -- writes into the overlay ------------------------------------------------------------
+    def _set(self, table: str, key: bytes, value: bytes | None) -> None:
+        self.changes[(table, key)] = value
+        self.wrote = self.entry_wrote = True
+
+    def put(self, table: str, key: bytes, value: bytes, *, note: bool = True) -> bool:
+        check_table(table)
+        _check_key(table, key, self.path)
+        existing = self.live_get(table, key)
+        if existing is None:
+            self._set(table, key, value)
+            if note and table in _NOTED:
+                self.note_rows(table, [key])
+            elif table == HEADS:
+                self.note_head(key, None, Head.decode(value))
+            return True
+        if existing != value:
+            raise Conflict(
+                f"{self.path}: {table} already holds other bytes under key {key.hex()}; "
+                "stored rows are immutable",
+                path=str(self.path), table=table, key=key,
+            )  # fmt: skip
+        return False
+
+    def put_many(self, table: str, rows: Any) -> int:
+        return sum(self.put(table, key, value) for key, value in rows)
+
+    def set_head(self, namespace: bytes, head: Head) -> None:
+        self._set(HEADS, namespace, head.encode())
+
+    def put_raw(self, table: str, key: bytes, value: bytes | None) -> None:
+        """Put (or with None remove) one of bbg's keys outside the five tables' rules: the
+        transfer's keys and markers in ``bbg_import_v1``."""
+        if table not in self._rows.partitions():
+            raise StoreError(f"{self.path}: no partition {table!r} in this store",
+                             path=str(self.path), table=table)  # fmt: skip
+        self._set(table, key, value)
+
+    # -- status and fences ------------------------------------------------------------------
+    def read_status(self) -> tuple[str | None, str]:
+        marker = decode_status(self.live_get(bbgdb.MIGRATION, bbgdb.STATUS))
+        return marker, generations.generation_of(marker) or (marker or "original")
+
+    def write_status(self, marker: str, generation: str) -> None:
+        self.mark("promote")
+        self.note_event({"kind": "generation", "status": marker, "generation": generation})
+        self._set(bbgdb.MIGRATION, bbgdb.STATUS, marker.encode())
+
+    def fence_record(self, namespace: bytes) -> dict[str, Any] | None:
+        return _fence_record(self, self, namespace)
+
+    def put_fence(self, namespace: bytes, import_id: str, reason: str,
+                  value: bytes | None = None) -> bool:  # fmt: skip
+        if self.live_get(bbgdb.MIGRATION, fence_key(namespace)) is not None:
+            return False
+        if value is None or len(value) != FENCE_VALUE_LEN:
+            raise StoreError(
+                f"{self.path}: a fence in bbg_import_v1 holds subject ‖ manifest (64 bytes); "
+                f"namespace {namespace.hex()} was given {0 if value is None else len(value)}",
+                path=str(self.path), namespace=namespace,
+            )  # fmt: skip
+        self._set(bbgdb.MIGRATION, fence_key(namespace), value)
+        markers.put_fence(self, namespace, import_id, reason)
+        return True
+
+    # -- the batch --------------------------------------------------------------------------
+    def batch(self) -> list[tuple[str, bytes, bytes | None]]:
+        """The Fjall batch this transaction writes: its changes and bbg's marker rows, in
+        (partition, key) order; empty when it changed none of bbg's rows."""
+        full = bbgdb.with_markers(self.changes)
+        return [(t, k, v) for (t, k), v in sorted(full.items())]
+
+
+_ABSENT = object()
+
+
+def _overlay(rows: Iterator[tuple[bytes, bytes]],
+             mine: list[tuple[bytes, bytes | None]]) -> Iterator[tuple[bytes, bytes]]:  # fmt: skip
+    """``rows`` with ``mine`` (sorted; None removes) merged over them, in key order."""
+    marked = heapq.merge(((k, 0, v) for k, v in mine), ((k, 1, v) for k, v in rows))
+    last: bytes | None = None
+    for key, rank, value in marked:
+        if key == last:
+            continue
+        last = key
+        if value is not None:
+            yield key, value
+        del rank
+
+
+def _check_key(table: str, key: bytes, path: Path) -> None:
+    from migrate.store.tx import _check_key as check
+
+    check(table, key, path)
+
+
+def changes_of(items: Mapping[tuple[str, bytes], bytes | None]) -> dict[str, int]:
+    """How many rows a change set puts per table (for reports)."""
+    out: dict[str, int] = {}
+    for (table, _key), value in items.items():
+        if value is not None:
+            out[table] = out.get(table, 0) + 1
+    return out
+
+
+__all__ = [
+    "FENCE_PREFIX", "FjallTx", "FjallView", "KeyspaceRows", "decode_status", "empty_records",
+    "fence_key", "sqlite3", "ledger",
+]  # fmt: skip

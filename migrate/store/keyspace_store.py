@@ -1,0 +1,290 @@
+"""Opening and creating a store on the Fjall engine (:mod:`migrate.store.keyspace`).
+
+* :func:`create_keyspace` makes a new, empty BBG database exactly as bbg's own engine does
+  when it opens a path that does not exist (``backend_fjall.rs``): the directory (mode
+  0700), ``bbg.lock`` (mode 0600) and a Fjall keyspace with bbg's 33 partitions.  It is
+  built under a temporary sibling name and renamed into place, so a crash leaves no store or
+  an empty complete one.
+* :func:`open_fjall_store` opens it for writing: the writer session takes ``bbg.lock``
+  (exclusive, as bbg's owner holds it; :class:`~bbg_core.errors.Locked` while another
+  process -- bbg itself or another run of this toolkit -- holds it, after waiting up to the
+  busy timeout) and the records beside it are opened (created on first use).
+* :func:`open_fjall_view` is the read-only handle: no lock is taken, the keyspace is read
+  as one point-in-time snapshot even while its owner writes, and a store without records
+  (one the cyber code wrote) reads as one with no imports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bbg_core.errors import CommitUnknown, Locked, MigrateError, StoreError, StoreRefused
+from bbg_core.files import fsync_dir, fsync_file
+from fences import generations
+from migrate.store import bbgdb, creation, layout, sanity
+from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, Connection
+from migrate.store.engine import FJALL, records_dir
+from migrate.store.fjall import open_keyspace
+from migrate.store.fjall.session import KeyspaceWriter, open_writer
+from migrate.store.fjall.writer import build_keyspace
+from migrate.store.keyspace import FjallTx, FjallView, KeyspaceRows, empty_records
+from migrate.store.store import Store
+from migrate.store.tables import StagedTables, StoreTables
+from migrate.store.tx import Tx
+
+_POLL = 0.05
+
+
+def create_keyspace(directory: Path) -> None:
+    """A new empty BBG database at ``directory`` (absent, or an empty directory)."""
+    parent = directory.parent if str(directory.parent) else Path(".")
+    tmp = parent / f".{directory.name}.bbg-new-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    try:
+        build_keyspace(tmp, {name: () for name in bbgdb.PARTITIONS}, dir_mode=bbgdb.DIR_MODE)
+        lock = tmp / bbgdb.LOCK_NAME
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, bbgdb.LOCK_MODE)
+        os.close(fd)
+        fsync_file(lock)
+        fsync_dir(tmp)
+        try:
+            os.rename(tmp, directory)  # replaces an empty directory, never a full one
+        except OSError as exc:
+            raise StoreRefused(
+                f"{directory}: not empty and not a BBG store; a store is created only in a new "
+                "or empty directory. Name another --store", path=str(directory),
+            ) from exc  # fmt: skip
+        fsync_dir(parent)
+    finally:
+        if os.path.lexists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class FjallStore(Store):
+    """A read-write handle of a store on the Fjall engine (see the module docstring)."""
+
+    engine = FJALL
+
+    def __init__(self, directory: Path, conn: Connection, writer: KeyspaceWriter,
+                 reader_generation: str, generation: str,
+                 lock: creation.DirLock | None) -> None:  # fmt: skip
+        super().__init__(directory, conn, reader_generation, generation, lock)
+        self.writer = writer
+        self._rows: KeyspaceRows | None = None
+
+    # -- the snapshot reads go through -----------------------------------------------------
+    def rows_view(self) -> KeyspaceRows:
+        """The keyspace as of this handle's last commit (re-read after every batch)."""
+        if self._rows is None:
+            self._rows = KeyspaceRows(self.writer.reader(), self.directory)
+        return self._rows
+
+    def _forget(self) -> None:
+        if self._rows is not None:
+            self._rows.close()
+            self._rows = None
+
+    def close(self, *, keep_lock: bool = False) -> None:
+        try:
+            self._forget()
+            self.writer.close()
+        finally:
+            super().close(keep_lock=keep_lock)
+
+    @property
+    def path(self) -> Path:
+        return self.directory
+
+    def live_get(self, table: str, key: bytes) -> bytes | None:
+        return self.rows_view().live_get(table, key)
+
+    def live_rows(self, table: str, *, prefix: bytes = b"", after: bytes | None = None,
+                  limit: int | None = None) -> Iterator[tuple[bytes, bytes]]:  # fmt: skip
+        return self.rows_view().live_rows(table, prefix=prefix, after=after, limit=limit)
+
+    def read_status(self) -> tuple[str | None, str]:
+        return self.rows_view().status()
+
+    def fence_record(self, namespace: bytes) -> dict[str, Any] | None:
+        from migrate.store.keyspace import _fence_record
+
+        return _fence_record(self.rows_view(), self._conn, namespace)
+
+    # -- writing -----------------------------------------------------------------------------
+    def _new_tx(self, number: int, **kw: Any) -> Tx:
+        self._forget()  # a transaction reads the keyspace as it is now
+        return FjallTx(self._conn, number, self.rows_view(), **kw)
+
+    def _before_commit(self, tx: Tx) -> None:
+        assert isinstance(tx, FjallTx)
+        items = tx.batch()
+        if not items:
+            return
+        self._forget()
+        try:
+            self.writer.append(items)
+        except MigrateError:
+            raise  # refused before a byte was written: the records roll back too
+        except OSError as exc:
+            # The batch may or may not be on disk: this handle does nothing more.
+            unknown = CommitUnknown(
+                f"{self.directory}: writing a batch failed ({exc.strerror or exc}); its outcome "
+                "is unknown. Reopen the store and rerun: every step checks what the store holds",
+                path=str(self.directory),
+            )
+            self._conn.poisoned = unknown
+            raise unknown from exc
+
+    @contextmanager
+    def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:
+        self._conn.execute("SELECT 1")  # refuses if this handle is poisoned
+        records = Connection(self.db_path, readonly=True)
+        try:
+            if import_id is not None:
+                with records.read():
+                    yield StagedTables(records, import_id)
+                return
+            view = FjallView(self.writer.reader(), self.directory, records)
+            records = None  # type: ignore[assignment]  # the view closes it
+            try:
+                with view.records.read():
+                    yield StoreTables(view)
+            finally:
+                view.close()
+        finally:
+            if records is not None:
+                records.close()
+
+    def info(self) -> dict[str, Any]:
+        doc = super().info()
+        marker, reached = self.read_status()
+        last = self.live_get(bbgdb.METADATA, bbgdb.LAST_TRANSACTION)
+        doc.update(engine=FJALL, status=marker, generation=reached,
+                   bbg_last_transaction=None if last is None else last.hex())  # fmt: skip
+        return doc
+
+
+def _writer(directory: Path, timeout: float) -> KeyspaceWriter:
+    """The writer session, waiting up to ``timeout`` seconds for ``bbg.lock``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return open_writer(directory, create_lock=True)
+        except Locked:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(_POLL)
+
+
+def open_fjall_store(
+    directory: Path,
+    *,
+    create: bool,
+    reader_generation: str,
+    maintenance: bool,
+    hash_suite: str,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+) -> FjallStore:
+    """Open (``create``: make first, when absent) the Fjall store at ``directory``."""
+    from migrate.store.engine import engine_of
+
+    if engine_of(directory) is None:
+        if not create:
+            raise StoreRefused(
+                f"{directory}: no BBG store here; name an existing store, or create one",
+                path=str(directory),
+            )
+        creation.check_destination(directory)
+        create_keyspace(directory)
+    writer = _writer(directory, busy_timeout)
+    lock: creation.DirLock | None = None
+    conn: Connection | None = None
+    try:
+        records = records_dir(directory)
+        lock = creation.acquire(records, create=True, hash_suite=hash_suite,
+                                timeout=busy_timeout)  # fmt: skip
+        db = records / layout.DB_NAME
+        layout.check_header(db)
+        conn = Connection(db, busy_timeout=busy_timeout)
+        version = layout.check_identity(conn, allow_pre_ledger=maintenance)
+        sanity.check_bookkeeping(conn)
+        store = FjallStore(directory, conn, writer, reader_generation, "original", lock)
+        store.schema_version = version
+        problems = _guarded(directory)
+        if problems and not maintenance:
+            raise StoreRefused(problems, path=str(directory))
+        marker, generation = store.read_status()
+        store.generation = generation
+        if not maintenance:
+            store.generation = generations.require_readable(store, reader_generation)
+        return store
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        if lock is not None:
+            lock.release()
+        writer.close()
+        raise
+
+
+def _guarded(directory: Path) -> str | None:
+    """Why bbg would not open ``directory`` now because of an import guard, or None."""
+    guard = bbgdb.guard_path(directory)
+    if not guard.exists():
+        return None
+    return (f"{directory}: {guard} exists: an application migration into this store is "
+            "incomplete (bbg refuses to open it). Rerun the migration that was interrupted")
+
+
+@contextmanager
+def open_fjall_view(directory: Path, *, check: bool = True) -> Iterator[FjallView]:
+    """A read-only handle of the Fjall store at ``directory`` (no lock taken, nothing
+    written; see the module docstring)."""
+    records = records_dir(directory)
+    conn: Connection
+    if (records / layout.DB_NAME).exists():
+        db = records / layout.DB_NAME
+        layout.check_header(db)
+        conn = Connection(db, readonly=True)
+        try:
+            layout.require_bbg(conn)
+            if check:
+                sanity.check_bookkeeping(conn)
+        except BaseException:
+            conn.close()
+            raise
+    else:
+        conn = empty_records()
+    try:
+        ks = open_keyspace(directory)
+    except BaseException:
+        conn.close()
+        raise
+    view = FjallView(ks, directory, conn)
+    try:
+        yield view
+    finally:
+        view.close()
+
+
+def is_records_dir(directory: Path) -> Path | None:
+    """The Fjall store whose records ``directory`` is, or None (refuse to open records as a
+    store of their own)."""
+    name = directory.name
+    if not name.endswith(".bbg-migrate"):
+        return None
+    store = directory.with_name(name[: -len(".bbg-migrate")])
+    from migrate.store.engine import engine_of
+
+    return store if engine_of(store) == FJALL else None
+
+
+__all__ = ["FjallStore", "create_keyspace", "open_fjall_store", "open_fjall_view"]
+
