@@ -18,12 +18,29 @@ from migrate.store.fjall.writer import append_batch, build_keyspace, publish_seg
 from tests.fjall.conftest import extract
 
 
-def _oracle() -> str:
+def oracle_or_skip() -> str:
+    """The real-crate program ``BBG_FJALL_ORACLE`` names, or a skip that says so."""
     name = os.environ.get("BBG_FJALL_ORACLE")
     found = shutil.which(name) if name else None
     if not found:
         pytest.skip("BBG_FJALL_ORACLE not set: real-crate reader not available")
     return found
+
+
+_oracle = oracle_or_skip
+
+
+def oracle_dump(oracle: str, store: Path, scratch: Path) -> str:
+    """The real crate's dump of ``store``, read from a copy (fjall changes what it opens)."""
+    copy = scratch / f"copy-{len(list(scratch.glob('copy-*'))) if scratch.exists() else 0}"
+    shutil.copytree(store, copy)
+    try:
+        res = subprocess.run([oracle, "dump", str(copy)], capture_output=True, text=True,
+                             timeout=600, check=False)  # fmt: skip
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
 
 
 def _stores(tmp_path: Path) -> list[Path]:

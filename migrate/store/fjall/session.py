@@ -81,6 +81,10 @@ and for fjall:
    journals, each complete.
 4. *Delete the sealed journals* whose items are all persisted, oldest first (then the
    folder is fsynced).  A journal left behind by a crash is skipped for every partition.
+   A keyspace with segments and no journal at all gets an empty active journal
+   (``journals/1``, the one fjall would create): fjall derives its seqno counter from the
+   segments only when it finds an active journal (``Keyspace::recover``), and would
+   otherwise count from 0, below every segment.
 
 Running the flush again after a crash finishes the job: the sealed journals' items not yet
 persisted are exactly what the reader still replays (nothing is written twice).
@@ -90,6 +94,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -472,11 +477,21 @@ class KeyspaceWriter(Closing):
 
     # -- partitions ------------------------------------------------------------------------
 
-    def _refuse_unfinished(self, name: str, folder: str) -> None:
-        if os.path.lexists(folder):
-            raise FjallRefused(f"{folder}: exists but is no live partition (dropped or "
-                               "unfinished); fjall removes it when it opens the keyspace",
+    def _clear_dead(self, name: str, folder: str) -> None:
+        """Remove what is left of a dropped (``.deleted``) or unfinished (no ``manifest``)
+        partition of this name, as fjall's recovery does (``recover_partitions``: the
+        manifest first, then the whole directory), so that it can be created again."""
+        if not os.path.lexists(folder):
+            return
+        if os.path.islink(folder) or not os.path.isdir(folder):
+            raise FjallRefused(f"{folder}: not a directory where partition {name!r} would go",
                                path=folder, partition=name)  # fmt: skip
+        manifest = os.path.join(folder, layout.MANIFEST)
+        if os.path.lexists(manifest):
+            os.unlink(manifest)
+        shutil.rmtree(folder)
+        _fsync_dir(os.path.dirname(folder))
+        self._pnames = _listing(self.root / layout.PARTITIONS)
 
     def _register_new(self, name: str, config: PartitionConfig, ids: list[list[int]],
                       summaries: list[levels.Summary]) -> None:  # fmt: skip
@@ -497,8 +512,9 @@ class KeyspaceWriter(Closing):
     ) -> list[str]:
         """Create the partitions of ``names`` that do not exist yet, as fjall's
         ``open_partition`` creates one (``config``, empty ``levels``, ``segments/``, the
-        ``manifest`` last: until it exists the directory is no partition; every file and
-        folder fsynced); returns the names created."""
+        ``manifest`` last and atomically: until it exists the directory is no partition;
+        every file and folder fsynced; what a dropped or unfinished partition of the name
+        left is removed first, as fjall's recovery removes it); returns the names created."""
         wanted = list(dict.fromkeys(names))
         for name in wanted:
             if not layout.is_valid_partition_name(name):
@@ -512,7 +528,7 @@ class KeyspaceWriter(Closing):
             if name in self._parts:
                 continue
             folder = os.path.join(pfolder, name)
-            self._refuse_unfinished(name, folder)
+            self._clear_dead(name, folder)
             os.makedirs(os.path.join(folder, layout.SEGMENTS))
             _new_partition(folder, config, [[] for _ in range(config.level_count)])
             _fsync_dir(pfolder)
@@ -575,7 +591,7 @@ class KeyspaceWriter(Closing):
         else:
             if config.tree_type != 0 or config.kv_separation is not None:
                 raise FjallRefused("this writer makes standard partitions only (no blob trees)")
-            self._refuse_unfinished(partition, folder)
+            self._clear_dead(partition, folder)
             first_id = 0
         seqno = self._next_seqno
         seg_folder = os.path.join(folder, layout.SEGMENTS)
@@ -682,6 +698,11 @@ class KeyspaceWriter(Closing):
                 report["items"] += sum(w.items for w in written)
         # 4. delete the sealed journals whose items are all persisted, oldest first
         report["deleted_journals"] = self._maintenance()
+        if self._active is None and any(p.persisted is not None for p in self._parts.values()):
+            # fjall starts its seqno counter from the partitions only when it finds an
+            # active journal (else at 0, below these segments): make the one it would make
+            self._active = self._new_journal(1)
+            report["created_journal"] = self._active.name
         for part in self._parts.values():
             part.journal_items = 0
         report["journals"] = self._journal_names()

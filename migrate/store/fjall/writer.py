@@ -122,6 +122,30 @@ def _preallocated_journal(path: str) -> None:
         os.close(fd)
 
 
+def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
+    """``path`` written whole or not at all: a temporary file beside it (``.tmp*``, which
+    neither fjall nor this reader looks at in a partition folder), fsync, rename, fsync of
+    the folder.  A partition's ``manifest`` is written so: it makes the directory a
+    partition, and a manifest cut short would make fjall refuse to open the keyspace."""
+    folder = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
+    try:
+        os.fchmod(fd, mode & ~_umask())
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.rename(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(folder)
+
+
 def _rewrite_atomic(path: str, data: bytes) -> None:
     """lsm-tree's ``rewrite_atomic``: temporary file beside ``path``, fsync, rename, fsync
     of the folder (the temporary file is 0600, so ``levels`` is too)."""
@@ -285,15 +309,14 @@ def _bloom_policy(config: PartitionConfig) -> bloom.Policy | None:
 
 def _new_partition(folder: str, config: PartitionConfig, ids: list[list[int]]) -> None:
     """The files of a new partition around its segments (already in ``segments/``), its
-    ``manifest`` last: until it exists the directory is no partition (fjall removes it,
-    this reader skips it)."""
+    ``manifest`` last and atomically: until it exists the directory is no partition (fjall
+    removes it, this reader skips it)."""
     _write_file(os.path.join(folder, layout.CONFIG), config.encode())
     _write_file(os.path.join(folder, layout.LEVELS), levels.encode(ids), mode=0o600)
     _fsync_dir(os.path.join(folder, layout.SEGMENTS))
     _fsync_dir(folder)
     manifest = Manifest(0, 0, config.level_count)
-    _write_file(os.path.join(folder, layout.MANIFEST), manifest.encode())
-    _fsync_dir(folder)
+    _write_atomic(os.path.join(folder, layout.MANIFEST), manifest.encode())
 
 
 def build_keyspace(
