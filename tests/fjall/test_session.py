@@ -237,7 +237,7 @@ def test_a_keyspace_changed_under_the_session_is_refused(change: str, tmp_path: 
         for call in (lambda: session.publish("p", [(b"z", b"1")]), session.flush,
                      lambda: session.create_partitions(["x"])):  # fmt: skip
             with pytest.raises(FjallChanged):
-                call()  # type: ignore[operator]
+                call()
         assert sorted((p.relative_to(root), p.stat().st_size) for p in root.rglob("*")) == before
 
 
