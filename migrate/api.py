@@ -14,6 +14,7 @@
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
 | :func:`fjall_dump`, :func:`fjall_info`, :func:`fjall_check` | a Fjall keyspace: dump/info/check |
 | :func:`fjall_open`, :func:`fjall_build`, :func:`fjall_publish`, :func:`fjall_append` | r/w |
+| :func:`fjall_writer`, :func:`fjall_flush` | a Fjall writer session; journals into segments |
 | :func:`make_job` | a pipeline :class:`Job` from command-line-shaped inputs (hex, mapping file) |
 | :func:`write_receipt` | a receipt to a file: atomic, never over a different receipt |
 | :func:`progress_phase` | the ``(rows, bytes)`` callback of one stage, for an observer |
@@ -102,6 +103,8 @@ if TYPE_CHECKING:
     from migrate.share.retention import excise, nohistory
     from migrate.store.fjall.reader import open_keyspace as fjall_open
     from migrate.store.fjall.report import dump_path as fjall_dump
+    from migrate.store.fjall.session import flush_keyspace as fjall_flush
+    from migrate.store.fjall.session import open_writer as fjall_writer
     from migrate.store.fjall.writer import append_batch as fjall_append
     from migrate.store.fjall.writer import build_keyspace as fjall_build
     from migrate.store.fjall.writer import publish_segments as fjall_publish
@@ -151,6 +154,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "fjall_dump": ("migrate.store.fjall.report", "dump_path"),
     "fjall_open": ("migrate.store.fjall.reader", "open_keyspace"),
     "fjall_publish": ("migrate.store.fjall.writer", "publish_segments"),
+    "fjall_flush": ("migrate.store.fjall.session", "flush_keyspace"),
+    "fjall_writer": ("migrate.store.fjall.session", "open_writer"),
     "fleet_default_workers": ("migrate.fleet", "default_workers"),
     "fleet_html": ("migrate.fleet", "write_html"),
     "fleet_load": ("migrate.fleet", "load_manifest"),
@@ -360,9 +365,11 @@ __all__ = [
     "fjall_build",
     "fjall_check",
     "fjall_dump",
+    "fjall_flush",
     "fjall_info",
     "fjall_open",
     "fjall_publish",
+    "fjall_writer",
     "fleet_default_workers",
     "fleet_html",
     "fleet_load",

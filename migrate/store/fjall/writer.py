@@ -1,5 +1,6 @@
 """Writing Fjall keyspaces: a new one in bulk, new segments into an existing one, and one
-transactional batch into the active journal.
+transactional batch into the active journal (the last two through a writer session,
+:mod:`.session`, which also holds our flush).
 
 Every choice below mirrors what the real crates do, so that fjall reads the result exactly
 and keeps working on it (its own flushes and compactions over these segments, its seqno
@@ -42,8 +43,9 @@ rewrites the filter when it compacts the segment).
 Two states are refused (:class:`FjallRefused`): the partition still has rows that live
 only in a journal -- fjall would read those first in a point read (memtables come before
 segments) and would drop a sealed journal's rows for the partition once its segments reach
-a higher seqno (``recover_sealed_memtables``) -- and a ``levels`` file that changed while
-the segments were written.
+a higher seqno (``recover_sealed_memtables``); :func:`.session.flush_keyspace` writes them
+into segments first, as fjall's flush does -- and a ``levels`` file that changed while the
+segments were written.
 
 **A batch** (:func:`append_batch`) is fjall's ``Batch::commit`` with ``PersistMode::SyncAll``
 (``src/batch/mod.rs``, ``src/journal/writer.rs``): Start, Items, End with the XXH3-64 of the
@@ -56,10 +58,13 @@ active one past its 32 MiB pre-allocation, and refuses to write when the journal
 hold more than fjall's default journaling limit (512 MiB), which fjall would have flushed.
 With no journal at all it creates ``journals/1``, the id fjall's recovery would create.
 
-All three take ``bbg.lock`` (exclusive, non-blocking: :class:`Locked` when the owning bbg
-process holds it) when the keyspace has one, and an exclusive lock on the keyspace
-directory itself against another writer of this toolkit.  A plain fjall process holds no
-lock this writer could see; it must not run meanwhile.
+:func:`publish_segments` and :func:`append_batch` are one-shot writer sessions
+(:mod:`.session`: :func:`~.session.open_writer`, which also flushes): they take
+``bbg.lock`` (exclusive, non-blocking: :class:`Locked`, naming the holding process, when
+the owning bbg process holds it) when the keyspace has one, and an exclusive lock on the
+keyspace directory itself against another writer of this toolkit.  A plain fjall process
+holds no lock this writer could see; it must not run meanwhile (a session notices the
+traces it leaves and refuses to write on).
 """
 
 from __future__ import annotations
