@@ -18,6 +18,8 @@ The tree (exit code in brackets)::
     │   │   │                             what=)
     │   │   ├── FjallUnsupported [1]      valid, but not what this reader handles (blob partition)
     │   │   └── FjallRefused [1]          a write that would not be safe in the keyspace's state
+    │   │       └── FjallChanged [1]      a writer session's keyspace changed under it (another
+    │   │                                 writer); the session writes nothing more
     │   ├── StoreCorrupt [1]              the store's own records contradict each other
     │   ├── CommitUnknown [1]             outcome of a commit unknown; reopen and resolve
     │   ├── Fenced [4]                    write to a fenced (retired) namespace
@@ -113,6 +115,13 @@ class FjallUnsupported(FjallError):
 
 class FjallRefused(FjallError):
     code = "fjall-refused"
+
+
+class FjallChanged(FjallRefused):
+    """A writer session found the keyspace changed in a way only another writer could
+    cause (``path`` the file, ``what`` the change); it refuses every later write."""
+
+    code = "fjall-changed"
 
 
 class StoreCorrupt(StoreError):
@@ -222,6 +231,7 @@ __all__ = [
     "FjallCorrupt",
     "FjallUnsupported",
     "FjallRefused",
+    "FjallChanged",
     "StoreCorrupt",
     "CommitUnknown",
     "Fenced",

@@ -14,6 +14,7 @@
 | :func:`redb_tables`, :func:`redb_dump`, :func:`redb_scan` | a redb file: tables, dump, scan |
 | :func:`fjall_dump`, :func:`fjall_info`, :func:`fjall_check` | a Fjall keyspace: dump/info/check |
 | :func:`fjall_open`, :func:`fjall_build`, :func:`fjall_publish`, :func:`fjall_append` | r/w |
+| :func:`fjall_writer`, :func:`fjall_flush` | a Fjall writer session; journals into segments |
 | :func:`make_job` | the job of the inputs as an operator types them (see below) |
 | :func:`transfer_job` | the :class:`TransferJob` of a BBG store (UsageError otherwise) |
 | :func:`write_receipt` | a receipt to a file: atomic, never over a different receipt |
@@ -79,11 +80,13 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "nox_data_id": ("migrate.probe.hashes", "data_id"),
     "redb_dump": ("importers.redb.report", "dump"),
     "redb_tables": ("importers.redb.report", "tables_doc"),
-    "fjall_append": ("migrate.store.fjall.writer", "append_batch"),
+    "fjall_append": ("migrate.store.fjall.session", "append_batch"),
     "fjall_build": ("migrate.store.fjall.writer", "build_keyspace"),
     "fjall_dump": ("migrate.store.fjall.report", "dump_path"),
     "fjall_open": ("migrate.store.fjall.reader", "open_keyspace"),
-    "fjall_publish": ("migrate.store.fjall.writer", "publish_segments"),
+    "fjall_publish": ("migrate.store.fjall.session", "publish_segments"),
+    "fjall_flush": ("migrate.store.fjall.session", "flush_keyspace"),
+    "fjall_writer": ("migrate.store.fjall.session", "open_writer"),
     # the migration, its stores and imports
     "discard": ("migrate.pipeline", "discard"),
     "list_imports": ("migrate.pipeline.listing", "list_imports"),
@@ -150,6 +153,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     import migrate.share.retention as _migrate_share_retention
     import migrate.store.fjall.reader as _migrate_store_fjall_reader
     import migrate.store.fjall.report as _migrate_store_fjall_report
+    import migrate.store.fjall.session as _migrate_store_fjall_session
     import migrate.store.fjall.writer as _migrate_store_fjall_writer
     import migrate.store.layout as _migrate_store_layout
     import migrate.store.store as _migrate_store_store
@@ -171,11 +175,13 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     nox_data_id = _migrate_probe_hashes.data_id
     redb_dump = _importers_redb_report.dump
     redb_tables = _importers_redb_report.tables_doc
-    fjall_append = _migrate_store_fjall_writer.append_batch
+    fjall_append = _migrate_store_fjall_session.append_batch
     fjall_build = _migrate_store_fjall_writer.build_keyspace
     fjall_dump = _migrate_store_fjall_report.dump_path
     fjall_open = _migrate_store_fjall_reader.open_keyspace
-    fjall_publish = _migrate_store_fjall_writer.publish_segments
+    fjall_publish = _migrate_store_fjall_session.publish_segments
+    fjall_flush = _migrate_store_fjall_session.flush_keyspace
+    fjall_writer = _migrate_store_fjall_session.open_writer
     discard = _migrate_pipeline.discard
     list_imports = _migrate_pipeline_listing.list_imports
     imports_summary = _migrate_pipeline_listing.summary

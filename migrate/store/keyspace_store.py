@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import time
@@ -26,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bbg_core.errors import CommitUnknown, Locked, MigrateError, StoreError, StoreRefused
+from bbg_core.errors import CommitUnknown, Locked, MigrateError, StoreRefused
 from bbg_core.files import fsync_dir, fsync_file
 from fences import generations
 from migrate.store import bbgdb, creation, layout, sanity

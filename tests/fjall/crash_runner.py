@@ -1,12 +1,14 @@
 """Run one Fjall write with a SIGKILL at its N-th file operation (crash tests only).
 
 ``python -m tests.fjall.crash_runner OP DIR N``: OP is ``build`` (a new keyspace at DIR),
-``publish`` (segments into DIR's partition ``p``) or ``append`` (five batches into DIR);
-the writer module's ``os`` is replaced by one that kills the process (as ``kill -9`` or a
-power cut would) just before its N-th call that changes the file system or makes a change
-durable.  N = 0 kills nothing and prints how many such calls the operation made.  Small
-segment, compaction and journal sizes make every kind of step happen in a small write.
-The hooks live here, in the tests, not in the product.
+``publish`` (segments into DIR's partition ``p``), ``append`` (five batches into DIR),
+``flush`` (DIR's journals into segments) or ``session`` (one writer session: the five
+batches, a publication, a flush, a batch, a publication into a new partition -- see
+:data:`SESSION`); the writer and session modules' ``os`` is replaced by one that kills the
+process (as ``kill -9`` or a power cut would) just before its N-th call that changes the
+file system or makes a change durable.  N = 0 kills nothing and prints how many such calls
+the operation made.  Small segment, compaction and journal sizes make every kind of step
+happen in a small write.  The hooks live here, in the tests, not in the product.
 """
 
 from __future__ import annotations
@@ -66,13 +68,38 @@ def rows(tag: bytes, n: int) -> list[tuple[bytes, bytes]]:
 BATCHES = [[("p", b"k%05d" % (7 * i + j), _noise(b"batch%d" % i, 400)) for j in range(3)] + [
     ("q", b"n%d" % i, None if i % 2 else b"v")] for i in range(5)]  # fmt: skip
 
+#: The session's steps after the five batches (each one a state a reader may see).
+SESSION = ["publish-p-refused", "flush", "append", "publish-p", "publish-fresh"]
+
+
+def run_session(session: Any, step: str) -> None:
+    """One step of the session run (the batches are steps too: ``BATCHES``)."""
+    from bbg_core.errors import FjallRefused
+
+    if step == "publish-p-refused":  # p has journal-only rows: refused, nothing written
+        try:
+            session.publish("p", rows(b"pub", 300)[::4])
+        except FjallRefused:
+            return
+        raise AssertionError("publish into a partition with journal rows went through")
+    if step == "flush":
+        session.flush()
+    elif step == "append":
+        session.append([("q", b"n-after", b"flushed"), ("p", b"k00001", None)])
+    elif step == "publish-p":
+        session.flush()  # the batch just appended lives in the journal: flush it first
+        session.publish("p", rows(b"pub", 900)[::4])
+    else:
+        session.publish("fresh", rows(b"f", 60))
+
 
 def main() -> None:
     op, target, n = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
-    from migrate.store.fjall import journal, layout, segment, writer
+    from migrate.store.fjall import journal, layout, segment, session, writer
 
     killer = _KillingOs(n)
     writer.os = killer  # type: ignore[attr-defined]
+    session.os = killer  # type: ignore[attr-defined]
 
     class _File:  # segment bytes go through a buffered file: count its writes too
         def __init__(self, raw: Any) -> None:
@@ -99,9 +126,17 @@ def main() -> None:
         writer.build_keyspace(target, {"p": rows(b"a", 1500), "q": rows(b"q", 40), "e": []})
     elif op == "publish":
         writer.publish_segments(target, "p", rows(b"new", 900)[::3])
-    else:
+    elif op == "append":
         for batch in BATCHES:
             writer.append_batch(target, batch)
+    elif op == "flush":
+        session.flush_keyspace(target)
+    else:
+        with session.open_writer(target) as handle:
+            for batch in BATCHES:
+                handle.append(batch)
+            for step in SESSION:
+                run_session(handle, step)
     print(killer.seen, flush=True)
 
 

@@ -1,6 +1,9 @@
-"""kill -9 at every file operation of a bulk build, a publication and a run of batch
-appends (``tests/fjall/crash_runner.py``): the directory then reads exactly as before the
-write or as after it -- never in between -- and the next write goes through."""
+"""kill -9 at every file operation of a bulk build, a publication, a run of batch appends,
+a flush and a writer session (``tests/fjall/crash_runner.py``): the directory then reads
+exactly as before the write or as after it -- never in between -- and the next write goes
+through.  A flush changes no row: a killed flush reads exactly as before, and running it
+again completes it.  With ``BBG_FJALL_ORACLE`` set, the real crate reads every killed
+flush's directory as we do."""
 
 from __future__ import annotations
 
@@ -17,9 +20,12 @@ import pytest
 from bbg_core.errors import SourceError
 from migrate.store.fjall import open_keyspace
 from migrate.store.fjall import report as fjreport
-from migrate.store.fjall.writer import append_batch, build_keyspace
+from migrate.store.fjall.report import dump_lines
+from migrate.store.fjall.session import append_batch, open_writer
+from migrate.store.fjall.writer import build_keyspace
 from tests.conftest import ROOT
 from tests.fjall import crash_runner
+from tests.fjall.test_oracle import oracle_dump, oracle_or_skip
 
 pytestmark = pytest.mark.slow
 
@@ -98,3 +104,91 @@ def test_a_killed_write_leaves_before_or_after(op: str, tmp_path: Path) -> None:
                 again = _run(op, work, 0)
                 assert again.returncode == 0, again.stderr
     assert killed == total
+
+
+def _journal_base(tmp_path: Path) -> Path:
+    """The base keyspace plus the five batches, written with the runner's small journals:
+    sealed journals and an active one, rows of ``p`` and ``q`` in each."""
+    base = _base(tmp_path)
+    res = _run("append", base, 0)
+    assert res.returncode == 0, res.stderr
+    with open_keyspace(base) as ks:
+        roles = [j.role for j in ks.journals]
+        assert roles.count("sealed") >= 2 and roles[-1] == "active"
+    return base
+
+
+def _fresh(base: Path, work: Path) -> None:
+    if work.parent.exists():
+        shutil.rmtree(work.parent)
+    work.parent.mkdir()
+    shutil.copytree(base, work)
+
+
+def _flushed(path: Path) -> bool:
+    with open_keyspace(path) as ks:
+        return len(ks.journals) == 1 and not any(ks.view(n).journal for n in ks.partitions())
+
+
+def test_a_killed_flush_reads_as_before_and_completes(tmp_path: Path) -> None:
+    base = _journal_base(tmp_path)
+    work = tmp_path / "work" / "ks"
+    _fresh(base, work)
+    before = _state(work)
+    full = _run("flush", work, 0)
+    assert full.returncode == 0, full.stderr
+    total = int(full.stdout.split()[-1])
+    assert _state(work) == before and _flushed(work) and total > 10
+    for n in range(1, total + 1):
+        _fresh(base, work)
+        res = _run("flush", work, n)
+        assert res.returncode == -signal.SIGKILL, res.stderr
+        assert _state(work) == before, f"flush killed at file operation {n} of {total}"
+        again = _run("flush", work, 0)
+        assert again.returncode == 0, again.stderr
+        assert _state(work) == before and _flushed(work), n
+
+
+def test_the_real_crate_reads_every_killed_flush(tmp_path: Path) -> None:
+    oracle = oracle_or_skip()
+    base = _journal_base(tmp_path)
+    work = tmp_path / "work" / "ks"
+    _fresh(base, work)
+    full = _run("flush", work, 0)
+    total = int(full.stdout.split()[-1])
+    for n in range(1, total + 1):
+        _fresh(base, work)
+        assert _run("flush", work, n).returncode == -signal.SIGKILL
+        with open_keyspace(work) as ks:
+            ours = "".join(line + "\n" for line in dump_lines(ks))
+        assert oracle_dump(oracle, work, tmp_path / "oracle") == ours, n
+
+
+def test_a_killed_writer_session_leaves_a_state_between_two_steps(tmp_path: Path) -> None:
+    base = _base(tmp_path)
+    work = tmp_path / "work" / "ks"
+    _fresh(base, work)
+    states = [_state(work)]
+    with open_writer(work) as session:
+        for batch in crash_runner.BATCHES:
+            session.append(batch)
+            states.append(_state(work))
+        for step in crash_runner.SESSION:
+            crash_runner.run_session(session, step)
+            states.append(_state(work))
+    assert len(set(states)) >= 8
+    _fresh(base, work)
+    full = _run("session", work, 0)
+    assert full.returncode == 0, full.stderr
+    total = int(full.stdout.split()[-1])
+    assert _state(work) == states[-1] and total > 40
+    for n in range(1, total + 1):
+        _fresh(base, work)
+        res = _run("session", work, n)
+        assert res.returncode == -signal.SIGKILL, res.stderr
+        got = _state(work)
+        assert got in states, f"session killed at file operation {n} of {total}: in between"
+        if n % 5 == 0:  # the next writer session goes on from there
+            again = _run("flush", work, 0)
+            assert again.returncode == 0, again.stderr
+            assert _state(work) == got and _flushed(work)

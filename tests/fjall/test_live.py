@@ -15,7 +15,8 @@ import pytest
 
 from migrate.store.fjall import journal, levels, open_keyspace, reader
 from migrate.store.fjall import report as fjreport
-from migrate.store.fjall.writer import append_batch, build_keyspace, publish_segments
+from migrate.store.fjall.session import append_batch, publish_segments
+from migrate.store.fjall.writer import build_keyspace
 from tests.conftest import ROOT
 from tests.fjall import owner
 

@@ -15,7 +15,8 @@ from bbg_core.errors import FjallRefused, Locked, UsageError
 from migrate.store.fjall import journal, open_keyspace
 from migrate.store.fjall import report as fjreport
 from migrate.store.fjall.layout import DEFAULT_CONFIG
-from migrate.store.fjall.writer import append_batch, build_keyspace, publish_segments
+from migrate.store.fjall.session import append_batch, publish_segments
+from migrate.store.fjall.writer import build_keyspace
 from tests.fjall.conftest import extract
 
 

@@ -376,6 +376,33 @@ class Keyspace(Closing):
                     corrupt(path, voff, "journal", "a value is no longer where it was read")
         return key, value, seqno, vtype
 
+    def memtables(
+        self, partition: str
+    ) -> Iterator[tuple[journal.JournalInfo, Iterator[tuple[bytes, bytes, int, int]]]]:
+        """The memtables fjall rebuilds for ``partition`` from its journals: per journal
+        whose entries it replays (oldest first; a sealed journal the partition's segments
+        already reach is skipped), that journal's items as ``(key, value, seqno, type)`` in
+        key order, newest version first, one item per key and seqno (the later item of a
+        batch: the memtable replaces an equal key).  Long values are read as the items are."""
+        view = self.view(partition)
+        groups: dict[int, list[tuple[Any, ...]]] = {}
+        for entry in view.journal:
+            groups.setdefault(entry[7], []).append(entry)
+        for n, fd in enumerate(self._journal_fds):
+            entries = groups.get(fd)
+            if entries:
+                yield self.journals[n], self._memtable_items(entries)
+
+    def _memtable_items(
+        self, entries: list[tuple[Any, ...]]
+    ) -> Iterator[tuple[bytes, bytes, int, int]]:
+        last: tuple[bytes, int] | None = None
+        for entry in entries:  # sorted by key, newest seqno first, later item first
+            if last is not None and last == (entry[0], entry[2]):
+                continue
+            last = (entry[0], entry[2])
+            yield self._journal_entry(entry)
+
     def _sources(self, view: PartitionView, start: bytes | None) -> list[merge.Source]:
         """Journal first, then each level: a disjoint level as one chain in key order,
         any other segment by segment in lsm-tree's order (newest first)."""

@@ -1,5 +1,6 @@
 """Writing Fjall keyspaces: a new one in bulk, new segments into an existing one, and one
-transactional batch into the active journal.
+transactional batch into the active journal (the last two through a writer session,
+:mod:`.session`, which also holds our flush).
 
 Every choice below mirrors what the real crates do, so that fjall reads the result exactly
 and keeps working on it (its own flushes and compactions over these segments, its seqno
@@ -42,8 +43,9 @@ rewrites the filter when it compacts the segment).
 Two states are refused (:class:`FjallRefused`): the partition still has rows that live
 only in a journal -- fjall would read those first in a point read (memtables come before
 segments) and would drop a sealed journal's rows for the partition once its segments reach
-a higher seqno (``recover_sealed_memtables``) -- and a ``levels`` file that changed while
-the segments were written.
+a higher seqno (``recover_sealed_memtables``); :func:`.session.flush_keyspace` writes them
+into segments first, as fjall's flush does -- and a ``levels`` file that changed while the
+segments were written.
 
 **A batch** (:func:`append_batch`) is fjall's ``Batch::commit`` with ``PersistMode::SyncAll``
 (``src/batch/mod.rs``, ``src/journal/writer.rs``): Start, Items, End with the XXH3-64 of the
@@ -56,32 +58,32 @@ active one past its 32 MiB pre-allocation, and refuses to write when the journal
 hold more than fjall's default journaling limit (512 MiB), which fjall would have flushed.
 With no journal at all it creates ``journals/1``, the id fjall's recovery would create.
 
-All three take ``bbg.lock`` (exclusive, non-blocking: :class:`Locked` when the owning bbg
-process holds it) when the keyspace has one, and an exclusive lock on the keyspace
-directory itself against another writer of this toolkit.  A plain fjall process holds no
-lock this writer could see; it must not run meanwhile.
+:func:`publish_segments` and :func:`append_batch` are one-shot writer sessions
+(:mod:`.session`: :func:`~.session.open_writer`, which also flushes): they take
+``bbg.lock`` (exclusive, non-blocking: :class:`Locked`, naming the holding process, when
+the owning bbg process holds it) when the keyspace has one, and an exclusive lock on the
+keyspace directory itself against another writer of this toolkit.  A plain fjall process
+holds no lock this writer could see; it must not run meanwhile (a session notices the
+traces it leaves and refuses to write on).
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import xxhash
 
-from bbg_core.errors import FjallError, FjallRefused, Locked, UsageError
+from bbg_core.errors import FjallRefused, UsageError
 from bbg_core.files import owned_tempdir, sweep
 from migrate.store.fjall import backend, bloom, journal, layout, levels
-from migrate.store.fjall.block import TOMBSTONE, VALUE
 from migrate.store.fjall.layout import DEFAULT_CONFIG, Manifest, PartitionConfig
-from migrate.store.fjall.reader import Keyspace, open_keyspace
+from migrate.store.fjall.reader import Keyspace
 from migrate.store.fjall.segment import SegmentWriter, Written
 
 #: lsm-tree's bulk-ingestion segment target (``src/tree/ingest.rs``).
@@ -125,6 +127,30 @@ def _preallocated_journal(path: str) -> None:
         os.close(fd)
 
 
+def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
+    """``path`` written whole or not at all: a temporary file beside it (``.tmp*``, which
+    neither fjall nor this reader looks at in a partition folder), fsync, rename, fsync of
+    the folder.  A partition's ``manifest`` is written so: it makes the directory a
+    partition, and a manifest cut short would make fjall refuse to open the keyspace."""
+    folder = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
+    try:
+        os.fchmod(fd, mode & ~_umask())
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.rename(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(folder)
+
+
 def _rewrite_atomic(path: str, data: bytes) -> None:
     """lsm-tree's ``rewrite_atomic``: temporary file beside ``path``, fsync, rename, fsync
     of the folder (the temporary file is 0600, so ``levels`` is too)."""
@@ -144,41 +170,6 @@ def _rewrite_atomic(path: str, data: bytes) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(folder)
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """This toolkit's writer lock on the keyspace, and ``bbg.lock`` when there is one."""
-    fds: list[int] = []
-    try:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise FjallError(f"{path}: cannot open the keyspace: {exc.strerror}",
-                             path=str(path)) from exc  # fmt: skip
-        fds.append(fd)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise Locked(f"{path}: another bbg-migrate writer is writing this keyspace",
-                         path=str(path)) from None  # fmt: skip
-        lock = path / LOCK_FILE
-        if lock.exists():
-            try:
-                lfd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
-            except OSError as exc:
-                raise FjallError(f"{lock}: cannot open: {exc.strerror}",
-                                 path=str(lock)) from exc  # fmt: skip
-            fds.append(lfd)
-            try:
-                fcntl.flock(lfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise Locked(f"{path}: the keyspace is open in its owner (bbg holds "
-                             f"{LOCK_FILE}); stop it first", path=str(path)) from None  # fmt: skip
-        yield
-    finally:
-        for fd in reversed(fds):
-            os.close(fd)
 
 
 def _batches(rows: Iterable[Any], take: Any) -> Iterator[list[Any]]:
@@ -220,6 +211,7 @@ class _Segments:
         self.twin = backend.default()
         self.written: list[Written] = []
         self.rows = self.bytes = 0
+        self.last_rows = self.last_bytes = 0
         self._file: Any = None
         self._writer: SegmentWriter | None = None
 
@@ -242,9 +234,11 @@ class _Segments:
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
-        assert done is not None
-        self.written.append(done)
         self._writer = self._file = None
+        if done is None:  # no item: no segment
+            os.unlink(os.path.join(self.folder, str(self.next_id - 1)))
+            return
+        self.written.append(done)
 
     def write_rows(
         self, partition: str, rows: Iterable[Any], seqno: int, progress: Progress | None
@@ -278,6 +272,22 @@ class _Segments:
                 raise _row_error(partition, work[error[1]], error[0])
             pending = work[consumed:]
 
+    def write_items(self, items: Iterable[tuple[bytes, bytes, int, int]]) -> None:
+        """One segment of ``items`` (key order, newest version first; a flush writes a
+        memtable so, whatever its size): ``last_rows``/``last_bytes`` count them."""
+        if self._writer is not None:
+            self._close()
+        writer = self._open()
+        n = size = 0
+        for key, value, seqno, vtype in items:
+            writer.write(key, value, seqno, vtype)
+            n += 1
+            size += len(key) + len(value)
+        self.last_rows, self.last_bytes = n, size
+        self.rows += n
+        self.bytes += size
+        self._close()
+
     def finish(self) -> list[Written]:
         if self._writer is not None:
             self._close()
@@ -304,15 +314,14 @@ def _bloom_policy(config: PartitionConfig) -> bloom.Policy | None:
 
 def _new_partition(folder: str, config: PartitionConfig, ids: list[list[int]]) -> None:
     """The files of a new partition around its segments (already in ``segments/``), its
-    ``manifest`` last: until it exists the directory is no partition (fjall removes it,
-    this reader skips it)."""
+    ``manifest`` last and atomically: until it exists the directory is no partition (fjall
+    removes it, this reader skips it)."""
     _write_file(os.path.join(folder, layout.CONFIG), config.encode())
     _write_file(os.path.join(folder, layout.LEVELS), levels.encode(ids), mode=0o600)
     _fsync_dir(os.path.join(folder, layout.SEGMENTS))
     _fsync_dir(folder)
     manifest = Manifest(0, 0, config.level_count)
-    _write_file(os.path.join(folder, layout.MANIFEST), manifest.encode())
-    _fsync_dir(folder)
+    _write_atomic(os.path.join(folder, layout.MANIFEST), manifest.encode())
 
 
 def build_keyspace(
@@ -408,156 +417,6 @@ def _max_seqno(ks: Keyspace) -> int | None:
     return max(found) if found else None
 
 
-def publish_segments(
-    path: str | os.PathLike[str],
-    partition: str,
-    rows: Iterable[tuple[bytes, bytes]],
-    *,
-    config: PartitionConfig = DEFAULT_CONFIG,
-    progress: Progress | None = None,
-    created_at: int | None = None,
-) -> dict[str, Any]:
-    """Add the ``rows`` (strictly ascending keys) of ``partition`` to the existing keyspace
-    at ``path`` as new segments in L0 (a partition that does not exist is created with
-    ``config``, its ``manifest`` written last); returns the seqno, the segment ids, rows and
-    bytes."""
-    root = Path(path)
-    if not layout.is_valid_partition_name(partition):
-        raise UsageError(f"{partition!r} is not a Fjall partition name", partition=partition)
-    with _locked(root):
-        folder = str(root / layout.PARTITIONS / partition)
-        with open_keyspace(root) as ks:
-            exists = partition in ks.partitions()
-            current: list[list[levels.Summary]] = [[] for _ in range(config.level_count)]
-            raw_levels, first_id = b"", 0
-            if exists:
-                view = ks.view(partition)
-                if view.journal:
-                    raise FjallRefused(
-                        f"{root}: partition {partition!r} has {len(view.journal)} entries "
-                        "that live only in its journals (not flushed); let fjall flush them "
-                        "(open and close the keyspace with its owner) before publishing "
-                        "segments, or write them with append_batch", path=str(root),
-                        partition=partition,
-                    )  # fmt: skip
-                config, raw_levels = view.config, view.levels_raw
-                current = [[levels.Summary(s.id, s.meta.key_min, s.meta.key_max,
-                                           s.meta.seqno_max) for s in level]
-                           for level in view.levels]  # fmt: skip
-                present = [int(n) for n in view.segment_files if n.isascii() and n.isdigit()]
-                listed = [sid for level in view.level_ids for sid in level]
-                first_id = max([*present, *listed], default=-1) + 1
-            elif os.path.lexists(folder):  # dropped or unfinished: fjall's to remove
-                raise FjallRefused(f"{folder}: exists but is no live partition (dropped or "
-                                   "unfinished); fjall removes it when it opens the keyspace",
-                                   path=folder)  # fmt: skip
-            top = _max_seqno(ks)
-        seqno = 0 if top is None else top + 1
-        seg_folder = os.path.join(folder, layout.SEGMENTS)
-        if not exists:
-            os.makedirs(seg_folder)
-            _write_file(os.path.join(folder, layout.CONFIG), config.encode())
-        writer = _Segments(seg_folder, first_id, config.compaction_target_size, config,
-                           _bloom_policy(config), created_at)  # fmt: skip
-        try:
-            writer.write_rows(partition, rows, seqno, progress)
-            written = writer.finish()
-        except BaseException:
-            writer.abort()
-            for sid in range(first_id, writer.next_id):
-                Path(seg_folder, str(sid)).unlink(missing_ok=True)
-            raise
-        levels_path = os.path.join(folder, layout.LEVELS)
-        level0 = levels.recovered(current[0])
-        for w in written:
-            level0 = levels.insert(level0, levels.Summary(w.id, w.key_min, w.key_max,
-                                                          w.seqno_max))  # fmt: skip
-        ids = [[s.id for s in level0]]
-        ids += [[s.id for s in levels.sort_level(levels.recovered(lv))] for lv in current[1:]]
-        if not exists:  # levels, then the manifest: from now on it is a partition
-            _write_file(levels_path, levels.encode(ids), mode=0o600)
-            _fsync_dir(folder)
-            _write_file(os.path.join(folder, layout.MANIFEST),
-                        Manifest(0, 0, config.level_count).encode())  # fmt: skip
-            _fsync_dir(folder)
-            _fsync_dir(os.path.dirname(folder))
-        elif written:
-            with open(levels_path, "rb") as fh:
-                if fh.read() != raw_levels:
-                    raise FjallRefused(f"{levels_path}: changed while the segments were "
-                                       "written; nothing was published (the new segment "
-                                       "files are unlisted: fjall deletes them)",
-                                       path=levels_path)  # fmt: skip
-            _rewrite_atomic(levels_path, levels.encode(ids))
-    if progress is not None:
-        progress(writer.rows, writer.bytes)
-    return {
-        "path": str(root), "partition": partition, "created": not exists, "seqno": seqno,
-        "segments": [w.id for w in written], "rows": writer.rows,
-        "key_value_bytes": writer.bytes,
-        "segment_bytes": sum(w.file_size for w in written),
-    }  # fmt: skip
-
-
 BatchItem = tuple[str, bytes, bytes | None]
 
 
-def append_batch(path: str | os.PathLike[str], items: list[BatchItem]) -> int:
-    """Append one batch (``(partition, key, value)``, ``None`` for a tombstone) to the
-    active journal, fsynced; returns its seqno."""
-    root = Path(path)
-    if not items:
-        raise UsageError("an empty batch: fjall writes nothing for it")
-    encoded: list[tuple[str, bytes, bytes, int]] = []
-    for partition, key, value in items:
-        if not 0 < len(key) <= _MAX_KEY:
-            raise FjallRefused(f"partition {partition!r}: a key of {len(key)} bytes (fjall: 1 "
-                               "to 65535)", partition=partition)  # fmt: skip
-        if value is not None and len(value) > _MAX_VALUE:
-            raise FjallRefused(f"partition {partition!r}: a value of {len(value)} bytes",
-                               partition=partition, key=key.hex())  # fmt: skip
-        encoded.append((partition, key, b"" if value is None else value,
-                        TOMBSTONE if value is None else VALUE))  # fmt: skip
-    if len(encoded) > 0xFFFFFFFF:
-        raise FjallRefused("a batch of more than 2^32 - 1 items")
-    with _locked(root), open_keyspace(root) as ks:
-        known = set(ks.partitions())
-        for partition, key, _value, _t in encoded:
-            if partition not in known:
-                raise FjallRefused(f"{root}: no partition named {partition!r} (fjall ignores "
-                                   "journal items of unknown partitions)", path=str(root),
-                                   partition=partition, key=key.hex())  # fmt: skip
-        top = _max_seqno(ks)
-        seqno = 0 if top is None else top + 1
-        data = journal.encode_batch(encoded, seqno)
-        folder = root / layout.JOURNALS
-        sealed_bytes = sum(j.bytes for j in ks.journals if j.role == "sealed")
-        active = next((j for j in ks.journals if j.role == "active"), None)
-        if sealed_bytes > MAX_JOURNALING:
-            raise FjallRefused(f"{folder}: the sealed journals hold {sealed_bytes} bytes, more "
-                               "than fjall's journaling limit; let fjall flush them first",
-                               path=str(folder))  # fmt: skip
-        if active is None:
-            target, at = folder / "1", 0
-            _preallocated_journal(str(target))
-            _fsync_dir(folder)
-        elif active.data_bytes and active.data_bytes + len(data) > journal.PRE_ALLOCATED:
-            target, at = folder / str(active.id + 1), 0
-            _preallocated_journal(str(target))
-            _fsync_dir(folder)
-        else:
-            target, at = folder / active.name, active.data_bytes
-        fd = os.open(target, os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            if active is not None and target.name == active.name and active.after_data != "zeros":
-                os.ftruncate(fd, at)  # cut the torn tail, as fjall's recovery would
-                os.fsync(fd)
-            view = memoryview(data)
-            pos = at
-            while view:
-                n = os.pwrite(fd, view, pos)
-                view, pos = view[n:], pos + n
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return seqno
