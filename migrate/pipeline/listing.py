@@ -14,15 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from migrate.store import imports
-from migrate.store.connection import Connection
 from migrate.store.layout import resolve_store_dir
-from migrate.store.readonly import open_readonly
+from migrate.store.readonly import ReadHandle, open_readonly
 
 # Journal stages in the order an import reaches them ("source" is bookkeeping, not a stage).
 STAGES = ("sealed", "staged", "validated", "activated", "retiring", "retired", "discarded")
 
 
-def _stage_reached(conn: Connection, iid: str) -> str | None:
+def _stage_reached(conn: ReadHandle, iid: str) -> str | None:
     done = imports.journal_stages(conn, iid)
     reached = [s for s in STAGES if s in done]
     return reached[-1] if reached else None
@@ -34,7 +33,7 @@ def _state(table_state: str, stage: str | None) -> str:
     return table_state
 
 
-def _entry(conn: Connection, directory: Path, iid: str, table_state: str, created: int
+def _entry(conn: ReadHandle, directory: Path, iid: str, table_state: str, created: int
            ) -> dict[str, Any]:  # fmt: skip
     seal = imports.seal_of(conn, iid)
     stage = _stage_reached(conn, iid)

@@ -46,7 +46,7 @@ from migrate.store import Store, imports, ledger, retention
 from migrate.store.codec import CODECS, CONTENT, MAX_PAYLOAD, Head, history_key
 from migrate.store.graph import head as head_of
 from migrate.store.graph import publish, resolve
-from migrate.store.store import provisional_store
+from migrate.store.opening import provisional_store
 from migrate.store.tx import Tx
 
 REPORT_EVERY = 1024  # lines between two progress reports

@@ -26,7 +26,7 @@ from bbg_core.files import fsync_dir, fsync_file, owned_tempdir, sweep
 from migrate.progress import CountCallback, Observer, counter
 from migrate.share.doctor import doctor
 from migrate.store.layout import DB_NAME
-from migrate.store.readonly import db_file, open_readonly
+from migrate.store.readonly import db_file, open_sqlite_readonly
 
 
 def _pages(observer: Observer | None) -> Callable[[int, int], None] | None:
@@ -73,7 +73,7 @@ def backup(store_dir: Path, dest: Path, *, progress: Observer | None = None) -> 
         raise StoreError(f"{parent}: cannot create a temporary directory: {exc}") from exc
     try:
         copy = tmp / DB_NAME
-        with open_readonly(store_dir) as conn:
+        with open_sqlite_readonly(store_dir) as conn:
             conn.backup_into(copy, _pages(progress))
         report = doctor(tmp, progress=progress)
         if not report["healthy"]:

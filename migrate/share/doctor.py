@@ -49,7 +49,7 @@ from migrate.store import imports, ledger
 from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION
-from migrate.store.readonly import db_file, open_readonly
+from migrate.store.readonly import db_file, open_sqlite_readonly
 from migrate.store.sanity import column_problems
 from migrate.store.tables import StoreTables
 
@@ -220,7 +220,7 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
     empty_tables: dict[str, Any] = {
         "tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}
     }  # fmt: skip
-    with open_readonly(store_dir, check=False) as conn, conn.read():
+    with open_sqlite_readonly(store_dir, check=False) as conn, conn.read():
         finish = step(progress, "integrity")
         sqlite_doc = _sqlite_checks(conn, problems)
         problems.extend(f.read("column values", lambda: column_problems(conn), []))

@@ -59,7 +59,7 @@ from migrate.store.codec import (
     split_request_value,
 )
 from migrate.store.connection import Connection
-from migrate.store.readonly import open_readonly
+from migrate.store.readonly import open_sqlite_readonly
 
 FORMAT = "event/1"
 ROWS_PER_EVENT = 256
@@ -412,7 +412,7 @@ def tail(store_dir: Path, since: int = 0, skip: int = 0) -> Iterator[Event]:
     A store that breaks the cheap invariants (:func:`migrate.share.common.require_sound`)
     is refused before the first event; a value damaged beyond them is a named StoreError.
     """
-    with open_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
+    with open_sqlite_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
         require_ledger(conn)
         require_sound(conn, "exported")
         yield from iter_events(conn, since, skip)

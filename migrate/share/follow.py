@@ -30,7 +30,7 @@ from migrate.share.common import (
 )
 from migrate.share.events import Event, entry_events, iter_events
 from migrate.store import ledger
-from migrate.store.readonly import open_readonly
+from migrate.store.readonly import open_sqlite_readonly
 
 
 def follow(
@@ -43,7 +43,7 @@ def follow(
 ) -> Iterator[Event]:
     """Events of the transactions after ``since`` (skipping the first ``skip`` events of the
     first one), then of every transaction committed later, until ``stop()`` or Ctrl-C."""
-    with open_readonly(store_dir, live=True) as conn, damaged_reads(conn.path):
+    with open_sqlite_readonly(store_dir, live=True) as conn, damaged_reads(conn.path):
         last = since
         with conn.read():
             require_ledger(conn)

@@ -35,7 +35,7 @@ from bbg_core.errors import MigrateError, UsageError
 from migrate.share.common import canonical
 from migrate.store import graph, ledger
 from migrate.store.codec import ID_LEN, Head
-from migrate.store.readonly import open_readonly
+from migrate.store.readonly import open_sqlite_readonly
 
 MAX_RESPONSE = 256 * 1024  # bytes of JSON per answer
 MAX_PAGE = 256  # entries per page
@@ -88,7 +88,7 @@ class Tools:
     def heads(self, after: str | None = None, limit: int = 100) -> dict[str, Any]:
         low = b"" if after is None else _id(after, "after")
         out: list[dict[str, Any]] = []
-        with open_readonly(self.store_dir) as conn, conn.read():
+        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
             for key, value in conn.rows(
                 "SELECT key, value FROM application_heads WHERE key > ? ORDER BY key LIMIT ?",
                 (low, _limit(limit) + 1),
@@ -101,7 +101,7 @@ class Tools:
 
     def history(self, namespace: str, after: int | None = None, limit: int = 100) -> dict[str, Any]:
         ns = _id(namespace, "namespace")
-        with open_readonly(self.store_dir) as conn, conn.read():
+        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
             page = graph.history(conn, ns, after, _limit(limit))
             head = graph.head(conn, ns)
         entries = [{"index": h.index, "commit": h.commit.hex()} for h in page]
@@ -111,7 +111,7 @@ class Tools:
 
     def resolve(self, namespace: str, request: str) -> dict[str, Any]:
         ns, req = _id(namespace, "namespace"), _id(request, "request")
-        with open_readonly(self.store_dir) as conn, conn.read():
+        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
             return {"namespace": namespace, "request": request,
                     "head": _head(graph.resolve(conn, ns, req))}  # fmt: skip
 
@@ -119,7 +119,7 @@ class Tools:
         cid = _id(id, "id")
         if not 0 <= max_bytes <= MAX_CONTENT:
             raise UsageError(f"max_bytes must be 0..{MAX_CONTENT}, not {max_bytes}")
-        with open_readonly(self.store_dir) as conn, conn.read():
+        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
             row = conn.one(
                 "SELECT substr(value, 1, ?), length(value) FROM application_content WHERE key = ?",
                 (max_bytes + 1, cid),
@@ -138,7 +138,7 @@ class Tools:
         events: list[dict[str, Any]] = []
         used = 0
         at, done = since, skip  # the cursor: after transaction `at`, `done` events of the next
-        with open_readonly(self.store_dir) as conn, conn.read():
+        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
             for event in iter_events(conn, since, skip):
                 tx = int(event["tx"])
                 if tx != at + 1:
@@ -154,7 +154,7 @@ class Tools:
 
     def ledger(self, since: int = 0, limit: int = 50) -> dict[str, Any]:
         out: list[dict[str, Any]] = []
-        with open_readonly(self.store_dir) as conn, conn.read():
+        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
             for entry in ledger.entries(conn, since, since + _limit(limit)):
                 moved = [
                     {"namespace": ns.hex(), "before": _head(b), "after": _head(a)}
@@ -263,7 +263,7 @@ def build_server(store_dir: Path, *, write: bool = False) -> Any:
 
 def serve(store_dir: Path, *, write: bool = False) -> None:
     """Run the server on stdio until the client closes it."""
-    with open_readonly(Path(store_dir)):
+    with open_sqlite_readonly(Path(store_dir)):
         pass  # refuse a path that is not a store before speaking the protocol
     build_server(store_dir, write=write).run("stdio")
 

@@ -47,7 +47,7 @@ from migrate.store import clock, imports, ledger
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
-from migrate.store.readonly import open_readonly
+from migrate.store.readonly import open_sqlite_readonly
 from migrate.store.tables import StoreTables
 
 FORMAT = "snapshot/1"
@@ -165,7 +165,7 @@ def write_snapshot(
     ``progress``: an observer (stage ``snapshot``, lines written out of the lines due)."""
     when = clock.now_us() if created_at is None else created_at
     lines = size = 0
-    with open_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
+    with open_sqlite_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
         require_sound(conn, "exported")
         report = None if progress is None else counter(
             progress, "snapshot", line_count(conn), "lines")  # fmt: skip

@@ -22,7 +22,8 @@ the :mod:`fences` package.
 from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.digest import archive_digest
 from migrate.store.layout import DB_NAME, resolve_store_dir
-from migrate.store.store import Store, open_store
+from migrate.store.opening import open_store
+from migrate.store.store import Store
 from migrate.store.tables import StagedTables, StoreTables
 from migrate.store.tx import Tx
 

@@ -47,7 +47,8 @@ from bbg_core.files import fsync_dir, fsync_file
 from migrate.store import layout
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
-from migrate.store.store import Store, open_store
+from migrate.store.opening import open_store
+from migrate.store.store import Store
 
 _MARK = ".bbg-build-"
 # SQLite page size of a built store, and the page cache of its loader (KiB).

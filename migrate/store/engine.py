@@ -29,6 +29,8 @@ FJALL = "fjall"
 SQLITE = "sqlite"
 ENGINES: tuple[str, ...] = (FJALL, SQLITE)
 DEFAULT_ENGINE = FJALL
+#: Names the engine of stores created when none is asked for (tests run the suite on each).
+ENGINE_ENV = "BBG_MIGRATE_ENGINE"
 
 #: The suffix of the records directory beside a Fjall store.
 RECORDS_SUFFIX = ".bbg-migrate"
@@ -49,6 +51,25 @@ def engine_of(directory: Path) -> str | None:
     if os.path.lexists(directory / SQLITE_FILE):
         return SQLITE
     return None
+
+
+def default_engine() -> str:
+    """The engine a new store gets when none is asked for: ``BBG_MIGRATE_ENGINE`` when set
+    (to an engine's name), else ``fjall``."""
+    return check_engine(os.environ.get(ENGINE_ENV) or None) or DEFAULT_ENGINE
+
+
+def engine_for(directory: Path, asked: str | None) -> str:
+    """The engine of the store at ``directory``: its own when it holds one (UsageError when
+    ``asked`` names another), else ``asked`` or the default."""
+    check_engine(asked)
+    found = engine_of(directory)
+    if found is not None and asked is not None and asked != found:
+        raise UsageError(
+            f"{directory} is a {found} store; --engine {asked} only chooses the engine of a "
+            "store being created", path=str(directory), engine=asked,
+        )  # fmt: skip
+    return found or asked or default_engine()
 
 
 def check_engine(name: str | None) -> str | None:

@@ -27,15 +27,15 @@ five application tables stay empty -- bbg's rows live in the keyspace only.
 from __future__ import annotations
 
 import heapq
-import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import Conflict, StoreError
 from fences import generations
-from migrate.store import bbgdb, ledger, markers
+from migrate.store import bbgdb, markers
 from migrate.store.codec import HEADS, Head
 from migrate.store.connection import Connection
 from migrate.store.fjall import Keyspace
@@ -150,6 +150,10 @@ class FjallView(KeyspaceRows):
     def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]:
         """The rows of a query on the records."""
         return self.records.rows(sql, params, batch)
+
+    def read(self) -> AbstractContextManager[None]:
+        """A read snapshot of the records (the keyspace snapshot is fixed already)."""
+        return self.records.read()
 
     def read_status(self) -> tuple[str | None, str]:
         return self.status()
@@ -285,16 +289,7 @@ def _check_key(table: str, key: bytes, path: Path) -> None:
     check(table, key, path)
 
 
-def changes_of(items: Mapping[tuple[str, bytes], bytes | None]) -> dict[str, int]:
-    """How many rows a change set puts per table (for reports)."""
-    out: dict[str, int] = {}
-    for (table, _key), value in items.items():
-        if value is not None:
-            out[table] = out.get(table, 0) + 1
-    return out
-
-
 __all__ = [
     "FENCE_PREFIX", "FjallTx", "FjallView", "KeyspaceRows", "decode_status", "empty_records",
-    "fence_key", "sqlite3", "ledger",
+    "fence_key",
 ]  # fmt: skip

@@ -50,7 +50,9 @@ def resolve_store_dir(named: str | Path | None, *, create: bool, cwd: Path | Non
     base = Path.cwd() if cwd is None else cwd
     target = base / DEFAULT_DIR
     legacy = base / LEGACY_NAME
-    if legacy.exists() and not (target / DB_NAME).exists():
+    from migrate.store.engine import engine_of
+
+    if legacy.exists() and engine_of(target) is None:
         verb = "create" if create else "open"
         raise StoreRefused(
             f"{legacy} exists and no store was named: refusing to {verb} an empty default "

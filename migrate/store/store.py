@@ -23,7 +23,7 @@ from typing import Any
 from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
 from fences import generations
-from migrate.store import creation, graph, layout, markers, sanity
+from migrate.store import creation, graph, layout, markers
 from migrate.store.codec import Head
 from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, CommitHook, Connection
 from migrate.store.tables import StagedTables, StoreTables
@@ -285,59 +285,6 @@ class Store(Closing):
         }
 
 
-def open_store(
-    path: str | Path | None = None,
-    *,
-    create: bool = False,
-    reader_generation: str = generations.BUILD_GENERATION,
-    maintenance: bool = False,
-    hash_suite: str = layout.DEFAULT_HASH_SUITE,
-    cwd: Path | None = None,
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-    _keep_exclusive: bool = False,
-) -> Store:
-    """Open the store in directory ``path`` (None: ``./bbg`` behind the default-store guard).
-
-    ``create``: make the store if it does not exist (never otherwise).
-    ``reader_generation``: open as a reader of this generation; a store promoted beyond it,
-    or whose status marker is not a generation (``copying``, ``export-v1`` …), is refused.
-    ``maintenance``: skip the generation check at open (``inspect`` and the transfer's
-    source reader, which must read a store sealed for a transfer); identity is still
-    checked, and every write transaction still checks the marker.
-
-    The handle holds a shared lock on the store directory until closed; a missing store file
-    is created under the exclusive lock (:mod:`migrate.store.creation`), and a directory that
-    is not empty and holds no store is refused.  The file is identified by its header bytes
-    before SQLite opens it (:func:`migrate.store.layout.check_header`).
-    """
-    directory = layout.resolve_store_dir(path, create=create, cwd=cwd)
-    lock = creation.acquire(
-        directory, create=create, hash_suite=hash_suite, timeout=busy_timeout,
-        keep_exclusive=_keep_exclusive,
-    )  # fmt: skip
-    try:
-        db = directory / layout.DB_NAME
-        layout.check_header(db)
-        conn = Connection(db, busy_timeout=busy_timeout)
-    except BaseException:
-        lock.release()
-        raise
-    try:
-        version = layout.check_identity(conn, allow_pre_ledger=maintenance)
-        sanity.check_bookkeeping(conn)  # damaged records are named here, not as a TypeError
-        layout.check_hash_suite(conn)
-        generation = generations.read_status(conn)[1]
-        if not maintenance:
-            generation = generations.require_readable(conn, reader_generation)
-    except BaseException:
-        conn.close()
-        lock.release()
-        raise
-    store = Store(directory, conn, reader_generation, generation, lock)
-    store.schema_version = version
-    return store
-
-
 def upgrade_store(path: str | Path | None, *, cwd: Path | None = None,
                   busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> dict[str, Any]:  # fmt: skip
     """``bbg-migrate upgrade``: bring a schema-version-1 store to version 2, in place, once.
@@ -365,23 +312,3 @@ def upgrade_store(path: str | Path | None, *, cwd: Path | None = None,
             conn.close()
     finally:
         lock.release()
-
-
-@contextmanager
-def provisional_store(path: str | Path | None = None, **options: Any) -> Iterator[Store]:
-    """Open the store like ``open_store(path, create=True)``; if this call created it and the
-    block fails, remove it again -- only if no other handle opened it and nothing was committed
-    to it (see :mod:`migrate.store.creation`).  A refused ``apply`` leaves no store behind."""
-    store = open_store(path, create=True, _keep_exclusive=True, **options)
-    lock = store.lock
-    assert lock is not None
-    try:
-        yield store
-    except BaseException:
-        store.close(keep_lock=True)
-        try:
-            creation.remove_if_untouched(lock)
-        finally:
-            lock.release()
-        raise
-    store.close()

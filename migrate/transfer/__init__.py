@@ -278,10 +278,10 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
     source, a seal for another target or nonce, a target that refuses writes, a namespace
     that collides in the target) are raised with the same error.
     """
-    from migrate.store.readonly import open_readonly
+    from migrate.store.readonly import open_readonly, open_sqlite_readonly
     from migrate.transfer.source import read_state
 
-    with open_readonly(Path(job.source)) as conn:
+    with open_sqlite_readonly(Path(job.source)) as conn:
         state = read_state(conn, Path(job.source), progress)
     state.check()
     nonce = job.nonce_bytes(state)
