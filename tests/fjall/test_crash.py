@@ -192,3 +192,17 @@ def test_a_killed_writer_session_leaves_a_state_between_two_steps(tmp_path: Path
             again = _run("flush", work, 0)
             assert again.returncode == 0, again.stderr
             assert _state(work) == got and _flushed(work)
+
+
+def test_the_real_crate_reads_every_killed_session(tmp_path: Path) -> None:
+    oracle = oracle_or_skip()
+    base = _base(tmp_path)
+    work = tmp_path / "work" / "ks"
+    _fresh(base, work)
+    total = int(_run("session", work, 0).stdout.split()[-1])
+    for n in range(1, total + 1):
+        _fresh(base, work)
+        assert _run("session", work, n).returncode == -signal.SIGKILL
+        with open_keyspace(work) as ks:
+            ours = "".join(line + "\n" for line in dump_lines(ks))
+        assert oracle_dump(oracle, work, tmp_path / "oracle") == ours, n

@@ -88,6 +88,11 @@ and for fjall:
 
 Running the flush again after a crash finishes the job: the sealed journals' items not yet
 persisted are exactly what the reader still replays (nothing is written twice).
+
+Memory: a session holds no row, only the picture above (per segment its id, key range and
+highest seqno).  A flush holds what a read snapshot holds for the journals (every item's
+key and short value, see :mod:`.journal`; fjall holds all of it in its memtables) and the
+block being written.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ hold more than fjall's default journaling limit (512 MiB), which fjall would hav
 With no journal at all it creates ``journals/1``, the id fjall's recovery would create.
 
 :func:`publish_segments` and :func:`append_batch` are one-shot writer sessions
-(:mod:`.session`: :func:`~.session.open_writer`, which also flushes): they take
+(:func:`.session.open_writer`; a session also flushes, :mod:`.session`): they take
 ``bbg.lock`` (exclusive, non-blocking: :class:`Locked`, naming the holding process, when
 the owning bbg process holds it) when the keyspace has one, and an exclusive lock on the
 keyspace directory itself against another writer of this toolkit.  A plain fjall process
@@ -127,36 +127,17 @@ def _preallocated_journal(path: str) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
+def _write_atomic(path: str, data: bytes, mode: int | None = 0o644) -> None:
     """``path`` written whole or not at all: a temporary file beside it (``.tmp*``, which
     neither fjall nor this reader looks at in a partition folder), fsync, rename, fsync of
     the folder.  A partition's ``manifest`` is written so: it makes the directory a
-    partition, and a manifest cut short would make fjall refuse to open the keyspace."""
+    partition, and a manifest cut short would make fjall refuse to open the keyspace.
+    ``mode`` None keeps the temporary file's 0600."""
     folder = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
     try:
-        os.fchmod(fd, mode & ~_umask())
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.rename(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(folder)
-
-
-def _rewrite_atomic(path: str, data: bytes) -> None:
-    """lsm-tree's ``rewrite_atomic``: temporary file beside ``path``, fsync, rename, fsync
-    of the folder (the temporary file is 0600, so ``levels`` is too)."""
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp", dir=folder)
-    try:
+        if mode is not None:
+            os.fchmod(fd, mode & ~_umask())
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -170,6 +151,12 @@ def _rewrite_atomic(path: str, data: bytes) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(folder)
+
+
+def _rewrite_atomic(path: str, data: bytes) -> None:
+    """lsm-tree's ``rewrite_atomic``: temporary file beside ``path``, fsync, rename, fsync
+    of the folder (the temporary file is 0600, so ``levels`` is too)."""
+    _write_atomic(path, data, None)
 
 
 def _batches(rows: Iterable[Any], take: Any) -> Iterator[list[Any]]:
