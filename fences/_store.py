@@ -35,6 +35,8 @@ class FenceWriter(FenceReader, Protocol):
         """Set the status marker and the generation in force beside it."""
         ...
 
-    def put_fence(self, namespace: bytes, import_id: str, reason: str) -> bool:
-        """Fence ``namespace``; True if it was not fenced before (idempotent)."""
+    def put_fence(self, namespace: bytes, import_id: str, reason: str,
+                  value: bytes | None) -> bool:  # fmt: skip
+        """Fence ``namespace`` (``value``: bbg's fence value, subject ‖ manifest); True if it
+        was not fenced before (idempotent)."""
         ...

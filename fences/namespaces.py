@@ -15,9 +15,16 @@ from bbg_core.errors import Fenced
 from fences._store import FenceReader, FenceWriter
 
 
-def fence(tx: FenceWriter, namespace: bytes, *, import_id: str, reason: str) -> bool:
-    """Fence ``namespace`` in ``tx``; True if it was not fenced before (idempotent)."""
-    return tx.put_fence(namespace, import_id, reason)
+def fence(tx: FenceWriter, namespace: bytes, *, import_id: str, reason: str,
+          subject: bytes | None = None, manifest: bytes | None = None) -> bool:  # fmt: skip
+    """Fence ``namespace`` in ``tx`` for the import that moved its history to ``subject``
+    under ``manifest`` (bbg keeps ``subject ‖ manifest`` as the fence's value in the real
+    database, which needs both; the SQLite engine records the import and reason only); True
+    if it was not fenced before (idempotent)."""
+    value = None if subject is None or manifest is None else subject + manifest
+    if value is not None and len(value) != 64:
+        raise ValueError("a fence names a 32-byte subject and a 32-byte manifest id")
+    return tx.put_fence(namespace, import_id, reason, value)
 
 
 def fence_of(db: FenceReader, namespace: bytes) -> dict[str, Any] | None:

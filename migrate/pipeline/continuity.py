@@ -23,7 +23,8 @@ from bbg_core.errors import ValidationFailed
 from bbg_core.files import file_sha256, require_regular
 from migrate.job import Job
 from migrate.store import imports
-from migrate.store.layout import DB_NAME, resolve_store_dir
+from migrate.store.engine import engine_of
+from migrate.store.layout import resolve_store_dir
 from migrate.store.readonly import open_readonly
 
 SOURCE_STAGE = "source"
@@ -49,7 +50,7 @@ def require_unchanged(job: Job) -> None:
     """ValidationFailed (exit 3) if an import of this source is in progress in the job's store
     and the source no longer matches its seal (see the module docstring)."""
     directory = resolve_store_dir(job.store, create=True)
-    if not (directory / DB_NAME).is_file():
+    if engine_of(directory) is None:
         return
     path = source_path(job)
     with open_readonly(directory) as db:

@@ -28,7 +28,9 @@ from migrate.pipeline import continuity, identity
 from migrate.pipeline.preflight import Preflight, preflight, source_kind
 from migrate.store import creation, imports
 from migrate.store.connection import Connection
+from migrate.store.engine import FJALL, engine_of
 from migrate.store.graph import head as live_head
+from migrate.store.keyspace_store import open_fjall_view, refuse_guarded
 from migrate.store.layout import (
     DB_NAME,
     PRE_LEDGER_VERSION,
@@ -40,6 +42,7 @@ from migrate.store.layout import (
     schema_state,
 )
 from migrate.store.live import LiveReader
+from migrate.store.readonly import ReadHandle
 
 Progress = Callable[[int, int], None]
 ROWS_STREAM = "rows"
@@ -81,7 +84,7 @@ class Gate:
     seal: Seal
     pre: Preflight
     directory: Path
-    db: Connection | None
+    db: ReadHandle | None
 
 
 @contextmanager
@@ -116,6 +119,15 @@ def gated(job: Job, progress: Progress | None, *, dry: bool) -> Iterator[Gate]:
         directory = locate(job)
         if not dry:
             yield Gate(held, pre, directory, None)
+            return
+        if engine_of(directory) == FJALL:
+            # The real BBG database: read as one snapshot, without its lock (its owner may
+            # be running); the refusals run's open gives (an import guard, a marker this
+            # build may not write) come first.
+            refuse_guarded(directory)
+            with open_fjall_view(directory) as view:
+                generations.require_readable(view)
+                yield Gate(held, pre, directory, view)
             return
         db_path = directory / DB_NAME
         # What run's open does with the file: create the store where none is usable yet,

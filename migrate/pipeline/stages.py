@@ -361,7 +361,9 @@ def activate_stage(
             published = _publish_manifest(tx, job.mapping, pre)
             for o in job.mapping.origins:
                 prog = identity.prog_id(job.mapping.subject, o.install_nonce)
-                fence(tx, o.origin, import_id=iid, reason=f"mapped to prog {prog.hex()}")
+                fence(tx, o.origin, import_id=iid, reason=f"mapped to prog {prog.hex()}",
+                      subject=job.mapping.subject,
+                      manifest=bytes.fromhex(published["manifest"]))  # fmt: skip
                 fenced.append(o.origin.hex())
             generation = generations.promote(tx, "neuron-v1")
         else:

@@ -35,6 +35,7 @@ from bbg_core.errors import Locked, StoreError, StoreRefused
 from bbg_core.files import fsync_dir, fsync_file
 from migrate.store import layout
 from migrate.store.connection import Connection
+from migrate.store.engine import engine_of
 
 TEMP_PREFIX = f".{layout.DB_NAME}.new-"
 _SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -125,6 +126,8 @@ def check_destination(directory: Path) -> None:
         return
     if not directory.is_dir():
         raise StoreRefused(f"{directory}: is a file, not a store directory", path=str(directory))
+    if engine_of(directory) is not None:
+        return
     db = directory / layout.DB_NAME
     if db.exists() or db.is_symlink():
         return

@@ -216,9 +216,8 @@ def open_fjall_store(
         sanity.check_bookkeeping(conn)
         store = FjallStore(directory, conn, writer, reader_generation, "original", lock)
         store.schema_version = version
-        problems = _guarded(directory)
-        if problems and not maintenance:
-            raise StoreRefused(problems, path=str(directory))
+        if not maintenance:
+            refuse_guarded(directory)
         marker, generation = store.read_status()
         store.generation = generation
         if not maintenance:
@@ -233,13 +232,16 @@ def open_fjall_store(
         raise
 
 
-def _guarded(directory: Path) -> str | None:
-    """Why bbg would not open ``directory`` now because of an import guard, or None."""
+def refuse_guarded(directory: Path) -> None:
+    """StoreRefused when an import guard beside ``directory`` says a migration into it is
+    incomplete (bbg refuses to open such a store too)."""
     guard = bbgdb.guard_path(directory)
-    if not guard.exists():
-        return None
-    return (f"{directory}: {guard} exists: an application migration into this store is "
-            "incomplete (bbg refuses to open it). Rerun the migration that was interrupted")
+    if guard.exists():
+        raise StoreRefused(
+            f"{directory}: {guard} exists: an application migration into this store is "
+            "incomplete (bbg refuses to open it). Rerun the migration that was interrupted",
+            path=str(directory), guard=str(guard),
+        )  # fmt: skip
 
 
 @contextmanager

@@ -77,8 +77,13 @@ def require_writable(directory: Path) -> None:
         target = target.parent
     candidates = [target]
     if target == directory:
-        db = directory / DB_NAME
-        candidates += [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists()]
+        from migrate.store.engine import records_dir
+
+        records = records_dir(directory)
+        for folder in (directory, records):
+            db = folder / DB_NAME
+            candidates += [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists()]
+        candidates += [p for p in (records, directory / "journals") if p.exists()]
     for path in candidates:
         if not os.access(path, os.W_OK):
             try:

@@ -138,8 +138,10 @@ class Tx:
         """Set the status marker in this transaction."""
         markers.write_status(self, marker, generation)
 
-    def put_fence(self, namespace: bytes, import_id: str, reason: str) -> bool:
-        """Fence ``namespace`` in this transaction; True if it was not fenced before."""
+    def put_fence(self, namespace: bytes, import_id: str, reason: str,
+                  value: bytes | None = None) -> bool:  # fmt: skip
+        """Fence ``namespace`` in this transaction; True if it was not fenced before (the
+        SQLite engine keeps the import and reason; bbg's ``value`` is a Fjall key's)."""
         return markers.put_fence(self, namespace, import_id, reason)
 
     def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:

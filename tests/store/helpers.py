@@ -114,3 +114,6 @@ class DictTables:
 
     def rows(self, table: str) -> list[tuple[bytes, bytes]]:
         return self.tables.get(table, [])
+
+#: A fence's subject and manifest (bbg keeps ``subject ‖ manifest`` as its value).
+FENCED = {"subject": b"\x5a" * 32, "manifest": b"\x6b" * 32}

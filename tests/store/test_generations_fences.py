@@ -9,7 +9,7 @@ import pytest
 from bbg_core.errors import Fenced, StoreRefused, StoreSealed
 from fences import generations, namespaces
 from migrate.store import open_store
-from tests.store.helpers import birth, follow
+from tests.store.helpers import FENCED, birth, follow
 
 A = birth("a")
 A1 = follow(A, A.namespace, 1)
@@ -153,9 +153,10 @@ def test_fenced_namespace_refuses_writes_but_retries_resolve(store_dir: Path) ->
         A.apply(st)
         A1.apply(st)
         with st.transaction() as tx:
-            assert namespaces.fence(tx, A.namespace, import_id="imp", reason="moved to subject")
+            reason = "moved to subject"
+            assert namespaces.fence(tx, A.namespace, import_id="imp", reason=reason, **FENCED)
         with st.transaction() as tx:  # idempotent
-            assert not namespaces.fence(tx, A.namespace, import_id="imp", reason="again")
+            assert not namespaces.fence(tx, A.namespace, import_id="imp", reason="again", **FENCED)
         with pytest.raises(Fenced) as info:
             A2.apply(st)
         assert info.value.context["namespace"] == A.namespace
@@ -168,7 +169,9 @@ def test_fenced_namespace_refuses_writes_but_retries_resolve(store_dir: Path) ->
     with open_store(store_dir) as st:  # forever: survives reopen
         with pytest.raises(Fenced):
             A2.apply(st)
-        assert namespaces.fence_of(st, A.namespace) == {
+        record = namespaces.fence_of(st, A.namespace)
+        assert record is not None
+        assert {k: record[k] for k in ("import_id", "reason", "transaction")} == {
             "import_id": "imp",
             "reason": "moved to subject",
             "transaction": 4,
@@ -178,7 +181,7 @@ def test_fenced_namespace_refuses_writes_but_retries_resolve(store_dir: Path) ->
 def test_fence_before_birth_blocks_birth(store_dir: Path) -> None:
     with open_store(store_dir, create=True) as st:
         with st.transaction() as tx:
-            namespaces.fence(tx, A.namespace, import_id="imp", reason="r")
+            namespaces.fence(tx, A.namespace, import_id="imp", reason="r", **FENCED)
         with pytest.raises(Fenced):
             A.apply(st)
 

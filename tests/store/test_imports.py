@@ -8,7 +8,7 @@ from bbg_core.errors import Conflict, Fenced, Locked, StoreError
 from fences import generations, namespaces
 from migrate.rules.links import validate_links
 from migrate.store import ARCHIVE_ORDER, StagedTables, Store, archive_digest, imports
-from tests.store.helpers import birth, follow
+from tests.store.helpers import FENCED, birth, follow
 from tests.store.test_digest_links import _chain
 
 SEAL = {"path": "cell.redb", "size": 10, "sha256": "00" * 32, "txn": 7}
@@ -148,7 +148,7 @@ def test_activation_with_fence_and_promotion_in_one_transaction(store: Store) ->
     subject = birth("subject")
     with store.transaction() as tx:
         imports.activate(tx, "imp")
-        namespaces.fence(tx, origin, import_id="imp", reason="mapped into subject")
+        namespaces.fence(tx, origin, import_id="imp", reason="mapped into subject", **FENCED)
         generations.promote(tx, "neuron-v1")
         from migrate.store.graph import publish
 

@@ -14,7 +14,7 @@ from bbg_core.errors import Conflict, Fenced, HeadMismatch, MigrateError, Valida
 from fences import namespaces as fence_ns
 from migrate.rules.links import validate_links
 from migrate.store import Head, Store, open_store
-from tests.store.helpers import Write, birth, h
+from tests.store.helpers import FENCED, Write, birth, h
 
 NAMESPACES = [birth(i) for i in range(3)]
 COMMITS = [h("commit", i) for i in range(5)]
@@ -130,7 +130,7 @@ class StoreMachine(RuleBasedStateMachine):
     def fence(self, i_ns: int) -> None:
         ns = NAMESPACES[i_ns]
         with self.store.transaction() as tx:
-            fence_ns.fence(tx, ns.namespace, import_id="model", reason="test")
+            fence_ns.fence(tx, ns.namespace, import_id="model", reason="test", **FENCED)
         self.model.fenced.add(ns.namespace)
 
     @rule()
