@@ -35,3 +35,13 @@ def gunzip(tmp_path: Path):  # type: ignore[no-untyped-def]
         return gunzip_to(src, tmp_path)
 
     return _gunzip
+
+
+@pytest.fixture(autouse=True)
+def _store_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``@pytest.mark.engine("sqlite")``: stores this test creates (in this process and in the
+    commands it starts) are made on that engine -- for tests of one engine's own files.
+    Unmarked tests use the default engine, or ``BBG_MIGRATE_ENGINE`` when CI sets it."""
+    marker = request.node.get_closest_marker("engine")
+    if marker is not None:
+        monkeypatch.setenv("BBG_MIGRATE_ENGINE", marker.args[0])

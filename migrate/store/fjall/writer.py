@@ -79,9 +79,11 @@ from typing import Any
 
 import xxhash
 
+from bbg_core.closing import Closing
 from bbg_core.errors import FjallRefused, UsageError
 from bbg_core.files import owned_tempdir, sweep
 from migrate.store.fjall import backend, bloom, journal, layout, levels
+from migrate.store.fjall.block import TOMBSTONE, VALUE
 from migrate.store.fjall.layout import DEFAULT_CONFIG, Manifest, PartitionConfig
 from migrate.store.fjall.reader import Keyspace
 from migrate.store.fjall.segment import SegmentWriter, Written
@@ -233,31 +235,40 @@ class _Segments:
         """Write ``rows`` (new, strictly ascending keys) as values at ``seqno``: blocks made
         by the twin, segments rotated where lsm-tree's multi-writer rotates (before a new
         key, once the data blocks reach the target)."""
+        self.start_rows(partition, seqno, progress)
+        for batch in _batches(rows, self.twin.take):
+            self.push(batch)
+        self.push(None)
+
+    def start_rows(self, partition: str, seqno: int, progress: Progress | None) -> None:
+        """Begin a run of rows pushed with :meth:`push` (the same rows as :meth:`write_rows`
+        takes, handed over in lists)."""
+        self._run: list[Any] = [partition, seqno, progress, None, []]
+
+    def push(self, batch: list[Any] | None) -> None:
+        """The next rows of the run (``None``: the end, the last partial block is written)."""
+        partition, seqno, progress, last, pending = self._run
         hash_fn = xxhash.xxh3_128_digest if self.policy is not None else None
-        block_size = self.config.data_block_size
-        last: bytes | None = None
-        pending: list[Any] = []
-        for batch in _with_end(_batches(rows, self.twin.take)):
-            work = pending + batch if batch is not None else pending
-            blocks, consumed, last, error = self.twin.encode_rows(
-                work, 0, seqno, block_size, last, batch is None, hash_fn)  # fmt: skip
-            done = 0
-            while done < len(blocks):
-                writer = self._writer
-                if writer is None:
-                    writer = self._open()
-                elif writer.data_size >= self.target:
-                    self._close()
-                    writer = self._open()
-                items = writer.items_written
-                done = writer.add_blocks(blocks, done, seqno, self.target)
-                self.rows += writer.items_written - items
-                self.bytes += writer.run_bytes
-            if progress is not None and blocks:
-                progress(self.rows, self.bytes)
-            if error is not None:
-                raise _row_error(partition, work[error[1]], error[0])
-            pending = work[consumed:]
+        work = pending + batch if batch is not None else pending
+        blocks, consumed, last, error = self.twin.encode_rows(
+            work, 0, seqno, self.config.data_block_size, last, batch is None, hash_fn)  # fmt: skip
+        done = 0
+        while done < len(blocks):
+            writer = self._writer
+            if writer is None:
+                writer = self._open()
+            elif writer.data_size >= self.target:
+                self._close()
+                writer = self._open()
+            items = writer.items_written
+            done = writer.add_blocks(blocks, done, seqno, self.target)
+            self.rows += writer.items_written - items
+            self.bytes += writer.run_bytes
+        if progress is not None and blocks:
+            progress(self.rows, self.bytes)
+        if error is not None:
+            raise _row_error(partition, work[error[1]], error[0])
+        self._run = [partition, seqno, progress, last, work[consumed:]]
 
     def write_items(self, items: Iterable[tuple[bytes, bytes, int, int]]) -> None:
         """One segment of ``items`` (key order, newest version first; a flush writes a
@@ -311,6 +322,157 @@ def _new_partition(folder: str, config: PartitionConfig, ids: list[list[int]]) -
     _write_atomic(os.path.join(folder, layout.MANIFEST), manifest.encode())
 
 
+class KeyspaceBuilder(Closing):
+    """A new keyspace built by pushing rows (the bulk loader of :func:`build_keyspace`, for
+    callers whose rows arrive while they are read and checked, table by table).
+
+    ``path`` must not exist; everything is written under a locked temporary sibling
+    (``.<name>.fjall-build-*``) until :meth:`commit` renames it into place, so a crash leaves
+    no keyspace or the complete one.  Each partition named at the start gets its rows from
+    :meth:`push` (strictly ascending keys per partition; partitions may be filled in any
+    order, one after another); :meth:`batch` adds journal batches after them (seqnos 1, 2,
+    ... above the rows' seqno 0).  :meth:`abort` (or leaving the ``with`` block without
+    :meth:`commit`) removes everything.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], partitions: Iterable[str], *,
+                 config: PartitionConfig = DEFAULT_CONFIG, dir_mode: int | None = None,
+                 created_at: int | None = None,
+                 progress: Progress | None = None) -> None:  # fmt: skip
+        self.target = Path(path)
+        if os.path.lexists(self.target):
+            raise FjallRefused(f"{self.target}: already exists; a bulk build makes a new "
+                               "keyspace", path=str(self.target))  # fmt: skip
+        names = list(partitions)
+        for name in names:
+            if not layout.is_valid_partition_name(name):
+                raise UsageError(f"{name!r} is not a Fjall partition name (1-255 of A-Z a-z "
+                                 "0-9 _ - . # $)", partition=name)  # fmt: skip
+        if config.tree_type != 0 or config.kv_separation is not None:
+            raise FjallRefused("this writer makes standard partitions only (no blob trees)")
+        self.config, self.dir_mode, self.created_at = config, dir_mode, created_at
+        self._progress = progress
+        self.parent = self.target.parent if str(self.target.parent) else Path(".")
+        prefix = f".{self.target.name}.fjall-build-"
+        sweep(self.parent, prefix)
+        self._owned = owned_tempdir(self.parent, prefix)
+        self.path = self._owned.__enter__()
+        self._open = True
+        self._writers: dict[str, _Segments] = {}
+        self._batches: list[bytes] = []
+        self.report: dict[str, Any] = {"path": str(self.target), "partitions": {}}
+        try:
+            os.mkdir(self.path / layout.JOURNALS)
+            os.mkdir(self.path / layout.PARTITIONS)
+            for name in names:
+                folder = os.path.join(self.path, layout.PARTITIONS, name, layout.SEGMENTS)
+                os.makedirs(folder)
+                writer = _Segments(folder, 0, INGEST_TARGET, config, _bloom_policy(config),
+                                   created_at)  # fmt: skip
+                writer.start_rows(name, 0, self._seen)
+                self._writers[name] = writer
+        except BaseException:
+            self.abort()
+            raise
+
+    def _seen(self, _n: int, _b: int) -> None:
+        if self._progress is not None:
+            self._progress(self.rows, self.key_value_bytes)
+
+    @property
+    def rows(self) -> int:
+        return sum(w.rows for w in self._writers.values())
+
+    @property
+    def key_value_bytes(self) -> int:
+        return sum(w.bytes for w in self._writers.values())
+
+    def push(self, partition: str, rows: list[tuple[bytes, bytes]]) -> None:
+        """More rows of ``partition`` (keys ascending, above every key pushed before)."""
+        if rows:
+            self._writers[partition].push(rows)
+
+    def batch(self, items: list[BatchItem]) -> int:
+        """A journal batch after the rows (a tombstone is ``None``); returns its seqno."""
+        encoded = [(p, k, b"" if v is None else v, TOMBSTONE if v is None else VALUE)
+                   for p, k, v in items]  # fmt: skip
+        for partition, *_ in encoded:
+            if partition not in self._writers:
+                raise FjallRefused(f"no partition named {partition!r} in this build",
+                                   partition=partition)  # fmt: skip
+        seqno = len(self._batches) + 1
+        self._batches.append(journal.encode_batch(encoded, seqno))
+        return seqno
+
+    def commit(self) -> dict[str, Any]:
+        """Finish every partition, write the journal, fsync and rename into place."""
+        try:
+            last = min(6, self.config.level_count - 1)
+            for name, writer in self._writers.items():
+                writer.push(None)
+                written = writer.finish()
+                ids: list[list[int]] = [[] for _ in range(self.config.level_count)]
+                placed = levels.sort_level([levels.Summary(w.id, w.key_min, w.key_max,
+                                                           w.seqno_max) for w in written])
+                ids[last] = [s.id for s in placed]
+                _new_partition(str(self.path / layout.PARTITIONS / name), self.config, ids)
+                self.report["partitions"][name] = {
+                    "rows": writer.rows, "key_value_bytes": writer.bytes,
+                    "segments": [w.id for w in written], "level": last if written else None,
+                    "segment_bytes": sum(w.file_size for w in written),
+                }  # fmt: skip
+            journal0 = str(self.path / layout.JOURNALS / "0")
+            data = b"".join(self._batches)
+            if len(data) > journal.PRE_ALLOCATED:
+                raise FjallRefused("the batches of a bulk build exceed one journal")
+            _preallocated_journal(journal0)
+            if data:
+                fd = os.open(journal0, os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    os.pwrite(fd, data, 0)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            _write_file(str(self.path / layout.VERSION_FILE), layout.FJL_MAGIC)
+            _fsync_dir(self.path / layout.PARTITIONS)
+            _fsync_dir(self.path / layout.JOURNALS)
+            os.chmod(self.path, 0o777 & ~_umask() if self.dir_mode is None else self.dir_mode)
+            self.before_rename(self.path)
+            _fsync_dir(self.path)
+            os.rename(self.path, self.target)
+            self._finish_owned()
+            _fsync_dir(self.parent)
+        except BaseException:
+            self.abort()
+            raise
+        self.report["rows"] = self.rows
+        self.report["key_value_bytes"] = self.key_value_bytes
+        if self._progress is not None:
+            self._progress(self.rows, self.key_value_bytes)
+        return self.report
+
+    def before_rename(self, path: Path) -> None:
+        """Called with the finished build just before it is renamed into place (a caller may
+        add files of its own there, e.g. bbg's lock file); does nothing here."""
+
+    def _finish_owned(self) -> None:
+        if self._open:
+            self._open = False
+            self._owned.__exit__(None, None, None)
+
+    def abort(self) -> None:
+        """Remove the build (idempotent; nothing after :meth:`commit`)."""
+        for writer in self._writers.values():
+            writer.abort()
+        if self._open:
+            if os.path.lexists(self.path):
+                shutil.rmtree(self.path, ignore_errors=True)
+            self._finish_owned()
+
+    def close(self) -> None:
+        self.abort()
+
+
 def build_keyspace(
     path: str | os.PathLike[str],
     partitions: Mapping[str, Iterable[tuple[bytes, bytes]]],
@@ -322,71 +484,13 @@ def build_keyspace(
 ) -> dict[str, Any]:
     """Create a new keyspace at ``path`` holding ``partitions`` (name -> rows in strictly
     ascending key order), atomically; returns what was written per partition."""
-    target = Path(path)
-    if os.path.lexists(target):
-        raise FjallRefused(f"{target}: already exists; a bulk build makes a new keyspace",
-                           path=str(target))  # fmt: skip
-    for name in partitions:
-        if not layout.is_valid_partition_name(name):
-            raise UsageError(f"{name!r} is not a Fjall partition name (1-255 of A-Z a-z 0-9 "
-                             "_ - . # $)", partition=name)  # fmt: skip
-    if config.tree_type != 0 or config.kv_separation is not None:
-        raise FjallRefused("this writer makes standard partitions only (no blob trees)")
-    parent = target.parent if str(target.parent) else Path(".")
-    prefix = f".{target.name}.fjall-build-"
-    sweep(parent, prefix)
-    report: dict[str, Any] = {"path": str(target), "partitions": {}}
-    rows_done = bytes_done = 0
-    with owned_tempdir(parent, prefix) as tmp:
-        try:
-            os.mkdir(tmp / layout.JOURNALS)
-            os.mkdir(tmp / layout.PARTITIONS)
-            for name, rows in partitions.items():
-                folder = str(tmp / layout.PARTITIONS / name)
-                os.makedirs(os.path.join(folder, layout.SEGMENTS))
-
-                def seen(n: int, b: int, base: tuple[int, int] = (rows_done, bytes_done)) -> None:
-                    if progress is not None:
-                        progress(base[0] + n, base[1] + b)
-
-                writer = _Segments(os.path.join(folder, layout.SEGMENTS), 0, INGEST_TARGET,
-                                   config, _bloom_policy(config), created_at)  # fmt: skip
-                try:
-                    writer.write_rows(name, rows, 0, seen)
-                    written = writer.finish()
-                except BaseException:
-                    writer.abort()
-                    raise
-                rows_done += writer.rows
-                bytes_done += writer.bytes
-                last = min(6, config.level_count - 1)
-                ids: list[list[int]] = [[] for _ in range(config.level_count)]
-                placed = levels.sort_level([levels.Summary(w.id, w.key_min, w.key_max,
-                                                           w.seqno_max) for w in written])
-                ids[last] = [s.id for s in placed]
-                _new_partition(folder, config, ids)
-                report["partitions"][name] = {
-                    "rows": writer.rows, "key_value_bytes": writer.bytes,
-                    "segments": [w.id for w in written], "level": last if written else None,
-                    "segment_bytes": sum(w.file_size for w in written),
-                }  # fmt: skip
-            _preallocated_journal(str(tmp / layout.JOURNALS / "0"))
-            _write_file(str(tmp / layout.VERSION_FILE), layout.FJL_MAGIC)
-            _fsync_dir(tmp / layout.PARTITIONS)
-            _fsync_dir(tmp / layout.JOURNALS)
-            os.chmod(tmp, 0o777 & ~_umask() if dir_mode is None else dir_mode)
-            _fsync_dir(tmp)
-            os.rename(tmp, target)
-        except BaseException:
-            if os.path.lexists(tmp):
-                shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    _fsync_dir(parent)
-    if progress is not None:
-        progress(rows_done, bytes_done)
-    report["rows"] = rows_done
-    report["key_value_bytes"] = bytes_done
-    return report
+    with KeyspaceBuilder(path, partitions, config=config, dir_mode=dir_mode,
+                         created_at=created_at, progress=progress) as builder:  # fmt: skip
+        twin = backend.default()
+        for name, rows in partitions.items():
+            for batch in _batches(rows, twin.take):
+                builder.push(name, batch)
+        return builder.commit()
 
 
 def _umask() -> int:
