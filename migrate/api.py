@@ -94,6 +94,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "retirement_preview": ("migrate.pipeline.retire", "preview"),
     "retirement_lines": ("migrate.pipeline.retire", "preview_lines"),
     "resolve_store_dir": ("migrate.store.layout", "resolve_store_dir"),
+    "check_engine": ("migrate.store.engine", "check_engine"),
     "upgrade": ("migrate.store.store", "upgrade_store"),
     "demo": ("migrate.demo", "run_demo"),
     "fixtures_check": ("migrate.fixtures.check", "check"),
@@ -151,6 +152,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     import migrate.share.follow as _migrate_share_follow
     import migrate.share.mcp_server as _migrate_share_mcp_server
     import migrate.share.retention as _migrate_share_retention
+    import migrate.store.engine as _migrate_store_engine
     import migrate.store.fjall.reader as _migrate_store_fjall_reader
     import migrate.store.fjall.report as _migrate_store_fjall_report
     import migrate.store.fjall.session as _migrate_store_fjall_session
@@ -188,6 +190,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     retirement_preview = _migrate_pipeline_retire.preview
     retirement_lines = _migrate_pipeline_retire.preview_lines
     resolve_store_dir = _migrate_store_layout.resolve_store_dir
+    check_engine = _migrate_store_engine.check_engine
     upgrade = _migrate_store_store.upgrade_store
     demo = _migrate_demo.run_demo
     fixtures_check = _migrate_fixtures_check.check

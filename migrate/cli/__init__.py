@@ -67,10 +67,20 @@ def _root(
         help="The BBG store directory (for commands that use one).",
         parser=path_arg,
     ),
+    engine: str = typer.Option(
+        None,
+        "--engine",
+        metavar="ENGINE",
+        help="The engine of a store this command creates: fjall (the real BBG database, the "
+        "default) or sqlite (an audit copy the cyber code does not open). An existing store "
+        "is always opened on its own engine.",
+    ),
 ) -> None:
     state.debug = debug or os.environ.get("BBG_MIGRATE_DEBUG") == "1"
     state.quiet, state.json_progress = quiet, json_progress
     state.store = None if store is None else str(store)
+    if engine is not None:
+        os.environ["BBG_MIGRATE_ENGINE"] = api.check_engine(engine) or engine
 
 
 # Which module defines each command, so that a run imports only that one (start-up time:
@@ -88,7 +98,7 @@ COMMAND_MODULES = {
     "upgrade": "cmd_share", "nohistory": "cmd_share", "excise": "cmd_share", "mcp": "cmd_mcp",
     "imports": "cmd_pipeline", "fjall": "cmd_fjall",
 }  # fmt: skip
-_ROOT_VALUES = frozenset({"--store", "--config"})  # root options that take a value
+_ROOT_VALUES = frozenset({"--store", "--config", "--engine"})  # root options that take a value
 
 
 def first_word(argv: list[str]) -> str | None:
@@ -138,7 +148,7 @@ def command_words(argv: list[str]) -> list[str]:
         if skip:
             skip = False
             continue
-        if token in ("--store", "--config"):
+        if token in _ROOT_VALUES:
             skip = True
             continue
         if token.startswith("-"):

@@ -61,3 +61,5 @@ class Job:
     kind: str | None = None
     # cell.redb only: one of MODES; recorded in the receipt.
     content_check: str = CODEC
+    # The engine of a store this job creates (None: the default, the real BBG database).
+    engine: str | None = None

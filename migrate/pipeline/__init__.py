@@ -97,7 +97,8 @@ def _store(job: Job) -> Iterator[Store]:
     # (sealed ``export-v1``, ``copying``, unknown) is refused here, before any write.
     # Then the store's run lock: one step at a time, so two runs of one import into one
     # store never interleave (:mod:`migrate.store.runlock`).
-    with open_store(job.store, create=True) as store, run_lock(store.directory):
+    with open_store(job.store, create=True, engine=job.engine) as store, \
+            run_lock(store.directory):
         yield store
 
 
@@ -128,7 +129,7 @@ def run(
         return done
     with gate.sealed_source(job) as (kind, held):
         pre: Preflight | None = None
-        fresh_dir = fresh.destination(job, kind, max_pages)
+        fresh_dir = fresh.destination(job, kind, max_pages, held)
         if fresh_dir is not None:
             # A new or empty destination: built aside in one pass, published by a rename.
             pre, built = fresh.run_fresh(

@@ -30,27 +30,39 @@ from bbg_core.errors import MigrateError
 from fences.seal import Seal
 from migrate.job import Job
 from migrate.pipeline import gate, stages
-from migrate.pipeline.preflight import Preflight, judge, redb_report
+from migrate.pipeline.preflight import Preflight, import_of, judge, redb_report
 from migrate.progress import Observer, phase
 from migrate.rules.sources import RedbSource
+from migrate.store import guard, imports, keyspace_build
 from migrate.store.build import Loader, can_build, open_build
 from migrate.store.codec import ORDINAL
 from migrate.store.connection import Connection
+from migrate.store.engine import FJALL, engine_for
+from migrate.store.keyspace_build import KeyspaceLoader
 from migrate.store.layout import DB_NAME, resolve_store_dir
+from migrate.store.opening import open_store
 from migrate.store.tables import StoreTables
 
 Progress = Callable[[int, int], None]
 
 
-def destination(job: Job, kind: str, max_pages: int | None) -> Path | None:
-    """The destination directory when this ``run`` may build aside, else None."""
+def destination(job: Job, kind: str, max_pages: int | None, held: Seal) -> Path | None:
+    """The destination directory when this ``run`` may build aside, else None.
+
+    A BBG database (the Fjall engine) is also built aside again when this import's own
+    guard is there: a conversion of it was interrupted before its guard was removed."""
     if max_pages is not None or kind != "redb" or job.mapping is not None:
         return None
     try:
         directory = resolve_store_dir(job.store, create=True)
+        fjall = engine_for(directory, job.engine) == FJALL
     except MigrateError:
         return None  # the staged path raises it in its order
-    return directory if can_build(directory) else None
+    if not fjall:
+        return directory if can_build(directory) else None
+    if guard.owned_by(directory, import_of(job, kind, held.fingerprint)[1]):
+        return directory
+    return directory if keyspace_build.can_build(directory) else None
 
 
 class _Tee:
@@ -62,7 +74,8 @@ class _Tee:
     costs a fraction of a verified descent of the redb tree, and it checks what is published.
     """
 
-    def __init__(self, source: RedbSource, loader: Loader, db: Path) -> None:
+    def __init__(self, source: RedbSource, loader: Loader | KeyspaceLoader,
+                 db: Path | None) -> None:  # fmt: skip
         self._src = source
         self._loader = loader
         self._db = db
@@ -89,7 +102,7 @@ class _Tee:
         """Point lookups in the built store (every page written first); the source's when
         loading stopped at a bound."""
         self._loader.finish()
-        if not self._loader.complete:
+        if not self._loader.complete or self._db is None:
             return self._src.get
         if self._conn is None:
             self._conn = Connection(self._db, readonly=True)
@@ -114,31 +127,77 @@ def run_fresh(
     """Build, check and publish (see the module docstring).  Returns the preflight and the
     receipt; the receipt is None when the destination was no longer empty at publication
     (nothing done there: continue on the staged path with this preflight)."""
+    if engine_for(directory, job.engine) == FJALL:
+        return _run_fresh_fjall(job, kind, held, directory, progress, observer)
     with open_build(directory) as build:
-        loader = build.loader(job.bounds.page_rows, job.bounds.page_bytes)
-        loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
-        with RedbSource(job.source) as src:
-            tee = _Tee(src, loader, build.path / DB_NAME)
-            try:
-                report = redb_report(job, tee, progress)
-            finally:
-                tee.close()
-        pre = judge(job, kind, held.fingerprint, report)
-        loader.check()
-        gate.locate(job)  # the staged path's destination checks, in its order
-        store = build.open()
-        # The stages an observer expects: the pass staged and checked every row (links,
-        # content ids, digest: the checking pass is the validation); activation is the one
-        # transaction below, so its rows count as done when it commits.
-        loaded = sum(loader.rows.values())
-        for name in ("stage", "validate"):
-            counted = phase(observer, name, pre.rows)
-            if counted is not None:
-                counted(loaded, pre.nbytes)
-        activated = phase(observer, "activate", pre.rows)
-        receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)
-        if activated is not None:
-            activated(loaded, pre.nbytes)
-        if build.publish():
-            return pre, receipt
+        return _build_and_publish(job, kind, held, build, build.path / DB_NAME, progress,
+                                  observer)  # fmt: skip
+
+
+def _run_fresh_fjall(
+    job: Job, kind: str, held: Seal, directory: Path, progress: Progress | None,
+    observer: Observer | None,
+) -> tuple[Preflight, dict[str, Any] | None]:
+    """The BBG database of a new destination (:mod:`migrate.store.keyspace_build`): the
+    import's guard first, then what a crash of an earlier run left cleared (its own), then
+    the build; the guard goes once both keyspace and records are in place."""
+    iid = import_of(job, kind, held.fingerprint)[1]
+    if guard.take(directory, iid):
+        if keyspace_build.finished(directory, iid):
+            guard.drop(directory, iid)
+            return _rerun_receipt(job, kind, held, directory, progress)
+        keyspace_build.clear_interrupted(directory)
+    try:
+        with keyspace_build.FjallBuild(directory) as build:
+            pre, receipt = _build_and_publish(job, kind, held, build, None, progress, observer)
+    except BaseException:
+        if keyspace_build.can_build(directory):
+            guard.drop(directory, iid)  # nothing of this import is left: the guard goes too
+        raise
+    if receipt is not None:
+        guard.drop(directory, iid)
+    return pre, receipt
+
+
+def _rerun_receipt(job: Job, kind: str, held: Seal, directory: Path,
+                   progress: Progress | None) -> tuple[Preflight, dict[str, Any] | None]:
+    """A conversion that was complete but for its guard: its receipt, as an exact rerun
+    gives it (the staged path finds the import active)."""
+    from migrate.pipeline.preflight import preflight
+
+    pre = preflight(job, kind, held.fingerprint, progress)
+    with open_store(directory) as store:
+        return pre, imports.receipt_of(store, pre.import_id)
+
+
+def _build_and_publish(
+    job: Job, kind: str, held: Seal, build: Any, db: Path | None, progress: Progress | None,
+    observer: Observer | None,
+) -> tuple[Preflight, dict[str, Any] | None]:
+    loader = build.loader(job.bounds.page_rows, job.bounds.page_bytes)
+    loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
+    with RedbSource(job.source) as src:
+        tee = _Tee(src, loader, db)
+        try:
+            report = redb_report(job, tee, progress)
+        finally:
+            tee.close()
+    pre = judge(job, kind, held.fingerprint, report)
+    loader.check()
+    gate.locate(job)  # the staged path's destination checks, in its order
+    store = build.open()
+    # The stages an observer expects: the pass staged and checked every row (links,
+    # content ids, digest: the checking pass is the validation); activation is the one
+    # transaction below, so its rows count as done when it commits.
+    loaded = sum(loader.rows.values())
+    for name in ("stage", "validate"):
+        counted = phase(observer, name, pre.rows)
+        if counted is not None:
+            counted(loaded, pre.nbytes)
+    activated = phase(observer, "activate", pre.rows)
+    receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)
+    if activated is not None:
+        activated(loaded, pre.nbytes)
+    if build.publish():
+        return pre, receipt
     return pre, None

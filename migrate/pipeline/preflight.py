@@ -224,9 +224,15 @@ def judge(
     _check_bounds(report, job.bounds, job.source)
     if job.mapping is not None:
         _check_mapping(job.mapping, report, job.source)
-    nonce = job.nonce or identity.default_nonce(fp["sha256"])
-    mapping_doc = job.mapping.to_json() if job.mapping is not None else None
-    iid = identity.import_id(kind, fp, mapping_doc, nonce, job.content_check)
+    nonce, iid = import_of(job, kind, fp)
     return Preflight(
         kind=kind, report=report, fingerprint=fp, nonce=nonce, import_id=iid, legacy=legacy
     )
+
+
+def import_of(job: Job, kind: str, fp: dict[str, Any]) -> tuple[str, str]:
+    """``(nonce, import id)`` of ``job`` on a source of ``kind`` with fingerprint ``fp``: what
+    the seal alone decides, known before the source is read."""
+    nonce = job.nonce or identity.default_nonce(fp["sha256"])
+    mapping_doc = job.mapping.to_json() if job.mapping is not None else None
+    return nonce, identity.import_id(kind, fp, mapping_doc, nonce, job.content_check)

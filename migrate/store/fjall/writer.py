@@ -340,9 +340,10 @@ class KeyspaceBuilder(Closing):
                  created_at: int | None = None,
                  progress: Progress | None = None) -> None:  # fmt: skip
         self.target = Path(path)
-        if os.path.lexists(self.target):
+        if os.path.lexists(self.target) and not _empty_dir(self.target):
             raise FjallRefused(f"{self.target}: already exists; a bulk build makes a new "
-                               "keyspace", path=str(self.target))  # fmt: skip
+                               "keyspace (in an absent or empty directory)",
+                               path=str(self.target))  # fmt: skip
         names = list(partitions)
         for name in names:
             if not layout.is_valid_partition_name(name):
@@ -491,6 +492,13 @@ def build_keyspace(
             for batch in _batches(rows, twin.take):
                 builder.push(name, batch)
         return builder.commit()
+
+
+def _empty_dir(path: Path) -> bool:
+    try:
+        return path.is_dir() and not path.is_symlink() and not os.listdir(path)
+    except OSError:
+        return False
 
 
 def _umask() -> int:

@@ -1,0 +1,107 @@
+"""The import guard beside a BBG database: ``<store>.bbg-importing``.
+
+bbg's converter creates this file (mode 0600, fsynced with its directory) before the
+destination exists and removes it only when the destination is complete; bbg's open refuses
+a store whose guard exists (:mod:`migrate.store.bbgdb`).  This toolkit uses the same file
+the same way, and writes into it what bbg leaves empty: which tool and which import own it
+(``{"tool": "bbg-migrate", "import_id": ...}``).  That is the proof a rerun needs before it
+may remove what an interrupted run left: a guard that is not this import's own -- bbg's
+(empty), another import's, unreadable -- is never taken over, and the destination it guards
+is left alone.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from bbg_core.errors import StoreRefused
+from bbg_core.files import fsync_dir
+from migrate.store import bbgdb
+
+TOOL = "bbg-migrate"
+_MAX = 4096
+
+
+def path_of(directory: Path) -> Path:
+    """Where the guard of ``directory`` lives (bbg's rule)."""
+    return bbgdb.guard_path(directory)
+
+
+def read(directory: Path) -> dict[str, Any] | None:
+    """The guard's owner: None when there is no guard; ``{"tool": None}`` for a guard this
+    toolkit did not write (bbg's own is empty)."""
+    guard = path_of(directory)
+    try:
+        with open(guard, "rb") as fh:
+            raw = fh.read(_MAX + 1)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {"tool": None}
+    try:
+        doc = json.loads(raw.decode("utf-8")) if raw else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        doc = None
+    if not isinstance(doc, dict) or doc.get("tool") != TOOL:
+        return {"tool": None}
+    return doc
+
+
+def owned_by(directory: Path, import_id: str) -> bool:
+    """True when ``directory``'s guard is this import's own."""
+    doc = read(directory)
+    return doc is not None and doc.get("import_id") == import_id
+
+
+def refusal(directory: Path, doc: dict[str, Any]) -> StoreRefused:
+    """The error for a guard that is not ours to take over."""
+    guard = path_of(directory)
+    if doc.get("tool") == TOOL:
+        who = f"an interrupted bbg-migrate import ({doc.get('import_id')})"
+        what = "rerun that import (the same command) to finish it"
+    else:
+        who = "an interrupted conversion by bbg or another tool"
+        what = ("finish or undo that conversion first; if you know it was abandoned and the "
+                "destination holds nothing you need, move both aside")
+    return StoreRefused(
+        f"{directory}: {guard} exists: {who} owns this destination; {what}",
+        path=str(directory), guard=str(guard),
+    )  # fmt: skip
+
+
+def take(directory: Path, import_id: str) -> bool:
+    """Create the guard for ``import_id`` (durable before anything else happens); True if it
+    was already this import's own (a rerun), StoreRefused if it is anyone else's."""
+    guard = path_of(directory)
+    body = json.dumps({"tool": TOOL, "import_id": import_id}, sort_keys=True).encode()
+    try:
+        fd = os.open(guard, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, bbgdb.LOCK_MODE)
+    except FileExistsError:
+        doc = read(directory) or {"tool": None}
+        if doc.get("tool") == TOOL and doc.get("import_id") == import_id:
+            return True
+        raise refusal(directory, doc) from None
+    try:
+        os.write(fd, body)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(guard.parent)
+    return False
+
+
+def drop(directory: Path, import_id: str) -> None:
+    """Remove this import's guard (the destination is complete), then fsync the parent."""
+    if not owned_by(directory, import_id):
+        return
+    guard = path_of(directory)
+    try:
+        os.unlink(guard)
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
+    fsync_dir(guard.parent)

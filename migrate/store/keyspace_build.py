@@ -1,0 +1,230 @@
+"""Building a new BBG database aside and publishing it (``run`` into a new Fjall store).
+
+What bbg's own converter (``migrate_redb``) leaves behind, built the fast way: the checking
+pass over the source pushes each table's rows straight into sorted segments of a keyspace
+nobody sees yet (:class:`~migrate.store.fjall.writer.KeyspaceBuilder`, under a locked
+temporary sibling), with bbg's layout around them -- directory 0700, ``bbg.lock`` 0600, the
+33 partitions -- and bbg's two marker transactions after them, as its converter ends: status
+``copying``, then status ``complete``, each with its ``last_transaction`` change id.  The
+toolkit's records of the import are built aside too (a SQLite records store,
+:mod:`migrate.store.build`).
+
+Publication, under the import guard ``<store>.bbg-importing`` that the caller took first
+(:mod:`migrate.store.guard`; bbg refuses to open the destination while it exists):
+
+1. the records are renamed into place (``<store>.bbg-migrate``);
+2. the keyspace is renamed into place (``<store>``), the parent fsynced;
+3. the caller removes the guard.
+
+A crash leaves no destination, or one bbg refuses (the guard), which the rerun of the same
+import -- and only it, the guard names it -- clears and builds again or, once both are in
+place, finishes by removing the guard.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from bbg_core.closing import Closing
+from bbg_core.errors import StoreRefused
+from bbg_core.files import fsync_dir, fsync_file
+from migrate.store import bbgdb, build
+from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.engine import FJALL, engine_of, records_dir
+from migrate.store.fjall.writer import KeyspaceBuilder
+from migrate.store.store import Store
+
+
+def _bbg_lock(path: Path) -> None:
+    lock = path / bbgdb.LOCK_NAME
+    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, bbgdb.LOCK_MODE)
+    os.close(fd)
+    fsync_file(lock)
+
+
+class _Builder(KeyspaceBuilder):
+    """A keyspace built with bbg's lock file in it."""
+
+    def before_rename(self, path: Path) -> None:
+        _bbg_lock(path)
+
+
+def conversion_batches() -> list[list[tuple[str, bytes, bytes | None]]]:
+    """bbg's converter's own marker transactions, as Fjall batches: status ``copying``, then
+    status ``complete``, each with bbg's ``last_transaction`` change id."""
+    out = []
+    for status in (b"copying", b"complete"):
+        changes = bbgdb.with_markers({(bbgdb.MIGRATION, bbgdb.STATUS): status})
+        out.append([(t, k, v) for (t, k), v in sorted(changes.items())])
+    return out
+
+
+class KeyspaceLoader:
+    """Rows into the keyspace being built, one bounded page at a time, while the checking pass
+    reads them (the interface of :class:`migrate.store.build.Loader`)."""
+
+    def __init__(self, builder: KeyspaceBuilder, page_rows: int, page_bytes: int) -> None:
+        self._builder = builder
+        self._page_rows = page_rows
+        self._page_bytes = page_bytes
+        self.rows: dict[str, int] = dict.fromkeys(ARCHIVE_ORDER, 0)
+        self.cursor: bytes = b""
+        self._left_rows = self._left_bytes = -1
+        self._error: BaseException | None = None
+
+    @property
+    def complete(self) -> bool:
+        """False once loading stopped at a bound or failed."""
+        return self._error is None and not (self._left_rows == 0 and self._left_bytes == 0)
+
+    def limit(self, max_rows: int, max_bytes: int) -> None:
+        """Stop loading (rows still pass) past these: the source will be refused."""
+        self._left_rows, self._left_bytes = max_rows, max_bytes
+
+    def tee(self, ordinal: int, rows: Iterable[tuple[bytes, bytes]]
+            ) -> Iterator[tuple[bytes, bytes]]:  # fmt: skip
+        """``rows`` of table ``ordinal`` (archive order), each loaded as it passes."""
+        table = ARCHIVE_ORDER[ordinal]
+        batch: list[tuple[bytes, bytes]] = []
+        size = 0
+        for row in rows:
+            n = len(row[0]) + len(row[1])
+            if batch and (len(batch) >= self._page_rows or size + n > self._page_bytes):
+                self._load(ordinal, table, batch)
+                batch, size = [], 0
+            batch.append((bytes(row[0]), bytes(row[1])))
+            size += n
+            yield row
+        if batch:
+            self._load(ordinal, table, batch)
+
+    def _load(self, ordinal: int, table: str, batch: list[tuple[bytes, bytes]]) -> None:
+        if self._error is not None:
+            return
+        if self._left_rows >= 0:
+            self._left_rows -= len(batch)
+            self._left_bytes -= sum(len(k) + len(v) for k, v in batch)
+            if self._left_rows < 0 or self._left_bytes < 0:
+                self._left_rows = self._left_bytes = 0
+                return
+        try:
+            self._builder.push(table, batch)
+        except BaseException as exc:  # what the pass finds wrong with the source comes first
+            self._error = exc
+            return
+        self.rows[table] += len(batch)
+        self.cursor = bytes([ordinal]) + batch[-1][0]
+
+    def finish(self) -> None:
+        """Nothing runs in the background here."""
+
+    def check(self) -> None:
+        """Raise what loading met."""
+        if self._error is not None:
+            raise self._error
+
+
+class FjallBuild(Closing):
+    """A new BBG database and its records, built beside ``directory`` (module docstring)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.records = build.open_build(records_dir(directory))
+        try:
+            self.builder = _Builder(directory, bbgdb.PARTITIONS, dir_mode=bbgdb.DIR_MODE)
+        except BaseException:
+            self.records.discard()
+            raise
+        self._loader: KeyspaceLoader | None = None
+
+    @property
+    def path(self) -> Path:
+        """Where the keyspace is being built."""
+        return self.builder.path
+
+    def loader(self, page_rows: int, page_bytes: int) -> KeyspaceLoader:
+        """The loader of the checking pass."""
+        self._loader = KeyspaceLoader(self.builder, page_rows, page_bytes)
+        return self._loader
+
+    def open(self) -> Store:
+        """The handle of the records being built (for the import's one transaction)."""
+        if self._loader is not None:
+            self._loader.check()
+        return self.records.open()
+
+    def publish(self) -> bool:
+        """Records into place, then the keyspace (see the module docstring); False (nothing
+        published) when the destination is no longer free."""
+        if os.path.lexists(self.directory) and not _empty_dir(self.directory):
+            return False
+        for batch in conversion_batches():
+            self.builder.batch(batch)
+        if not self.records.publish():
+            return False
+        self.builder.commit()  # rename(2) replaces an empty directory, never a full one
+        return True
+
+    def discard(self) -> None:
+        """Remove whatever is not published (idempotent)."""
+        try:
+            self.builder.abort()
+        finally:
+            self.records.discard()
+
+    def close(self) -> None:
+        self.discard()
+
+
+def _empty_dir(path: Path) -> bool:
+    try:
+        return path.is_dir() and not os.listdir(path)
+    except OSError:
+        return False
+
+
+def can_build(directory: Path) -> bool:
+    """True when a new BBG database may be built for ``directory``: it is absent or an empty
+    directory, its parent is writable, and no records of another store are in the way."""
+    parent = directory.parent
+    if directory.is_symlink() or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return False
+    if os.path.lexists(directory) and not _empty_dir(directory):
+        return False
+    return not os.path.lexists(records_dir(directory))
+
+
+def finished(directory: Path, import_id: str) -> bool:
+    """True when both the keyspace and the records of ``import_id``'s conversion are in
+    place (an interrupted run got past publication: only its guard is left)."""
+    from migrate.store import imports
+    from migrate.store.readonly import open_readonly
+
+    if engine_of(directory) != FJALL or not os.path.lexists(records_dir(directory)):
+        return False
+    with open_readonly(directory) as view:
+        return imports.receipt_of(view, import_id) is not None
+
+
+def clear_interrupted(directory: Path) -> None:
+    """Remove what an interrupted conversion of this import left (the caller holds the
+    import's own guard, its proof of ownership): a keyspace at ``directory`` and its
+    records.  Anything else there is refused, never removed."""
+    records = records_dir(directory)
+    if os.path.lexists(directory) and not _empty_dir(directory):
+        if engine_of(directory) != FJALL:
+            raise StoreRefused(
+                f"{directory}: holds something other than a BBG database; the interrupted "
+                "conversion that owns it is not this one's to clear", path=str(directory),
+            )  # fmt: skip
+        shutil.rmtree(directory)
+    if os.path.lexists(records):
+        shutil.rmtree(records)
+    fsync_dir(directory.parent)
+
+
+__all__ = ["FjallBuild", "KeyspaceLoader", "can_build", "clear_interrupted",
+           "conversion_batches"]  # fmt: skip
