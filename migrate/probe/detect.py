@@ -2,7 +2,9 @@
 
 Kinds: ``redb``, ``signal-log`` (the old cyb Signal log), ``bbg-frame-log`` (bbg's CLI log, the
 other frame-log dialect: told apart by its frames, see :mod:`importers.frame_log.dialect`),
-``text-archive``, ``bbg``, ``unknown``.  For a redb file the
+``text-archive``, ``bbg`` (a BBG store: ``engine`` ``fjall`` -- the real BBG database, a Fjall
+keyspace; ``locked`` says whether its owner holds ``bbg.lock`` -- or ``sqlite``),
+``unknown``.  For a redb file the
 report adds the facts an operator checks before a migration: format version, primary slot,
 recovery flag, and whether another process holds the file's lock (the old binary running).
 """
@@ -19,6 +21,7 @@ from bbg_core.files import cannot_read, open_regular
 from importers.redb.sniff import header_claims, looks_like_redb
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+FJALL_VERSION = b"FJL\x02"
 SNIFF_BYTES = 4096
 
 
@@ -58,15 +61,29 @@ def _bbg_store_db(path: Path) -> Path | None:
     return None
 
 
+def _is_keyspace(path: Path) -> bool:
+    """True when ``path`` is a Fjall keyspace (the real BBG database): its ``version`` file."""
+    try:
+        with open(path / "version", "rb") as fh:
+            return fh.read(5) == FJALL_VERSION
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return False
+
+
 def detect(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Report the kind of ``path`` and its kind-specific facts (read-only)."""
     p = Path(path)
     report: dict[str, Any] = {"path": str(p), "kind": "unknown"}
     try:
         if p.is_dir():
+            if _is_keyspace(p):
+                lock = p / "bbg.lock"
+                report.update(kind="bbg", engine="fjall", database=str(p),
+                              locked=lock.is_file() and lock_held(lock))  # fmt: skip
+                return report
             db = _bbg_store_db(p)
             if db is not None:
-                report.update(kind="bbg", database=str(db))
+                report.update(kind="bbg", engine="sqlite", database=str(db))
             return report
         # A regular file only, opened without blocking: a FIFO or a device is refused here
         # instead of hanging the first read (or never ending it: /dev/zero).
