@@ -26,15 +26,20 @@ from migrate.pipeline.preflight import Preflight
 from migrate.rules.links import iter_link_errors
 from migrate.rules.shape import check_shape
 from migrate.rules.sources import PageSource
-from migrate.store import imports
+from migrate.store import guard, imports
 from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
 from migrate.store.codec import Head
 from migrate.store.digest import archive_digest
+from migrate.store.engine import FJALL
 from migrate.store.graph import head as live_head
 from migrate.store.graph import publish
 from migrate.store.store import Store
 
 ROWS_STREAM = "rows"
+#: An activation of the real database writes at most this much in one batch (bbg's own
+#: transaction bounds); a bigger one goes in as segments (:meth:`FjallStore.publish_bulk`).
+BATCH_ROWS = 4096
+BATCH_BYTES = 32 * 1024 * 1024 - 1024
 Progress = Callable[[int, int], None]
 
 
@@ -330,22 +335,29 @@ def activate_stage(
     """Publish the staged import in one transaction and return its receipt.
     ``progress(rows copied, 0)`` after each of the five tables is copied out of staging."""
     iid = pre.import_id
+    if store.engine == FJALL:
+        # The real database is written outside the records' transaction: the plan (counts,
+        # conflicts, pins) is recorded first, then rows too many for one batch go in as
+        # segments under the import's guard, then the last transaction below.
+        with store.transaction(import_id=iid) as tx:
+            done = _already_active(tx, store, job, pre, seal, progress)
+            if done is not None:
+                return done
+            if imports.journal_of(tx, iid, "activating") is None:
+                gate.check_pins(tx, iid)
+                plan = imports.plan_activation(tx, iid)
+                plan["bulk"] = plan["rows"] > BATCH_ROWS or plan["bytes"] > BATCH_BYTES
+                imports.journal(tx, iid, "activating", plan)
+        recorded = imports.journal_of(store, iid, "activating")
+        assert recorded is not None
+        if recorded["bulk"]:
+            store.publish_bulk(iid)  # type: ignore[attr-defined]
     with store.transaction(import_id=iid) as tx:
-        gate.require_known(tx, store.directory, job, pre)
-        if imports.import_state(tx, iid) == "active":
-            receipt = imports.receipt_of(tx, iid)
-            assert receipt is not None
-            if progress is not None:
-                progress(pre.rows, 0)  # copied before: nothing left to copy
-            return receipt
-        if imports.journal_of(tx, iid, "validated") is None:
-            raise StoreError(
-                f"{store.directory}: import {iid} is not validated yet; run `validate` first",
-                import_id=iid,
-            )
-        if seal is not None:
-            seal.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
-        gate.check_pins(tx, iid)
+        done = _already_active(tx, store, job, pre, seal, progress)
+        if done is not None:
+            return done
+        if imports.journal_of(tx, iid, "activating") is None:
+            gate.check_pins(tx, iid)
         copied = 0
 
         def table_done(table: str) -> None:
@@ -375,7 +387,30 @@ def activate_stage(
         )
         imports.record_receipt(tx, iid, receipt)
         imports.journal(tx, iid, "activated", {"generation": generation})
+    guard.drop(store.directory, iid)  # an activation in segments is complete now
     return receipt
+
+
+def _already_active(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal | None,
+                    progress: Callable[[int, int], None] | None) -> dict[str, Any] | None:
+    """The receipt of an import already active (an exact rerun), after the checks every
+    activation makes first; None when it is still to be activated."""
+    iid = pre.import_id
+    gate.require_known(tx, store.directory, job, pre)
+    if imports.import_state(tx, iid) == "active":
+        receipt = imports.receipt_of(tx, iid)
+        assert receipt is not None
+        if progress is not None:
+            progress(pre.rows, 0)  # copied before: nothing left to copy
+        return receipt
+    if imports.journal_of(tx, iid, "validated") is None:
+        raise StoreError(
+            f"{store.directory}: import {iid} is not validated yet; run `validate` first",
+            import_id=iid,
+        )
+    if seal is not None:
+        seal.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
+    return None
 
 
 def activate_built(

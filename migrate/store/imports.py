@@ -270,66 +270,52 @@ def activate(
     """Publish the import's staged rows into the five tables; returns new rows per table.
     ``table_done(table)`` after each table is copied (for progress).
 
-    The ledger entry records each head the activation moves (before → after) and the content
-    and claim rows it adds that are not the commit of a staged history entry.
+    The engine copies (:meth:`migrate.store.tx.Tx.publish_staged`): immutable puts, a key
+    that holds other bytes is a Conflict and nothing is published.  The ledger entry records
+    each head the activation moves (before → after) and the content and claim rows it adds
+    that are not the commit of a staged history entry.
     """
     _require_staging(tx, import_id)
     tx.mark("activate", import_id)
-    moved: list[tuple[bytes, Head | None, Head]] = []
-    for key, value in tx.rows(
-        "SELECT key, value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? "
-        "ORDER BY key",
-        (import_id, ORDINAL[HEADS]),
-    ):
-        after = Head.decode(bytes(value))
-        row = tx.one("SELECT value FROM application_heads WHERE key = ?", (bytes(key),))
-        before = None if row is None else Head.decode(bytes(row[0]))
-        if before != after:
-            moved.append((bytes(key), before, after))
-    if tx.ledgered:
-        for table in (CONTENT, CLAIMS):
-            not_commits = (
-                " AND s.key NOT IN (SELECT value FROM bbg_import_v1_staged "
-                "WHERE import_id = ? AND tbl = ?)" if table == CONTENT else ""
-            )  # fmt: skip
-            params: tuple[Any, ...] = (tx.number, ORDINAL[table], import_id, ORDINAL[table])
-            if table == CONTENT:
-                params += (import_id, ORDINAL[HISTORY])
-            tx.execute(
-                "INSERT INTO bbg_ledger_v1_rows (tx, tbl, key) SELECT ?, ?, s.key "
-                "FROM bbg_import_v1_staged AS s WHERE s.import_id = ? AND s.tbl = ? "
-                f"AND s.key NOT IN (SELECT key FROM {table}){not_commits} "
-                "ON CONFLICT DO NOTHING",
-                params,
-            )
-    inserted: dict[str, int] = {}
-    for ordinal, table in enumerate(ARCHIVE_ORDER):
-        clash = tx.one(
-            f"SELECT s.key FROM bbg_import_v1_staged AS s JOIN {table} AS l ON l.key = s.key "
-            "WHERE s.import_id = ? AND s.tbl = ? AND l.value != s.value LIMIT 1",
-            (import_id, ordinal),
-        )
-        if clash is not None:
-            raise Conflict(
-                f"{tx.path}: activating import {import_id}: {table} already holds other bytes "
-                f"under key {bytes(clash[0]).hex()}",
-                path=str(tx.path),
-                table=table,
-                key=bytes(clash[0]),
-                import_id=import_id,
-            )
-        cur = tx.execute(
-            f"INSERT INTO {table} (key, value) SELECT key, value FROM bbg_import_v1_staged "
-            "WHERE import_id = ? AND tbl = ? ORDER BY key ON CONFLICT (key) DO NOTHING",
-            (import_id, ordinal),
-        )
-        inserted[table] = max(cur.rowcount, 0)
-        if table_done is not None:
-            table_done(table)
-    for ns, before, after in moved:
-        tx.note_head(ns, before, after)
+    inserted = tx.publish_staged(import_id, table_done)
     _clear(tx, import_id, "active")
     return inserted
+
+
+def staged_rows(db: _PageReader, import_id: str, table: str) -> Iterator[tuple[bytes, bytes]]:
+    """The rows ``import_id`` staged for ``table``, in key order."""
+    for key, value in db.rows(
+        "SELECT key, value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? "
+        "ORDER BY key",
+        (import_id, ORDINAL[table]),
+    ):
+        yield bytes(key), bytes(value)
+
+
+def plan_activation(tx: Tx, import_id: str) -> dict[str, Any]:
+    """What activating ``import_id`` will publish, checked against the store as it is now
+    (Conflict, nothing written, when a key holds other bytes): new rows per table, and the
+    rows and key+value bytes staged.  Engines that publish outside the records' transaction
+    record this first (the journal's ``activating`` entry), so a rerun after a crash in the
+    middle reports the very same counts."""
+    inserted: dict[str, int] = {}
+    rows = size = 0
+    for table in ARCHIVE_ORDER:
+        new = 0
+        for key, value in staged_rows(tx, import_id, table):
+            rows += 1
+            size += len(key) + len(value)
+            live = tx.live_get(table, key)
+            if live is None:
+                new += 1
+            elif live != value:
+                raise Conflict(
+                    f"{tx.path}: activating import {import_id}: {table} already holds other "
+                    f"bytes under key {key.hex()}",
+                    path=str(tx.path), table=table, key=key, import_id=import_id,
+                )  # fmt: skip
+        inserted[table] = new
+    return {"inserted": inserted, "rows": rows, "bytes": size}
 
 
 def activate_loaded(tx: Tx, import_id: str) -> None:

@@ -27,7 +27,7 @@ five application tables stay empty -- bbg's rows live in the keyspace only.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from itertools import islice
 from pathlib import Path
@@ -36,7 +36,7 @@ from typing import Any
 from bbg_core.errors import Conflict, StoreError
 from fences import generations
 from migrate.store import bbgdb, markers
-from migrate.store.codec import HEADS, Head
+from migrate.store.codec import ARCHIVE_ORDER, CONTENT, HEADS, Head
 from migrate.store.connection import Connection
 from migrate.store.fjall import Keyspace
 from migrate.store.tx import Tx, check_table
@@ -230,6 +230,33 @@ class FjallTx(Tx):
             raise StoreError(f"{self.path}: no partition {table!r} in this store",
                              path=str(self.path), table=table)  # fmt: skip
         self._set(table, key, value)
+
+    # -- activation ----------------------------------------------------------------------------
+    def publish_staged(
+        self, import_id: str, table_done: Callable[[str], None] | None = None
+    ) -> dict[str, int]:
+        """Copy the staged rows into this transaction's batch (or, for an activation too big
+        for one batch, find them published already: :meth:`FjallStore.publish_bulk`); the
+        counts are the plan recorded before anything was published (``activating``)."""
+        from migrate.store import imports
+
+        plan = imports.journal_of(self, import_id, "activating")
+        if plan is None:
+            raise StoreError(f"{self.path}: import {import_id} has no activation plan",
+                             path=str(self.path), import_id=import_id)  # fmt: skip
+        for table in ARCHIVE_ORDER:
+            if not plan["bulk"]:
+                for key, value in imports.staged_rows(self, import_id, table):
+                    self.put(table, key, value, note=table != CONTENT)
+            if table_done is not None:
+                table_done(table)
+        if plan["bulk"]:
+            # The rows went in as segments; the activation's own transaction is the status
+            # put (bbg records a put even of the same bytes), so bbg's last_transaction
+            # names this activation, as its converter's final ``complete`` put does.
+            status = self.live_get(bbgdb.MIGRATION, bbgdb.STATUS)
+            self._set(bbgdb.MIGRATION, bbgdb.STATUS, status or b"complete")
+        return {t: int(n) for t, n in plan["inserted"].items()}
 
     # -- status and fences ------------------------------------------------------------------
     def read_status(self) -> tuple[str | None, str]:

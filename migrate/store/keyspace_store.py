@@ -20,7 +20,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,8 @@ from typing import Any
 from bbg_core.errors import CommitUnknown, Locked, MigrateError, StoreRefused
 from bbg_core.files import fsync_dir, fsync_file
 from fences import generations
-from migrate.store import bbgdb, creation, layout, sanity
+from migrate.store import bbgdb, creation, guard, layout, sanity
+from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, Connection
 from migrate.store.engine import FJALL, records_dir
 from migrate.store.fjall import open_keyspace
@@ -118,8 +119,32 @@ class FjallStore(Store):
 
     # -- writing -----------------------------------------------------------------------------
     def _new_tx(self, number: int, **kw: Any) -> Tx:
+        owner = guard.read(self.directory)
+        if owner is not None and owner.get("import_id") != kw.get("ref"):
+            raise guard.refusal(self.directory, owner)  # only its own import writes on
         self._forget()  # a transaction reads the keyspace as it is now
         return FjallTx(self._conn, number, self.rows_view(), **kw)
+
+    def publish_bulk(self, import_id: str, progress: Callable[[int, int], None] | None = None
+                     ) -> None:  # fmt: skip
+        """Publish ``import_id``'s staged rows as new segments of the five partitions, for an
+        activation too big for one batch.  Under the import's guard (bbg refuses to open the
+        store until the activation's last transaction removes it): rows that live only in
+        the journals are flushed first (:meth:`KeyspaceWriter.flush`), then each table's rows
+        are published in key order (new segments, ``levels`` swapped).  A rerun after a crash
+        publishes them again: the same bytes, the newest seqno."""
+        from migrate.store import imports
+
+        guard.take(self.directory, import_id)
+        self._forget()
+        self.writer.flush()
+        done = 0
+        for table in ARCHIVE_ORDER:
+            report = self.writer.publish(table, imports.staged_rows(self._conn, import_id, table))
+            done += int(report.get("rows", 0))
+            if progress is not None:
+                progress(done, 0)
+        self._forget()
 
     def _before_commit(self, tx: Tx) -> None:
         assert isinstance(tx, FjallTx)
@@ -234,14 +259,11 @@ def open_fjall_store(
 
 def refuse_guarded(directory: Path) -> None:
     """StoreRefused when an import guard beside ``directory`` says a migration into it is
-    incomplete (bbg refuses to open such a store too)."""
-    guard = bbgdb.guard_path(directory)
-    if guard.exists():
-        raise StoreRefused(
-            f"{directory}: {guard} exists: an application migration into this store is "
-            "incomplete (bbg refuses to open it). Rerun the migration that was interrupted",
-            path=str(directory), guard=str(guard),
-        )  # fmt: skip
+    incomplete and it is not one of this toolkit's (bbg refuses to open such a store; an
+    interrupted import of this toolkit's is let in, and only its own rerun may write)."""
+    owner = guard.read(directory)
+    if owner is not None and owner.get("tool") != guard.TOOL:
+        raise guard.refusal(directory, owner)
 
 
 @contextmanager

@@ -33,6 +33,9 @@ from migrate.store.tx import Tx
 class Store(Closing):
     """An open BBG store (use :func:`open_store`)."""
 
+    #: The storage engine behind this handle (:mod:`migrate.store.engine`).
+    engine = "sqlite"
+
     def __init__(
         self,
         directory: Path,

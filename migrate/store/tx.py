@@ -21,13 +21,22 @@ ledger row and can never end in an unknown outcome.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import Conflict, StoreError
 from migrate.store import ledger, live, markers
-from migrate.store.codec import ARCHIVE_ORDER, MAX_KEY_LEN, ORDINAL, Head
+from migrate.store.codec import (
+    ARCHIVE_ORDER,
+    CLAIMS,
+    CONTENT,
+    HEADS,
+    HISTORY,
+    MAX_KEY_LEN,
+    ORDINAL,
+    Head,
+)
 from migrate.store.connection import Connection, Params
 
 _TABLES = frozenset(ARCHIVE_ORDER)
@@ -251,6 +260,68 @@ class Tx:
                         table=table,
                         key=key,
                     )
+        return inserted
+
+    def publish_staged(
+        self, import_id: str, table_done: Callable[[str], None] | None = None
+    ) -> dict[str, int]:
+        """Copy ``import_id``'s staged rows into the five tables (immutable puts: Conflict,
+        nothing copied, when a key holds other bytes) and note the moved heads and new rows
+        in the ledger entry; returns new rows per table."""
+        moved: list[tuple[bytes, Head | None, Head]] = []
+        for key, value in self.rows(
+            "SELECT key, value FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? "
+            "ORDER BY key",
+            (import_id, ORDINAL[HEADS]),
+        ):
+            after = Head.decode(bytes(value))
+            row = self.one("SELECT value FROM application_heads WHERE key = ?", (bytes(key),))
+            before = None if row is None else Head.decode(bytes(row[0]))
+            if before != after:
+                moved.append((bytes(key), before, after))
+        if self.ledgered:
+            for table in (CONTENT, CLAIMS):
+                not_commits = (
+                    " AND s.key NOT IN (SELECT value FROM bbg_import_v1_staged "
+                    "WHERE import_id = ? AND tbl = ?)" if table == CONTENT else ""
+                )  # fmt: skip
+                params: tuple[Any, ...] = (self.number, ORDINAL[table], import_id,
+                                           ORDINAL[table])  # fmt: skip
+                if table == CONTENT:
+                    params += (import_id, ORDINAL[HISTORY])
+                self.execute(
+                    "INSERT INTO bbg_ledger_v1_rows (tx, tbl, key) SELECT ?, ?, s.key "
+                    "FROM bbg_import_v1_staged AS s WHERE s.import_id = ? AND s.tbl = ? "
+                    f"AND s.key NOT IN (SELECT key FROM {table}){not_commits} "
+                    "ON CONFLICT DO NOTHING",
+                    params,
+                )
+        inserted: dict[str, int] = {}
+        for ordinal, table in enumerate(ARCHIVE_ORDER):
+            clash = self.one(
+                f"SELECT s.key FROM bbg_import_v1_staged AS s JOIN {table} AS l ON l.key = s.key "
+                "WHERE s.import_id = ? AND s.tbl = ? AND l.value != s.value LIMIT 1",
+                (import_id, ordinal),
+            )
+            if clash is not None:
+                raise Conflict(
+                    f"{self.path}: activating import {import_id}: {table} already holds other "
+                    f"bytes under key {bytes(clash[0]).hex()}",
+                    path=str(self.path),
+                    table=table,
+                    key=bytes(clash[0]),
+                    import_id=import_id,
+                )
+            cur = self.execute(
+                f"INSERT INTO {table} (key, value) SELECT key, value FROM bbg_import_v1_staged "
+                "WHERE import_id = ? AND tbl = ? ORDER BY key ON CONFLICT (key) DO NOTHING",
+                (import_id, ordinal),
+            )
+            inserted[table] = max(cur.rowcount, 0)
+            if table_done is not None:
+                table_done(table)
+        for ns, before, after in moved:
+            self.note_head(ns, before, after)
         return inserted
 
     def scratch(self, sql: str, params: Params = ()) -> None:
