@@ -32,8 +32,8 @@ def test_three_shards_merge_to_the_same_report_as_one_run(tmp_path: Path) -> Non
         # The shard's exit status is the worst of its own jobs' codes, as its run report
         # says (a usage error of the command would have written no report).
         run = json.loads((shards / f"s{i}" / f"run-{i}-of-3.json").read_text())
-        assert run["jobs"] and res.returncode == run["exit_code"], res.stderr
-        assert run["exit_code"] == max(job["exit_code"] for job in run["jobs"])
+        assert res.returncode == run["exit_code"], res.stderr
+        assert run["exit_code"] == max((job["exit_code"] for job in run["jobs"]), default=0)
     code3, merged3 = _report(*(str(shards / f"s{i}") for i in range(3)))
     shutil.rmtree(fleet.root / "bbg")
     one = tmp_path / "one"
