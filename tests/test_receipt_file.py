@@ -67,6 +67,7 @@ def _validate_then_activate(
     return doc, json.loads(receipt.read_text())
 
 
+@pytest.mark.slow
 def test_validate_and_activate_write_their_documents(tmp_path: Path, source: Path) -> None:
     store = str(tmp_path / "bbg")
     for step in ("seal", "stage"):

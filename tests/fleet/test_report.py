@@ -23,6 +23,7 @@ def _report(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
     return res.returncode, doc
 
 
+@pytest.mark.slow
 def test_three_shards_merge_to_the_same_report_as_one_run(tmp_path: Path) -> None:
     fleet = build_fleet(tmp_path / "f", 7)
     shards = tmp_path / "shards"
@@ -60,6 +61,7 @@ def test_three_shards_merge_to_the_same_report_as_one_run(tmp_path: Path) -> Non
     assert code >= 1
 
 
+@pytest.mark.slow
 def test_a_job_twice_with_different_receipts_is_an_anomaly(tmp_path: Path) -> None:
     fleet = build_fleet(tmp_path / "f", 2, invalid=False)
     first, second = tmp_path / "r1", tmp_path / "r2"
@@ -146,6 +148,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
+@pytest.mark.slow
 def test_a_failure_then_a_success_is_a_retry_not_an_anomaly(tmp_path: Path) -> None:
     import fcntl
     import os
