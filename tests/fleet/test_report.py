@@ -83,6 +83,7 @@ def test_a_job_twice_with_different_receipts_is_an_anomaly(tmp_path: Path) -> No
     assert kept == latest
 
 
+@pytest.mark.slow
 def test_missing_jobs_are_named_with_the_manifest(tmp_path: Path) -> None:
     fleet = build_fleet(tmp_path / "f", 3, invalid=False)
     rep = tmp_path / "r"
@@ -117,6 +118,7 @@ def _html_run(tmp_path: Path) -> tuple[Path, dict]:  # type: ignore[type-arg]
     return page, json.loads(res.stdout)
 
 
+@pytest.mark.slow
 def test_html_report_is_valid_self_contained_and_escaped(tmp_path: Path) -> None:
     page, doc = _html_run(tmp_path)
     text = page.read_text("utf-8")

@@ -30,6 +30,7 @@ def _inspect(path: Path, *extra: str) -> tuple[int, dict]:  # type: ignore[type-
     return res.returncode, doc
 
 
+@pytest.mark.slow
 def test_birth_mismatch_converts_and_is_reported_as_semantic(tmp_path: Path) -> None:
     src = unpack(BIRTH, tmp_path / "src")
     want = expected(BIRTH)

@@ -63,6 +63,7 @@ def test_imports_lists_state_stage_rows_source_and_receipt(tmp_path: Path) -> No
     assert wip["discard_command"] in human.stderr
 
 
+@pytest.mark.slow
 def test_the_named_discard_command_gives_the_import_up(tmp_path: Path) -> None:
     store, active, staging = _two_imports(tmp_path)
     command = _imports(store)["imports"][1]["discard_command"]
