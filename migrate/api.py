@@ -413,16 +413,28 @@ def plan(job: Job | TransferJob, progress: Observer | None = None) -> dict[str, 
     return pipeline.plan(job, progress)
 
 
-def seal(job: Job | TransferJob, progress: Observer | None = None) -> Outcome | TransferOutcome:
-    """Step 1: lock and fingerprint the source, record the seal (a BBG store source: seal
-    it for the transfer)."""
-    from migrate import pipeline, transfer
+def _step(
+    job: Job | TransferJob, stage: str, progress: Observer | None, migration: Any, moving: Any
+) -> Outcome | TransferOutcome:
+    """One step of either pipeline: ``moving(job, rows callback of stage)`` for a transfer,
+    ``migration(job, observer)`` for a migration."""
+    from migrate import transfer
     from migrate.progress import phase
 
     job = _routed(job)
     if isinstance(job, transfer.TransferJob):
-        return transfer.seal(job, phase(progress, "seal"))
-    return pipeline.seal_only(job, progress)
+        outcome: TransferOutcome = moving(job, phase(progress, stage))
+        return outcome
+    done: Outcome = migration(job, progress)
+    return done
+
+
+def seal(job: Job | TransferJob, progress: Observer | None = None) -> Outcome | TransferOutcome:
+    """Step 1: lock and fingerprint the source, record the seal (a BBG store source: seal
+    it for the transfer)."""
+    from migrate import pipeline, transfer
+
+    return _step(job, "seal", progress, pipeline.seal_only, transfer.seal)
 
 
 def stage(
@@ -431,12 +443,12 @@ def stage(
     """Step 2: copy at most ``max_pages`` bounded pages into inert staging (all when None);
     call again to continue."""
     from migrate import pipeline, transfer
-    from migrate.progress import phase
 
-    job = _routed(job)
-    if isinstance(job, transfer.TransferJob):
-        return transfer.stage(job, max_pages=max_pages, progress=phase(progress, "stage"))
-    return pipeline.stage(job, max_pages=max_pages, progress=progress)
+    return _step(
+        job, "stage", progress,
+        lambda j, p: pipeline.stage(j, max_pages=max_pages, progress=p),
+        lambda j, p: transfer.stage(j, max_pages=max_pages, progress=p),
+    )  # fmt: skip
 
 
 def validate(
@@ -444,12 +456,8 @@ def validate(
 ) -> Outcome | TransferOutcome:
     """Step 3: check the staged rows against the source and the destination."""
     from migrate import pipeline, transfer
-    from migrate.progress import phase
 
-    job = _routed(job)
-    if isinstance(job, transfer.TransferJob):
-        return transfer.validate(job, phase(progress, "validate"))
-    return pipeline.validate(job, progress)
+    return _step(job, "validate", progress, pipeline.validate, transfer.validate)
 
 
 def activate(
@@ -457,12 +465,8 @@ def activate(
 ) -> Outcome | TransferOutcome:
     """Step 4: publish the validated import in one transaction; returns the receipt."""
     from migrate import pipeline, transfer
-    from migrate.progress import phase
 
-    job = _routed(job)
-    if isinstance(job, transfer.TransferJob):
-        return transfer.activate(job, phase(progress, "activate"))
-    return pipeline.activate(job, progress)
+    return _step(job, "activate", progress, pipeline.activate, transfer.activate)
 
 
 def write_receipt(path: Path, doc: dict[str, Any]) -> bool:

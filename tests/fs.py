@@ -104,3 +104,15 @@ def readonly_mount(
         env={**os.environ, **(env or {})},
         timeout=300,
     )
+
+
+def untouched_but_scratch(before: dict[str, Entry], after: dict[str, Entry], tmp: Path) -> None:
+    """Assert ``after == before`` (two :func:`fs_state` results), except that the
+    pure-Python redb reader, which has no point lookups, spills the link checks' index to a
+    scratch directory in ``tmp`` (TMPDIR) and removes it: there only the directory's own
+    mtime may change, and nothing may be left in it."""
+    if os.environ.get("BBG_MIGRATE_PURE") == "1":
+        before, after = dict(before), dict(after)
+        before.pop(str(tmp), None)
+        after.pop(str(tmp), None)
+    assert after == before

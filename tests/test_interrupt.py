@@ -109,6 +109,7 @@ def test_ctrl_c_during_start_up(cell: Path, tmp_path: Path, module: str) -> None
     assert not store.exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_migration_then_a_rerun_resumes(cell: Path, tmp_path: Path) -> None:
     """A real SIGINT lands at the N-th commit phase of the migration (the test's kill runner
     sends it from inside the process, so it lands at a known point however fast or loaded the

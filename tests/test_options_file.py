@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import schemas
 from tests.conftest import gunzip_to
 from tests.pipeline.helpers import LEGACY, cli
@@ -18,6 +20,7 @@ def _cell(tmp_path: Path) -> Path:
     return gunzip_to(LEGACY / "cell-small.redb.gz", tmp_path)
 
 
+@pytest.mark.slow
 def test_the_stages_with_values_only_in_the_file_give_run_s_receipt(tmp_path: Path) -> None:
     src = _cell(tmp_path)
     flags = ("--nonce", NONCE, "--page-rows", "64", "--content-check", "none",
@@ -107,6 +110,7 @@ def _one_job_fleet(root: Path) -> Path:
     return manifest
 
 
+@pytest.mark.slow
 def test_the_fleet_table_reaches_fleet_commands(tmp_path: Path) -> None:
     manifest = _one_job_fleet(tmp_path / "f")
     work = tmp_path / "work"

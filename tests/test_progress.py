@@ -271,6 +271,7 @@ def test_long_commands_silent(
     assert "ETA" not in screen and not COUNTS.search(CLEAN.sub("", screen)), screen
 
 
+@pytest.mark.slow
 def test_hemera_and_snapshot_silent_when_quiet_or_not_a_tty(
     tmp_path: Path, made: dict[str, Path]
 ) -> None:
@@ -287,6 +288,7 @@ def test_hemera_and_snapshot_silent_when_quiet_or_not_a_tty(
         assert res.returncode == 0 and "ETA" not in res.stderr, res.stderr
 
 
+@pytest.mark.slow
 def test_validate_and_activate_count_rows_step_by_step(tmp_path: Path, source: Path) -> None:
     """The staged path: validate counts the staged rows it checks, activate the rows it
     publishes (no more one-step tasks)."""

@@ -67,6 +67,7 @@ def _validate_then_activate(
     return doc, json.loads(receipt.read_text())
 
 
+@pytest.mark.slow
 def test_validate_and_activate_write_their_documents(tmp_path: Path, source: Path) -> None:
     store = str(tmp_path / "bbg")
     for step in ("seal", "stage"):
@@ -139,6 +140,7 @@ def test_a_transfer_writes_its_receipt_once(tmp_path: Path, store_source: Path, 
     assert other.read_text() == "{}\n"
 
 
+@pytest.mark.slow
 def test_transfer_steps_write_their_documents(tmp_path: Path, store_source: Path) -> None:
     target = str(tmp_path / "t")
     staged = tmp_path / "staged.json"

@@ -47,29 +47,33 @@ class Mapping:
 
 def parse_hex(value: str, what: str) -> str:
     """``value`` as canonical lowercase hex (UsageError if it is not non-empty hex)."""
-    return _hex(value, what).hex()
+    return hex_bytes(value, what).hex()
 
 
-def _hex(value: str, what: str, length: int | None = None) -> bytes:
+def hex_bytes(
+    value: str, what: str, length: int | None = None, *, empty_ok: bool = False
+) -> bytes:
+    """The bytes an operator gave in hex as ``what`` (an option or argument name): a
+    UsageError when it is not hex, not ``length`` bytes, or (unless ``empty_ok``) empty."""
     try:
         raw = bytes.fromhex(value)
     except ValueError as exc:
         raise UsageError(f"{what}: {value!r} is not hex", value=value) from exc
     if length is not None and len(raw) != length:
         raise UsageError(f"{what}: {value!r} must be {length} bytes ({2 * length} hex digits)")
-    if not raw:
+    if not raw and not empty_ok:
         raise UsageError(f"{what}: must not be empty")
     return raw
 
 
 def build(subject: str, pairs: list[tuple[str, str]]) -> Mapping:
     """A validated mapping from hex strings (UsageError on any malformed or repeated entry)."""
-    subj = _hex(subject, "--subject", 32)
+    subj = hex_bytes(subject, "--subject", 32)
     origins: dict[bytes, Origin] = {}
     nonces: set[bytes] = set()
     for origin_hex, nonce_hex in pairs:
-        origin = _hex(origin_hex, "--map ORIGIN", 32)
-        nonce = _hex(nonce_hex, "--map INSTALL_NONCE")
+        origin = hex_bytes(origin_hex, "--map ORIGIN", 32)
+        nonce = hex_bytes(nonce_hex, "--map INSTALL_NONCE")
         if origin in origins:
             raise UsageError(f"--map: origin {origin_hex} is mapped twice")
         if nonce in nonces:

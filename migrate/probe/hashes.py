@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from bbg_core.errors import SourceError, UsageError, ValidationFailed
 from hashing import hemera, nox
+from migrate.job.mapping import hex_bytes
 from migrate.progress import Observer, counter, file_size, stream_size
 
 #: A leaf is read whole; hemera's tree uses 4 KiB chunks, this is a generous bound.
@@ -59,20 +60,10 @@ def tree_leaf(name: str, counter: int = 0, is_root: bool = False) -> bytes:
     return hemera.hash_leaf(data, counter, is_root)
 
 
-def _hex(value: str, what: str, length: int | None = None) -> bytes:
-    try:
-        raw = bytes.fromhex(value)
-    except ValueError as exc:
-        raise UsageError(f"{what}: {value!r} is not hex", value=value) from exc
-    if length is not None and len(raw) != length:
-        raise UsageError(f"{what}: {value!r} must be {length} bytes ({2 * length} hex digits)")
-    return raw
-
-
 def tree_node(left_hex: str, right_hex: str, is_root: bool = False) -> bytes:
     """``hash_node(left, right, is_root)`` of two chaining values in hex (32 bytes each)."""
-    left = _hex(left_hex, "LEFT", hemera.DIGEST_SIZE)
-    right = _hex(right_hex, "RIGHT", hemera.DIGEST_SIZE)
+    left = hex_bytes(left_hex, "LEFT", hemera.DIGEST_SIZE, empty_ok=True)
+    right = hex_bytes(right_hex, "RIGHT", hemera.DIGEST_SIZE, empty_ok=True)
     return hemera.hash_node(left, right, is_root)
 
 
@@ -81,7 +72,7 @@ def data_id(payload_hex: str) -> tuple[bytes, nox.Node]:
 
     ``ValidationFailed`` (exit 3) naming the reason for a payload that is no nox encoding.
     """
-    payload = _hex(payload_hex, "PAYLOAD")
+    payload = hex_bytes(payload_hex, "PAYLOAD", empty_ok=True)
     try:
         node = nox.decode(payload)
         return nox.particle(payload), node

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -22,6 +24,7 @@ def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     return res
 
 
+@pytest.mark.slow
 def test_pipeline_rows_generates_once_into_the_cache_and_reuses_it(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first = _bench("pipeline.py", "--rows", "1500", "--cache", str(cache), "--existing")
@@ -43,6 +46,7 @@ def test_pipeline_rows_generates_once_into_the_cache_and_reuses_it(tmp_path: Pat
     assert "generating 1,500 rows" in other.stderr  # another seed is another store
 
 
+@pytest.mark.slow
 def test_rss_sizes_reports_peak_rss_of_both_paths_against_the_goal(tmp_path: Path) -> None:
     res = _bench("rss_sizes.py", "--sizes", "0.5,1", "--cache", str(tmp_path))
     out = res.stdout

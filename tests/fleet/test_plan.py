@@ -31,6 +31,7 @@ def entries(*roots: Path) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 def test_plan_predicts_every_job_and_writes_nothing(tmp_path: Path) -> None:
     fleet = build_fleet(tmp_path / "f", 4)
     before = entries(tmp_path)
@@ -106,6 +107,7 @@ def test_disk_is_grouped_per_filesystem_and_a_short_one_fails(
     assert "1000 are free" in short["problems"][0]
 
 
+@pytest.mark.slow
 def test_human_table_never_cuts_ids(tmp_path: Path) -> None:
     fleet = build_fleet(tmp_path / "f", 1)
     doc = json.loads(fleet_cli("plan", str(fleet.manifest), "--json").stdout)

@@ -23,6 +23,7 @@ def _report(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
     return res.returncode, doc
 
 
+@pytest.mark.slow
 def test_three_shards_merge_to_the_same_report_as_one_run(tmp_path: Path) -> None:
     fleet = build_fleet(tmp_path / "f", 7)
     shards = tmp_path / "shards"
@@ -32,8 +33,8 @@ def test_three_shards_merge_to_the_same_report_as_one_run(tmp_path: Path) -> Non
         # The shard's exit status is the worst of its own jobs' codes, as its run report
         # says (a usage error of the command would have written no report).
         run = json.loads((shards / f"s{i}" / f"run-{i}-of-3.json").read_text())
-        assert run["jobs"] and res.returncode == run["exit_code"], res.stderr
-        assert run["exit_code"] == max(job["exit_code"] for job in run["jobs"])
+        assert res.returncode == run["exit_code"], res.stderr
+        assert run["exit_code"] == max((job["exit_code"] for job in run["jobs"]), default=0)
     code3, merged3 = _report(*(str(shards / f"s{i}") for i in range(3)))
     shutil.rmtree(fleet.root / "bbg")
     one = tmp_path / "one"
@@ -60,6 +61,7 @@ def test_three_shards_merge_to_the_same_report_as_one_run(tmp_path: Path) -> Non
     assert code >= 1
 
 
+@pytest.mark.slow
 def test_a_job_twice_with_different_receipts_is_an_anomaly(tmp_path: Path) -> None:
     fleet = build_fleet(tmp_path / "f", 2, invalid=False)
     first, second = tmp_path / "r1", tmp_path / "r2"
@@ -81,6 +83,7 @@ def test_a_job_twice_with_different_receipts_is_an_anomaly(tmp_path: Path) -> No
     assert kept == latest
 
 
+@pytest.mark.slow
 def test_missing_jobs_are_named_with_the_manifest(tmp_path: Path) -> None:
     fleet = build_fleet(tmp_path / "f", 3, invalid=False)
     rep = tmp_path / "r"
@@ -115,6 +118,7 @@ def _html_run(tmp_path: Path) -> tuple[Path, dict]:  # type: ignore[type-arg]
     return page, json.loads(res.stdout)
 
 
+@pytest.mark.slow
 def test_html_report_is_valid_self_contained_and_escaped(tmp_path: Path) -> None:
     page, doc = _html_run(tmp_path)
     text = page.read_text("utf-8")
@@ -146,6 +150,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
+@pytest.mark.slow
 def test_a_failure_then_a_success_is_a_retry_not_an_anomaly(tmp_path: Path) -> None:
     import fcntl
     import os

@@ -67,6 +67,7 @@ def _kill_and_resume(tmp_path: Path, cells: int, kills: int, seed: int) -> None:
     assert {j["job"]: j for j in doc["jobs"]} == files
 
 
+@pytest.mark.slow
 def test_fleet_killed_once_resumes_to_single_run_receipts(tmp_path: Path) -> None:
     seed = int.from_bytes(os.urandom(4), "big")
     _kill_and_resume(tmp_path, cells=9, kills=1, seed=seed)
@@ -78,6 +79,7 @@ def test_fleet_of_fifty_killed_twice_resumes_to_single_run_receipts(tmp_path: Pa
     _kill_and_resume(tmp_path, cells=50, kills=2, seed=seed)
 
 
+@pytest.mark.slow
 def test_one_failure_never_stops_the_others_and_codes_are_per_job(tmp_path: Path) -> None:
     """A locked source (11), a nonce conflict (4), invalid inputs (3, 2, 1), and the rest 0."""
     fleet = build_fleet(tmp_path / "f", 3)
@@ -158,6 +160,7 @@ def test_a_dead_worker_fails_only_its_own_task() -> None:
     }
 
 
+@pytest.mark.slow
 def test_skip_done_reuses_successful_results(tmp_path: Path) -> None:
     fleet = build_fleet(tmp_path / "f", 2)
     report = tmp_path / "r"
@@ -255,6 +258,7 @@ def test_interrupt_exits_130_stops_the_workers_and_a_rerun_finishes(
     assert check_against_single_runs(json.loads(res.stdout), tmp_path / "single") == (10, 0)
 
 
+@pytest.mark.slow
 def test_manifest_options_reach_run(tmp_path: Path) -> None:
     """kind, accept_torn_tail, mapping, nonce and bounds give what `run` with the same
     options gives (a JSON manifest here)."""

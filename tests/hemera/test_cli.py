@@ -93,6 +93,7 @@ ATOM2 = "882c100b88f5fc989615b32317463f725f578a069a07782f019deed6486090e9"
 PAIR12 = "c2e17f0c787ac64d4a96c84ad57996e5cf56b02e2247575100ce81c09d12a9a0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pure", [False, True], ids=["default", "pure"])
 def test_tree_leaf_node_and_data(tmp_path: Path, pure: bool) -> None:
     a = tmp_path / "a"
@@ -118,6 +119,7 @@ def test_tree_leaf_node_and_data(tmp_path: Path, pure: bool) -> None:
     )
 
 
+@pytest.mark.slow
 def test_tree_refusals() -> None:
     p_le = (0xFFFF_FFFF_0000_0001).to_bytes(8, "little").hex()
     res = run("--tree", "data", p_le)

@@ -78,7 +78,18 @@ def test_every_transcribed_test_has_its_store() -> None:
     assert {c["name"] for c in CASES if c["bbg"] != "migrates"} == set(FIRST_CODE)
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
+# One store of each kind of verdict runs in the default suite; every store runs in the slow
+# suite (each is an inspect and a migration in a child process: seconds apiece).
+DEFAULT_CASES = {"one-namespace", "malformed-0", "dangling-0", "tables-multimap", "receipts-none"}
+
+
+def _cases(cases: list[dict[str, Any]]) -> list[Any]:
+    return [pytest.param(c, id=c["name"],
+                         marks=() if c["name"] in DEFAULT_CASES else pytest.mark.slow)
+            for c in cases]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", _cases(CASES))
 def test_bbg_verdict_is_ours_in_raw_mode(tmp_path: Path, case: dict[str, Any]) -> None:
     src = gunzip_to(DIR / f"{case['name']}.redb.gz", tmp_path)
     code, doc = _inspect(src, "none")
@@ -97,8 +108,7 @@ def test_bbg_verdict_is_ours_in_raw_mode(tmp_path: Path, case: dict[str, Any]) -
         assert not store.exists()  # refused before anything was written
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c["bbg"] == "migrates"],
-                         ids=lambda c: c["name"])  # fmt: skip
+@pytest.mark.parametrize("case", _cases([c for c in CASES if c["bbg"] == "migrates"]))
 def test_codec_mode_refuses_content_that_is_no_nox_encoding(
     tmp_path: Path, case: dict[str, Any]
 ) -> None:

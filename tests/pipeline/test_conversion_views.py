@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import schemas
 from tests.pipeline.helpers import LEGACY, cli, expected, unpack
 
@@ -28,6 +30,7 @@ def _inspect(path: Path, *extra: str) -> tuple[int, dict]:  # type: ignore[type-
     return res.returncode, doc
 
 
+@pytest.mark.slow
 def test_birth_mismatch_converts_and_is_reported_as_semantic(tmp_path: Path) -> None:
     src = unpack(BIRTH, tmp_path / "src")
     want = expected(BIRTH)
@@ -51,6 +54,7 @@ def test_birth_mismatch_converts_and_is_reported_as_semantic(tmp_path: Path) -> 
     assert not store.exists()
 
 
+@pytest.mark.slow
 def test_data_rules_in_codec_mode_and_not_in_none_mode(tmp_path: Path) -> None:
     for gz in (CHILD, DATA_ID):
         src = unpack(gz, tmp_path / gz.name)

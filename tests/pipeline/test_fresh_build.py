@@ -50,6 +50,7 @@ def _siblings(parent: Path) -> list[str]:
     return sorted(n for n in os.listdir(parent) if ".bbg-build-" in n)
 
 
+@pytest.mark.slow
 def test_built_store_equals_the_staged_one(tmp_path: Path) -> None:
     src = unpack(SMALL, tmp_path / "src")
     fresh, staged = tmp_path / "fresh", tmp_path / "staged"

@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import schemas
 from tests.pipeline.helpers import LEGACY, cli
 
@@ -61,6 +63,7 @@ def test_imports_lists_state_stage_rows_source_and_receipt(tmp_path: Path) -> No
     assert wip["discard_command"] in human.stderr
 
 
+@pytest.mark.slow
 def test_the_named_discard_command_gives_the_import_up(tmp_path: Path) -> None:
     store, active, staging = _two_imports(tmp_path)
     command = _imports(store)["imports"][1]["discard_command"]
@@ -72,6 +75,7 @@ def test_the_named_discard_command_gives_the_import_up(tmp_path: Path) -> None:
     assert states == {active: ("active", "activated"), staging: ("discarded", "discarded")}
 
 
+@pytest.mark.slow
 def test_discard_refuses_a_published_import_by_name(tmp_path: Path) -> None:
     store, active, _ = _two_imports(tmp_path)
     before = _imports(store)
@@ -85,6 +89,7 @@ def test_discard_refuses_a_published_import_by_name(tmp_path: Path) -> None:
     assert unknown.returncode == 1 and f"no import {'0' * 64}" in unknown.stderr
 
 
+@pytest.mark.slow
 def test_doctor_and_the_source_changed_refusal_name_the_discard_command(tmp_path: Path) -> None:
     store, _, staging = _two_imports(tmp_path)
     command = f"bbg-migrate --store {shlex.quote(str(store))} discard {staging}"

@@ -55,6 +55,7 @@ def _kill_then_rerun(tmp_path: Path, point: int, reference: str, *, again: tuple
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", [1, 2, 8, 9])
 def test_a_retirement_killed_at_a_file_operation_is_finished_by_the_rerun(
     tmp_path: Path, reference: str, point: int
@@ -97,6 +98,7 @@ def test_a_symlinked_source_retires_the_file_it_names(
     assert again.returncode == 0 and again.stdout == reference, again.stderr
 
 
+@pytest.mark.slow
 def test_a_retired_path_answers_only_for_its_import(tmp_path: Path, reference: str) -> None:
     src = unpack(SMALL, tmp_path)
     a, b = tmp_path / "A", tmp_path / "B"

@@ -85,6 +85,7 @@ _CASES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("point", "change"), _CASES)
 def test_a_step_after_a_change_is_refused_naming_the_sealed_import(
     tmp_path: Path, point: str, change: Callable[[Path], None]
@@ -123,6 +124,7 @@ def test_an_interrupted_run_on_a_changed_source_is_refused(
     assert imports_in(store) == [(iid, "staging")]
 
 
+@pytest.mark.slow
 def test_discard_gives_the_sealed_import_up(tmp_path: Path) -> None:
     src = tmp_path / "texts.jsonl"
     shutil.copyfile(ARCHIVE, src)

@@ -61,6 +61,7 @@ def _staged_into_existing(sources: tuple[Path, Path], tmp_path: Path) -> tuple[P
     return store, live
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tamper", "code"),
     [(_flip_a_value, "digest-mismatch"), (_drop_a_row, "count-mismatch"),
@@ -84,6 +85,7 @@ def test_changed_staging_is_refused_and_nothing_is_published(
         assert live_digest(store) == live  # nothing of the import is visible
 
 
+@pytest.mark.slow
 def test_untouched_staging_validates_with_the_source_digest_and_activates(
     sources: tuple[Path, Path], tmp_path: Path
 ) -> None:

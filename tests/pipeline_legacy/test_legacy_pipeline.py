@@ -235,6 +235,7 @@ def test_plan_writes_nothing_and_names_the_namespace(tmp_path: Path) -> None:
         assert os.listdir(tmp) == []
 
 
+@pytest.mark.slow
 def test_step_by_step_resumes_item_by_item_and_equals_run(tmp_path: Path) -> None:
     src = copy_fixture("texts-small.jsonl", tmp_path / "src")
     store = str(tmp_path / "steps")
@@ -278,6 +279,7 @@ def test_mapping_uses_the_source_namespace_as_the_single_origin(tmp_path: Path) 
     assert not (tmp_path / "b2").exists()
 
 
+@pytest.mark.slow
 def test_flags_and_kinds_are_checked(tmp_path: Path) -> None:
     texts = copy_fixture("texts-small.jsonl", tmp_path)
     res = cli("run", str(texts), "--store", str(tmp_path / "a"), "--accept-torn-tail")

@@ -90,6 +90,7 @@ def test_share_schemas_are_valid_and_inlining_keeps_their_meaning(any_store: Pat
         assert schema_problem(json.loads(line), "snapshot-record") is None
 
 
+@pytest.mark.slow
 def test_refused_stream_into_a_new_store_leaves_no_store(cell_store: Path, tmp_path: Path) -> None:
     events = run_cli("--store", str(cell_store), "tail").stdout
     assert events.count(b"\n") > 2

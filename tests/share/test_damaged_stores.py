@@ -131,6 +131,7 @@ def _one(tmp_path: Path, bases: dict[str, bytes], source: Path, seed: int) -> No
     check_store(store, source, f"{base} {what}")
 
 
+@pytest.mark.slow
 def test_random_damage_fast_sample(tmp_path: Path, bases: dict[str, bytes], source: Path) -> None:
     for seed in range(40):
         _one(tmp_path, bases, source, seed)

@@ -177,6 +177,7 @@ def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
 
+@pytest.mark.slow
 def test_a_killed_follower_resumes_without_skipping_or_repeating(
     graph: Path, tmp_path: Path
 ) -> None:

@@ -85,6 +85,7 @@ def test_read_tools_only_and_a_refused_write(graph: Path) -> None:
     assert _db_bytes(graph) == before  # nothing written, nothing created
 
 
+@pytest.mark.slow
 def test_pages_are_bounded_and_tail_resumes(graph: Path) -> None:
     want = [json.loads(x) for x in tail_bytes(graph).splitlines()]
     calls: list[tuple[str, dict[str, Any]]] = [("history", {"namespace": "00" * 32,

@@ -32,6 +32,7 @@ def _digest(store: Path) -> str:
     return str(json.loads(done.stdout)["archive_digest_sha256"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mapped", [False, True], ids=["plain", "mapped"])
 def test_migrated_demo_round_trips(tmp_path: Path, mapped: bool) -> None:
     source = unpack_demo(tmp_path)

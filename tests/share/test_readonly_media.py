@@ -111,6 +111,7 @@ def test_works_on_readonly_media_and_writes_nothing(
     _check_output(name, res.stdout, wal)
 
 
+@pytest.mark.slow
 def test_follow_works_on_readonly_media(graph: Path, tmp_path: Path) -> None:
     """``tail --follow`` on media nobody can write: the committed history, nothing written."""
     before = fs_state(graph)

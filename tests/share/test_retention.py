@@ -166,6 +166,7 @@ def test_excise_a_commit_content_and_a_whole_namespace(graph: Path) -> None:
     assert doctor(graph)["healthy"]
 
 
+@pytest.mark.slow
 def test_retention_cli(graph: Path) -> None:
     done = run_cli("--store", str(graph), "nohistory", NS.hex(), "--dry-run", "--json")
     assert done.returncode == 0, done.stderr

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
+import pytest
 
 from migrate.share.common import _kind_branches, _validator, schema_problem
 from tests.conftest import ROOT
@@ -59,6 +60,7 @@ def test_every_branch_is_narrowed() -> None:
             "excise", "redacted"} <= set(branches)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_narrowed_schema_gives_the_whole_schema_verdict_and_message() -> None:
     docs = _events()
     kinds = {d["kind"] for d in docs}

@@ -99,6 +99,7 @@ def _flip_each(data: bytes, positions: set[int], dest: Path) -> None:
         assert exc.context["line"] in (line, line + 1), (pos, exc.message)
 
 
+@pytest.mark.slow
 def test_one_flipped_byte_is_refused_with_its_line(graph: Path, tmp_path: Path) -> None:
     data = snap(graph)
     rng = random.Random(8)

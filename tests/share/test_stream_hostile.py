@@ -204,6 +204,7 @@ def _big_blob_store(directory: Path, count: int, size: int) -> Path:
     return directory
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM from /proc")
 @pytest.mark.parametrize("command", ["apply", "restore"])
 def test_memory_is_bounded_by_the_event_not_the_stream(tmp_path: Path, command: str) -> None:

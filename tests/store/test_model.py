@@ -6,6 +6,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -160,4 +161,4 @@ class StoreMachine(RuleBasedStateMachine):
 
 
 StoreMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=25, deadline=None)
-TestStoreModel = StoreMachine.TestCase
+TestStoreModel = pytest.mark.slow(StoreMachine.TestCase)  # 100 random histories: seconds

@@ -155,6 +155,7 @@ def test_a_colliding_namespace_is_refused_before_the_source_is_sealed(
     assert plan.returncode == 4 and "cannot reserve the source's namespaces" in plan.stderr
 
 
+@pytest.mark.slow
 def test_steps_one_at_a_time_give_the_same_receipt(
     template: Path, busy_target: Path, tmp_path: Path
 ) -> None:
