@@ -344,7 +344,7 @@ def activate_stage(
             if done is not None:
                 return done
             if imports.journal_of(tx, iid, "activating") is None:
-                gate.check_pins(tx, iid)
+                gate.check_pins(tx, iid)  # before the plan (a planned import's are done)
                 plan = imports.plan_activation(tx, iid)
                 plan["bulk"] = plan["rows"] > BATCH_ROWS or plan["bytes"] > BATCH_BYTES
                 imports.journal(tx, iid, "activating", plan)
@@ -356,8 +356,7 @@ def activate_stage(
         done = _already_active(tx, store, job, pre, seal, progress)
         if done is not None:
             return done
-        if imports.journal_of(tx, iid, "activating") is None:
-            gate.check_pins(tx, iid)
+        gate.check_pins(tx, iid)
         copied = 0
 
         def table_done(table: str) -> None:

@@ -227,6 +227,7 @@ class Store(Closing):
                 kind=kind or ("stage" if "import_id" in context else "write"),
                 ref=None if ref is None else str(ref),
             )
+            tx.context = dict(context)
             if check_status:
                 generations.require_readable(tx, self.reader_generation)
             yield tx
