@@ -333,7 +333,21 @@ def activate_stage(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Publish the staged import in one transaction and return its receipt.
-    ``progress(rows copied, 0)`` after each of the five tables is copied out of staging."""
+    ``progress(rows copied, 0)`` after each of the five tables is copied out of staging.
+    An import found active (an exact rerun) also removes the guard its activation in
+    segments may have left (a crash after the last transaction, before the guard went)."""
+    receipt = _activate(store, job, pre, seal, progress)
+    guard.drop(store.directory, pre.import_id)
+    return receipt
+
+
+def _activate(
+    store: Store,
+    job: Job,
+    pre: Preflight,
+    seal: Seal | None,
+    progress: Callable[[int, int], None] | None,
+) -> dict[str, Any]:
     iid = pre.import_id
     if store.engine == FJALL:
         # The real database is written outside the records' transaction: the plan (counts,
@@ -386,7 +400,6 @@ def activate_stage(
         )
         imports.record_receipt(tx, iid, receipt)
         imports.journal(tx, iid, "activated", {"generation": generation})
-    guard.drop(store.directory, iid)  # an activation in segments is complete now
     return receipt
 
 
