@@ -185,7 +185,6 @@ SQL_NOT_YET_IN_THE_STORE = {
     "migrate/share/retention.py",
     "migrate/share/snapshot.py",
     "migrate/share/verify.py",
-    "migrate/transfer/source.py",
 }
 
 
