@@ -277,3 +277,23 @@ def heads(db: PageReader) -> list[tuple[bytes, Head]]:
         (bytes(k), Head.decode(bytes(v)))
         for k, v in db.rows("SELECT key, value FROM application_heads ORDER BY key")
     ]
+
+
+def heads_after(db: PageReader, after: bytes, limit: int) -> list[tuple[bytes, Head]]:
+    """At most ``limit`` heads of namespaces past ``after``, in namespace order."""
+    return [
+        (bytes(k), Head.decode(bytes(v)))
+        for k, v in db.rows(
+            "SELECT key, value FROM application_heads WHERE key > ? ORDER BY key LIMIT ?",
+            (after, limit),
+        )
+    ]
+
+
+def content_prefix(db: Reader, content_id: bytes, n: int) -> tuple[bytes, int] | None:
+    """The first ``n`` bytes of a content row's value and its whole length, or None."""
+    row = db.one(
+        "SELECT substr(value, 1, ?), length(value) FROM application_content WHERE key = ?",
+        (n, content_id),
+    )
+    return None if row is None else (bytes(row[0]), int(row[1]))
