@@ -48,6 +48,11 @@ def detect_cmd(path: Path = PATH_ARG, as_json: bool = JSON_OPT) -> None:
         return
     redb = doc.get("redb") or {}
     extra = ", ".join(f"{k.replace('_', ' ')} {show(v)}" for k, v in redb.items())
+    if doc["kind"] == "bbg" and "engine" in doc:
+        real = ": the real BBG database" if doc["engine"] == "fjall" else ""
+        locked = doc.get("locked")
+        lock = "" if locked is None else "; locked by a writer" if locked else "; not locked"
+        extra = f"{doc['engine']} engine{real}{lock}"
     line = f"{doc['path']}: {doc['kind']}" + (f" ({extra})" if extra else "")
     say(line)
 

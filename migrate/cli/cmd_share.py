@@ -309,6 +309,28 @@ def _show_doctor(report: dict[str, Any]) -> None:
     verdict = "healthy" if report["healthy"] else "NOT healthy"
     err.print(f"{report['path']}: {verdict}", markup=False)
     gen = report["generation"]
+    keyspace = report.get("keyspace")
+    if keyspace is not None:  # a Fjall store: the real BBG database
+        checked = keyspace["checked"]
+        err.print(
+            f"  keyspace {'ok' if keyspace['ok'] else 'DAMAGED'} "
+            f"({count(checked['blocks'], 'block')} and {checked['journal_batches']:,} journal "
+            f"batches checked), bbg opens it: {'no' if keyspace['bbg_open'] else 'yes'}, records "
+            f"{keyspace['records']}, digest {report['tables']['archive_digest_sha256']}, status "
+            f"{gen['status']} ({gen['generation']}), {count(len(report['fences']), 'fence')}",
+            markup=False,
+        )
+        for note in keyspace["notes"]:
+            err.print(f"  note: {note}", markup=False)
+    else:
+        _show_sqlite_doctor(report)
+    for kind in ("problems", "warnings"):
+        for f in report[kind][:20]:
+            err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)
+
+
+def _show_sqlite_doctor(report: dict[str, Any]) -> None:
+    gen = report["generation"]
     err.print(
         f"  integrity {report['sqlite']['integrity'][0]}, digest "
         f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
@@ -316,6 +338,3 @@ def _show_doctor(report: dict[str, Any]) -> None:
         f"{count(report['orphan_content']['count'], 'orphan content row')}",
         markup=False,
     )
-    for kind in ("problems", "warnings"):
-        for f in report[kind][:20]:
-            err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)

@@ -90,7 +90,7 @@ def refuse_fjall(store_dir: Path) -> None:
         raise StoreRefused(
             f"{store_dir}: a BBG store on the Fjall engine (the real BBG database); this command "
             "works on SQLite stores only in this version (tail, apply, snapshot, restore, "
-            "backup, doctor, mcp, nohistory, excise)", path=str(store_dir), engine=FJALL,
+            "backup, mcp, nohistory, excise)", path=str(store_dir), engine=FJALL,
         )  # fmt: skip
 
 
