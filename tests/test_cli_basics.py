@@ -62,3 +62,26 @@ def test_demo_fails_when_the_store_digest_differs(
         main(["demo"])
     assert exc.value.code == 3
     assert "demo failed: digest-mismatch" in capsys.readouterr().err
+
+
+def test_demo_fails_when_the_store_is_not_healthy(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo's store must pass doctor (on Fjall: every checksum, bbg's open checks)."""
+    import importlib
+
+    from migrate.cli import main
+
+    module = importlib.import_module("migrate.share.health")  # the package exports a function
+    real = module.doctor
+
+    def unhealthy(path: Path, **kw: Any) -> dict[str, Any]:
+        doc = real(path, **kw)
+        problem = {"code": "bbg-refuses-open", "detail": "injected"}
+        return {**doc, "healthy": False, "problems": [problem]}
+
+    monkeypatch.setattr(module, "doctor", unhealthy)
+    with pytest.raises(SystemExit) as exc:
+        main(["demo"])
+    assert exc.value.code == 3
+    assert "demo failed: bbg-refuses-open" in capsys.readouterr().err

@@ -25,8 +25,12 @@ def unpack_demo(dest_dir: Path) -> Path:
     return path
 
 
-def check(receipt: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """The demo's verdict on a migration: its document, or ValidationFailed naming the gap."""
+def check(
+    receipt: dict[str, Any], after: dict[str, Any], health: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The demo's verdict on a migration: its document, or ValidationFailed naming the gap.
+    ``health``: the store's ``doctor`` report (on the Fjall engine: every checksum and bbg's
+    open checks), whose problems are the demo's too."""
     source = receipt["digests"]["source_archive_sha256"]
     store = after["archive_digest_sha256"]
     doc = {
@@ -35,8 +39,10 @@ def check(receipt: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
         "source_archive_sha256": source,
         "store_archive_sha256": store,
         "links_valid": after["valid"],
+        "engine": (health or {}).get("engine", "sqlite"),
+        "healthy": None if health is None else health["healthy"],
     }
-    problems = []
+    problems = [] if health is None else list(health["problems"])
     if store != source:
         problems.append(
             {"code": "digest-mismatch", "detail": f"store {store} differs from source {source}"}
@@ -54,15 +60,18 @@ def check(receipt: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
 def run_demo() -> dict[str, Any]:
     """Migrate the bundled demo store into a temporary BBG store and check the result.
 
-    The same stages as ``bbg-migrate run`` (seal, stage, validate, activate), then an
-    ``inspect`` of the destination, whose archive digest must equal the source's.
+    The same stages as ``bbg-migrate run`` (seal, stage, validate, activate), into a store of
+    the default engine (the real BBG database), then an ``inspect`` of the destination, whose
+    archive digest must equal the source's, and its ``doctor`` report, which must be healthy
+    (on the Fjall engine: every checksum, and bbg's open checks accept it).
     """
     from migrate import pipeline
     from migrate.probe.inspect import inspect_bbg
+    from migrate.share.health import doctor
 
     with tempfile.TemporaryDirectory(prefix="bbg-migrate-demo-") as tmp:
         path = unpack_demo(Path(tmp))
         store = Path(tmp) / "bbg"
         outcome = pipeline.run(pipeline.Job(source=path, store=store))
         assert outcome.receipt is not None
-        return check(outcome.receipt, inspect_bbg(store))
+        return check(outcome.receipt, inspect_bbg(store), doctor(store))

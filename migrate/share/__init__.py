@@ -8,7 +8,7 @@
 | :mod:`~migrate.share.snapshot` | ``snapshot``: every retained row as bbg-snapshot/1 NDJSON |
 | :mod:`~migrate.share.restore` | ``restore``: a snapshot into a pristine store, validated first |
 | :mod:`~migrate.share.backup` | ``backup``: SQLite online backup, verified, atomically published |
-| :mod:`~migrate.share.doctor` | ``doctor``: read-only health report |
+| :mod:`~migrate.share.health` | ``doctor``: read-only health report (:mod:`~migrate.share.doctor` SQLite, :mod:`~migrate.share.doctor_fjall` Fjall) |
 
 Every reader here opens the store file read-only (:func:`migrate.store.readonly.open_readonly`);
 only ``apply`` and ``restore`` write, through the store API.
@@ -16,9 +16,9 @@ only ``apply`` and ``restore`` write, through the store API.
 
 from migrate.share.apply import apply, apply_stream
 from migrate.share.backup import backup
-from migrate.share.doctor import doctor
 from migrate.share.events import iter_events, tail
 from migrate.share.follow import follow
+from migrate.share.health import doctor
 from migrate.share.restore import restore
 from migrate.share.snapshot import write_snapshot
 

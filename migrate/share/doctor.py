@@ -213,12 +213,6 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
     ``progress``: an observer; stages ``integrity`` (one step: SQLite's check does not count)
     and ``tables`` (rows read out of the five tables' row counts).
     """
-    from migrate.store.engine import FJALL, engine_of
-
-    if engine_of(Path(store_dir)) == FJALL:
-        from migrate.share.doctor_fjall import doctor_fjall
-
-        return doctor_fjall(Path(store_dir), progress=progress)
     db = db_file(store_dir)
     had_wal = Path(f"{db}-wal").exists()
     f = _Findings()
