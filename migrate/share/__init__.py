@@ -8,7 +8,7 @@
 | :mod:`~migrate.share.snapshot` | ``snapshot``: every retained row as bbg-snapshot/1 NDJSON |
 | :mod:`~migrate.share.restore` | ``restore``: a snapshot into a pristine store, validated first |
 | :mod:`~migrate.share.backup` | ``backup``: SQLite online backup, verified, atomically published |
-| :mod:`~migrate.share.health` | ``doctor``: read-only health report (:mod:`~migrate.share.doctor` SQLite, :mod:`~migrate.share.doctor_fjall` Fjall) |
+| :mod:`~migrate.share.health` | ``doctor``: read-only health report, on either engine |
 
 Every reader here opens the store file read-only (:func:`migrate.store.readonly.open_readonly`);
 only ``apply`` and ``restore`` write, through the store API.
