@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,16 @@ def _store_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     marker = request.node.get_closest_marker("engine")
     if marker is not None:
         monkeypatch.setenv("BBG_MIGRATE_ENGINE", marker.args[0])
+
+
+@pytest.fixture(autouse=True)
+def _sigint_restored() -> Iterator[None]:
+    """A test that runs the console entry in-process (``main([...])`` ending in SystemExit)
+    leaves SIGINT ignored, as the entry decides for its own process; child processes started
+    later in the same worker would inherit SIG_IGN, and Python then installs no
+    KeyboardInterrupt handler in them (tests/test_interrupt.py saw it in CI)."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, before)
