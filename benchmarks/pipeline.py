@@ -1,5 +1,10 @@
 """Benchmark: `run` throughput against a raw executemany load of the same rows into SQLite.
 
+In one run: the disk (``cp`` + fsync of the source), the raw SQLite load, our own unchecked
+copy into a new Fjall keyspace (read the redb file, write the same rows as segments, fsync),
+then `run` into a new store on each engine (Fjall, the real BBG database, and SQLite), and
+with ``--existing`` into a store that already holds history, on each engine.
+
 Reproduce the 1M-row measurement with one command (a generated ~1M-row store, ~580 bytes a
 row, generated on first use into a cache outside the repository and reused afterwards):
 
@@ -51,14 +56,31 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import gen_cell_store  # noqa: E402
 
 CHILD = r"""
-import json, resource, sqlite3, sys, time
+import json, os, resource, sqlite3, sys, time
 from pathlib import Path
 mode, src, work = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 prefill, profile = sys.argv[4], int(sys.argv[5])
 t0 = time.perf_counter()
 rows = 0
 prof = None
-if mode == "baseline":
+if mode == "copy":  # the disk: cp + sync of the source file
+    import shutil, os
+    shutil.copyfile(src, work / "copy.redb")
+    fd = os.open(work / "copy.redb", os.O_RDONLY); os.fsync(fd); os.close(fd)
+    rows = 1
+elif mode == "fjall-raw":  # our own unchecked copy: read the redb file, write the same rows
+    from importers.redb import open_redb  # as segments of a new keyspace, fsync
+    from migrate.rules.shape import DIGEST_ORDER
+    from migrate.store.fjall import build_keyspace
+    with open_redb(src) as db:
+        counts = {}
+        def table_rows(t):
+            for kv in db.iter_table(t):
+                counts[t] = counts.get(t, 0) + 1
+                yield kv
+        build_keyspace(work / "raw", {t: table_rows(t) for t in sorted(DIGEST_ORDER)})
+    rows = sum(counts.values())
+elif mode == "baseline":
     from importers.redb import open_redb
     from migrate.rules.shape import DIGEST_ORDER
     conn = sqlite3.connect(work / "raw.sqlite3", isolation_level=None)
@@ -106,7 +128,13 @@ else:
         fresh.redb_report = timed("preflight+stage", fresh.redb_report)
         stages.activate_built = timed("validate+activate", stages.activate_built)
         build.Build.publish = timed("publish", build.Build.publish)
-    if mode == "existing":  # another import first (untimed): the destination is non-empty
+    try:  # the Fjall path: the one pass builds the keyspace aside; publish renames it
+        from migrate.store import keyspace_build
+    except ImportError:
+        pass
+    else:
+        keyspace_build.FjallBuild.publish = timed("publish", keyspace_build.FjallBuild.publish)
+    if mode.startswith("existing"):  # another import first (untimed): the destination is non-empty
         pipeline.run(pipeline.Job(source=Path(prefill), store=work / "bbg"))
         shares.clear()
         t0 = time.perf_counter()
@@ -127,9 +155,11 @@ try:
         peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
 except (OSError, StopIteration):
     pass
+if mode.startswith(("run", "existing")):
+    mode += f" ({os.environ.get('BBG_MIGRATE_ENGINE', 'default')} engine)"
 doc = {"mode": mode, "rows": rows, "seconds": elapsed, "peak_rss_bytes": peak,
        "cpu_seconds": usage.ru_utime + usage.ru_stime}
-if mode != "baseline":
+if "engine" in mode:
     doc["stages"] = shares
 if prof is not None:
     import io, pstats
@@ -140,13 +170,19 @@ print(json.dumps(doc))
 """
 
 
-def measure(mode: str, src: Path, prefill: Path | None = None, profile: int = 0) -> dict[str, Any]:
-    """One child process: ``baseline``, ``run`` (a new store) or ``existing`` (into a store
-    that ``prefill`` was migrated into first); its JSON report."""
+def measure(mode: str, src: Path, prefill: Path | None = None, profile: int = 0,
+            engine: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """One child process: ``copy`` (cp + fsync of the source), ``fjall-raw`` (read the redb
+    file, write the same rows as a new keyspace's segments, unchecked), ``baseline`` (the raw
+    SQLite load), ``run`` (a new store) or ``existing`` (into a store that ``prefill`` was
+    migrated into first) on ``engine``; its JSON report."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if engine is not None:
+        env["BBG_MIGRATE_ENGINE"] = engine
     with tempfile.TemporaryDirectory(prefix="bbg-bench-") as work:
         res = subprocess.run(
             [sys.executable, "-c", CHILD, mode, str(src), work, str(prefill or ""), str(profile)],
-            capture_output=True, text=True, cwd=ROOT,
+            capture_output=True, text=True, cwd=ROOT, env=env,
         )  # fmt: skip
     if res.returncode != 0:
         sys.exit(f"{mode} failed (exit {res.returncode}):\n{res.stderr}")
@@ -173,8 +209,10 @@ def prefill_of(args: argparse.Namespace) -> Path:
     return gen_cell_store.cached(2000, seed=args.seed + 1, namespaces=5, cache=args.cache)[0]
 
 
-def report(doc: dict[str, Any], base: dict[str, Any] | None = None) -> None:
-    """Print one child's line (and its stages and ratio to ``base``)."""
+def report(doc: dict[str, Any], base: dict[str, Any] | None = None,
+           raw: dict[str, Any] | None = None) -> None:  # fmt: skip
+    """Print one child's line (and its stages and ratio to ``base``, and its time over
+    ``raw``'s, our unchecked copy into a new keyspace)."""
     print(
         f"{doc['mode']:>8}: {doc['rows']:,} rows in {doc['seconds']:.2f} s = "
         f"{doc['rows'] / doc['seconds']:,.0f} rows/s, "
@@ -197,6 +235,8 @@ def report(doc: dict[str, Any], base: dict[str, Any] | None = None) -> None:
     cpu = base["cpu_seconds"] / doc["cpu_seconds"]
     print(f"  ratio {doc['mode']}/baseline throughput: {ratio:.2f} (goal >= 0.5); "
           f"CPU time baseline/{doc['mode']}: {cpu:.2f}")  # fmt: skip
+    if raw is not None:
+        print(f"  time over our unchecked Fjall copy: {doc['seconds'] / raw['seconds']:.2f}x")
 
 
 def main() -> None:
@@ -219,12 +259,20 @@ def main() -> None:
 
         print(f"file: {src} ({src.stat().st_size / 1e6:.1f} MB); readers: {backends.active()}")
         t = time.perf_counter()
+        copy = measure("copy", src)
+        print(f"    copy: cp + fsync of the source, {copy['seconds']:.2f} s "
+              f"({src.stat().st_size / copy['seconds'] / 1e6:,.0f} MB/s)")
         base = measure("baseline", src)
         report(base)
+        raw = measure("fjall-raw", src)
+        report(raw, base)
         if not args.no_new:
-            report(measure("run", src, profile=args.profile), base)
+            for engine in ("fjall", "sqlite"):
+                report(measure("run", src, profile=args.profile, engine=engine), base, raw)
         if prefill is not None:
-            report(measure("existing", src, prefill, profile=args.profile), base)
+            for engine in ("fjall", "sqlite"):
+                report(measure("existing", src, prefill, profile=args.profile, engine=engine),
+                       base, raw)  # fmt: skip
         total = time.perf_counter() - t
         print(f"total {total:.1f} s; load average {os.getloadavg()[0]:.1f}")
 

@@ -30,7 +30,9 @@ def test_pipeline_rows_generates_once_into_the_cache_and_reuses_it(tmp_path: Pat
     first = _bench("pipeline.py", "--rows", "1500", "--cache", str(cache), "--existing")
     assert "generating 1,500 rows" in first.stderr
     out = first.stdout
-    for line in ("baseline:", "run:", "existing:", "ratio run/baseline", "ratio existing/baseline"):
+    for line in ("copy: cp + fsync", "baseline:", "fjall-raw:", "run (fjall engine):",
+                 "run (sqlite engine):", "existing (fjall engine):", "existing (sqlite engine):",
+                 "ratio run (fjall engine)/baseline", "time over our unchecked Fjall copy"):
         assert line in out, out
     assert "stages: seal" in out and "preflight" in out and "validate" in out
     stores = sorted(p.name for p in cache.glob("*.redb"))
@@ -40,7 +42,7 @@ def test_pipeline_rows_generates_once_into_the_cache_and_reuses_it(tmp_path: Pat
     again = _bench("pipeline.py", "--rows", "1500", "--cache", str(cache), "--no-new")
     assert "generating" not in again.stderr  # reused: same rows, seed and generator
     assert {p: p.stat().st_mtime_ns for p in cache.iterdir()} == mtimes
-    assert "baseline:" in again.stdout and "     run:" not in again.stdout
+    assert "baseline:" in again.stdout and "run (" not in again.stdout
     other = _bench("pipeline.py", "--rows", "1500", "--seed", "7", "--cache", str(cache),
                    "--no-new")  # fmt: skip
     assert "generating 1,500 rows" in other.stderr  # another seed is another store
