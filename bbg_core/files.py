@@ -82,11 +82,20 @@ def _names(path: Path, fd: int) -> bool:
     return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
+#: The file that marks a temporary directory as this tool's own: only a directory holding it
+#: (a regular file, not a link) is ever swept.  A folder of the user's that happens to match
+#: a temporary name (``.DEST.backup-*``, a store copied by hand) is never touched.
+OWNER_MARK = ".bbg-migrate-temporary"
+_OWNER_TEXT = b"bbg-migrate: a temporary directory of a running or killed command\n"
+
+
 @contextmanager
 def owned_tempdir(parent: Path, prefix: str) -> Iterator[Path]:
-    """A new directory ``parent/prefix*`` kept locked while the block runs (see above).
+    """A new directory ``parent/prefix*`` kept locked while the block runs (see above), with
+    the :data:`OWNER_MARK` file inside (so a later :func:`sweep` may remove it if we die).
 
-    The caller removes it, or renames it into place, before leaving the block.
+    The caller removes it, or calls :func:`disown` and renames it into place, before leaving
+    the block.
     """
     while True:
         path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
@@ -96,13 +105,38 @@ def owned_tempdir(parent: Path, prefix: str) -> Iterator[Path]:
         if fd is not None:  # swept away between mkdtemp and the lock: make another
             os.close(fd)
     try:
+        mark = os.open(OWNER_MARK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                       | os.O_CLOEXEC, 0o600, dir_fd=fd)  # fmt: skip
+        try:
+            os.write(mark, _OWNER_TEXT)
+        finally:
+            os.close(mark)
         yield path
     finally:
         os.close(fd)
 
 
+def disown(path: Path) -> None:
+    """Remove the :data:`OWNER_MARK` of a temporary directory about to be renamed into place
+    (what is published carries no file of ours; a crash before the rename leaves a directory
+    no sweep removes, which is the safe side)."""
+    try:
+        os.unlink(path / OWNER_MARK)
+    except FileNotFoundError:
+        pass
+
+
+def _owned(path: Path) -> bool:
+    try:
+        st = os.lstat(path / OWNER_MARK)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode)
+
+
 def abandoned(parent: Path, prefix: str) -> list[tuple[str, bool]]:
-    """``(name, abandoned)`` for every directory ``parent/prefix*`` (read-only probe)."""
+    """``(name, abandoned)`` for every directory ``parent/prefix*`` this tool made (it holds
+    :data:`OWNER_MARK`; read-only probe)."""
     out: list[tuple[str, bool]] = []
     try:
         names = sorted(os.listdir(parent))
@@ -112,6 +146,8 @@ def abandoned(parent: Path, prefix: str) -> list[tuple[str, bool]]:
         path = parent / name
         if not name.startswith(prefix) or path.is_symlink() or not path.is_dir():
             continue
+        if not _owned(path):
+            continue
         fd = _lock_dir(path, fcntl.LOCK_SH)
         out.append((name, fd is not None))
         if fd is not None:
@@ -120,7 +156,8 @@ def abandoned(parent: Path, prefix: str) -> list[tuple[str, bool]]:
 
 
 def sweep(parent: Path, prefix: str) -> list[str]:
-    """Remove every abandoned ``parent/prefix*`` directory; returns the names removed."""
+    """Remove every abandoned ``parent/prefix*`` directory this tool made (it holds
+    :data:`OWNER_MARK` and nobody holds its lock); returns the names removed."""
     removed: list[str] = []
     for name, free in abandoned(parent, prefix):
         if not free:
@@ -130,7 +167,7 @@ def sweep(parent: Path, prefix: str) -> list[str]:
         if fd is None:
             continue
         try:
-            if _names(path, fd):
+            if _names(path, fd) and _owned(path):
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(name)
         finally:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import StoreError, UsageError, ValidationFailed
-from bbg_core.files import fsync_dir, fsync_file, owned_tempdir, sweep
+from bbg_core.files import disown, fsync_dir, fsync_file, owned_tempdir, sweep
 from migrate.progress import CountCallback, Observer, counter
 from migrate.share.doctor import doctor
 from migrate.store.layout import DB_NAME
@@ -86,6 +86,7 @@ def backup(store_dir: Path, dest: Path, *, progress: Observer | None = None) -> 
             )
         size = copy.stat().st_size
         fsync_file(copy)
+        disown(tmp)
         fsync_dir(tmp)
         if dest.exists():  # appeared while we copied: still never overwrite
             raise UsageError(f"{dest}: appeared during the backup; not overwritten")

@@ -241,3 +241,18 @@ def test_the_bulk_path_writes_the_bytes_of_the_item_by_item_writer(tmp_path: Pat
         writer.write(key, value, 0)
     writer.finish()
     assert ours == out.getvalue()
+
+
+def test_a_build_never_removes_a_directory_it_did_not_make(tmp_path: Path) -> None:
+    """A user's folder named like a build's temporary sibling survives (no mark of ours in
+    it); the published keyspace carries no mark either."""
+    from bbg_core.files import OWNER_MARK
+
+    mine = tmp_path / ".ks.fjall-build-mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    build_keyspace(tmp_path / "ks", {"p": [(b"k", b"v")]})
+    assert (mine / "notes.txt").read_text() == "keep me"
+    assert not (tmp_path / "ks" / OWNER_MARK).exists()
+    with open_keyspace(tmp_path / "ks") as ks:
+        assert list(ks.scan("p")) == [(b"k", b"v")]

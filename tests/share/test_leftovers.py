@@ -108,3 +108,46 @@ def test_doctor_reports_leftovers(
     assert "is running" in found[str(alive)]
     assert f"{TEMP_PREFIX}0123" in found
     json.dumps(report)
+
+
+def _foreign(parent: Path, name: str) -> Path:
+    """A directory of the user's whose name matches a temporary name (issue 28, item 1)."""
+    mine = parent / name
+    (mine / "inner").mkdir(parents=True)
+    (mine / "bbg.sqlite3").write_bytes(b"a store copied here by hand")
+    (mine / "inner" / "notes.txt").write_text("keep me")
+    return mine
+
+
+def _untouched(mine: Path) -> None:
+    assert (mine / "bbg.sqlite3").read_bytes() == b"a store copied here by hand"
+    assert (mine / "inner" / "notes.txt").read_text() == "keep me"
+
+
+def test_backup_and_restore_never_remove_a_directory_they_did_not_make(
+    graph: Path, tmp_path: Path, owners: list[subprocess.Popen[str]]
+) -> None:
+    """Only a directory holding this tool's mark (and no live owner) is swept; a folder of the
+    user's named like a temporary one survives backup, restore and doctor's listing."""
+    backup_mine = _foreign(tmp_path, ".copy.backup-mine")
+    restore_mine = _foreign(tmp_path, ".r.restore-by-hand")
+    dead, pid = own(tmp_path, ".copy.backup-", owners)  # a killed backup of ours, marked
+    kill(pid)
+    owners[0].wait()
+    backup(graph, tmp_path / "copy")
+    assert not dead.exists()
+    _untouched(backup_mine)
+    out = io.BytesIO()
+    write_snapshot(graph, out)
+    restore(io.BytesIO(out.getvalue()), tmp_path / "r")
+    _untouched(restore_mine)
+    report = doctor(tmp_path / "r")
+    listed = " ".join(w["detail"] for w in report["warnings"] if w["code"] == "leftover-file")
+    assert "restore-by-hand" not in listed
+
+
+def test_the_published_copy_carries_no_mark(graph: Path, tmp_path: Path) -> None:
+    from bbg_core.files import OWNER_MARK
+
+    backup(graph, tmp_path / "copy")
+    assert not (tmp_path / "copy" / OWNER_MARK).exists()

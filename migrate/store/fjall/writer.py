@@ -81,7 +81,7 @@ import xxhash
 
 from bbg_core.closing import Closing
 from bbg_core.errors import FjallRefused, UsageError
-from bbg_core.files import owned_tempdir, sweep
+from bbg_core.files import disown, owned_tempdir, sweep
 from migrate.store.fjall import backend, bloom, journal, layout, levels
 from migrate.store.fjall.block import TOMBSTONE, VALUE
 from migrate.store.fjall.layout import DEFAULT_CONFIG, Manifest, PartitionConfig
@@ -439,6 +439,7 @@ class KeyspaceBuilder(Closing):
             _fsync_dir(self.path / layout.JOURNALS)
             os.chmod(self.path, 0o777 & ~_umask() if self.dir_mode is None else self.dir_mode)
             self.before_rename(self.path)
+            disown(self.path)
             _fsync_dir(self.path)
             os.rename(self.path, self.target)
             self._finish_owned()
