@@ -156,6 +156,15 @@ class ValidationFailed(MigrateError):
     code = "validation-failed"
 
 
+class NotReady(MigrateError):
+    """A step whose earlier steps are unfinished (``validate`` before staging is complete,
+    ``activate`` before ``validate``), or ``stage --pages N`` that stopped with rows left:
+    nothing is wrong; run the step the message names (or the same one again)."""
+
+    exit_code = 5
+    code = "not-ready"
+
+
 class Locked(MigrateError):
     exit_code = 11
     code = "locked"
@@ -173,6 +182,8 @@ EXIT_CODES: dict[int, str] = {
     3: "validation failed (the input breaks a rule, or a Fjall keyspace is damaged; nothing "
     "was written)",
     4: "conflict (head mismatch, fenced namespace or sealed store, same nonce with other inputs)",
+    5: "not finished yet (an earlier step is unfinished, or stage --pages N left pages to "
+    "stage): run the step the message names; nothing is wrong",
     11: "locked or sealed (another process holds the source or store)",
     130: "interrupted",
 }

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from bbg_core.errors import NotReady
 from migrate import api
 from migrate.cli import app
 from migrate.cli._confirm import confirm_retirement
@@ -178,10 +179,13 @@ def _report(outcome: api.Outcome, as_json: bool, receipt: Path | None = None) ->
     doc = outcome.to_json()
     if as_json:
         emit_json(doc, "stage-report")
-        return
-    err.print(_stage_line(doc), markup=False)
-    if outcome.status == "staging":
-        err.print("staging is not complete: run the same command again to continue")
+    else:
+        err.print(_stage_line(doc), markup=False)
+    if outcome.status == "staging":  # exit 5: a script's `&&` chain stops here, by design
+        raise NotReady(
+            f"import {outcome.import_id}: staging is not complete; run the same command "
+            "again to continue (exit 5 until it is)", import_id=outcome.import_id,
+        )  # fmt: skip
 
 
 def _stage_line(doc: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from bbg_core.errors import NotReady
 from migrate import api
 from migrate.cli import app
 from migrate.cli._paths import store_option
@@ -59,14 +60,17 @@ def report(outcome: api.TransferOutcome, as_json: bool) -> None:
     doc = outcome.to_json()
     if as_json:
         emit_json(doc, "transfer-report")
-        return
-    p = doc["progress"]
-    err.print(
-        f"{doc['status']}: transfer {doc['manifest']}, {show(p['rows'])} of "
-        f"{count(doc['rows_total'], 'row')} copied ({size(p['bytes'])})"
-    )
-    if outcome.status == "staging":
-        err.print("copying is not complete: run the same command again to continue")
+    else:
+        p = doc["progress"]
+        err.print(
+            f"{doc['status']}: transfer {doc['manifest']}, {show(p['rows'])} of "
+            f"{count(doc['rows_total'], 'row')} copied ({size(p['bytes'])})"
+        )
+    if outcome.status == "staging":  # exit 5: a script's `&&` chain stops here, by design
+        raise NotReady(
+            f"transfer {doc['manifest']}: copying is not complete; run the same command "
+            "again to continue (exit 5 until it is)", manifest=doc["manifest"],
+        )  # fmt: skip
 
 
 def plan_report(doc: dict[str, Any], as_json: bool) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bbg_core.canonical import canonical_json
-from bbg_core.errors import Conflict, StoreError, ValidationFailed
+from bbg_core.errors import Conflict, NotReady, ValidationFailed
 from fences import generations
 from fences.namespaces import fence
 from fences.seal import Seal
@@ -194,7 +194,7 @@ def validate_stage(
             progress(pre.rows, pre.nbytes)  # checked before: nothing left to check
         return done
     if imports.journal_of(store, iid, "staged") is None:
-        raise StoreError(
+        raise NotReady(
             f"{store.directory}: import {iid} is not fully staged yet; "
             "run `stage` (or `run`) first",
             import_id=iid,
@@ -416,7 +416,7 @@ def _already_active(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal 
             progress(pre.rows, 0)  # copied before: nothing left to copy
         return receipt
     if imports.journal_of(tx, iid, "validated") is None:
-        raise StoreError(
+        raise NotReady(
             f"{store.directory}: import {iid} is not validated yet; run `validate` first",
             import_id=iid,
         )

@@ -26,7 +26,7 @@ import hashlib
 from typing import Any
 
 import schemas
-from bbg_core.errors import Conflict, HeadMismatch, StoreError
+from bbg_core.errors import Conflict, HeadMismatch, NotReady
 from fences import generations
 from fences.namespaces import fence_of
 from migrate.job import Job
@@ -184,7 +184,7 @@ def activate(
             return receipt
         validated = imports.journal_of(tx, iid, "validated")
         if validated is None:
-            raise StoreError(
+            raise NotReady(
                 f"{target.directory}: transfer {iid} is not validated yet; run `validate` "
                 "(or `transfer`) first",
                 import_id=iid,

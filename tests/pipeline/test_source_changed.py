@@ -117,7 +117,7 @@ def test_an_interrupted_run_on_a_changed_source_is_refused(
     store = tmp_path / "bbg"
     first = cli("run", str(src), "--store", str(store), "--pages", "1", "--page-rows", "2",
                 "--json")  # fmt: skip
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 5, first.stderr  # staging stopped with pages left
     iid = __import__("json").loads(first.stdout)["import_id"]
     change(src)
     _refused(cli("run", str(src), "--store", str(store)), iid)

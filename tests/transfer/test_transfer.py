@@ -221,7 +221,7 @@ def test_inspect_and_doctor_report_a_sealed_source_and_a_transfer_in_progress(
 ) -> None:
     target = tmp_path / "t"
     res = cli("stage", str(source), "--store", str(target), "--pages", "2", "--json")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 5, res.stderr  # copying is not complete
     manifest = json.loads(res.stdout)["manifest"]
     src = api.inspect(source)["transfer"]["sealed_source"]
     assert src["seal"]["manifest"] == manifest and src["seal_valid"]
