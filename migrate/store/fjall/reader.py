@@ -505,13 +505,16 @@ class Keyspace(Closing):
         for _, seg in view.segments():
             if not seg.meta.key_min <= key <= seg.meta.key_max:
                 continue
-            for items in seg.items(seg.seek(key)):
-                i = bisect_left(items, key, key=lambda e: e[0])
-                if i < len(items):
-                    k, value, seqno, vtype = items[i]
-                    if k == key and (best is None or seqno > best[0]):
-                        best = (seqno, value, vtype)
-                break  # the first block that may hold the key holds its newest version
+            at = seg.seek(key)
+            if at >= seg.offsets.index:
+                continue
+            # The first block that may hold the key holds its newest version.
+            items = seg.block_items(at)
+            i = bisect_left(items, key, key=lambda e: e[0])
+            if i < len(items):
+                k, value, seqno, vtype = items[i]
+                if k == key and (best is None or seqno > best[0]):
+                    best = (seqno, value, vtype)
         if best is None or best[2] != VALUE:
             return None
         return best[1]

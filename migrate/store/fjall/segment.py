@@ -77,6 +77,8 @@ _META_FIXED = struct.Struct(">4sQ16s6Q4I2sBQQ")  # through the seqnos, before th
 HANDLE_OVERHEAD = 32
 #: Read-ahead when walking data blocks in order.
 CHUNK = 256 << 10
+INDEX_CACHE = 64  # decoded index blocks kept per open segment (point reads)
+KEEP_BLOCK = 1 << 20  # a point read keeps the last data block decoded when it is this small
 _MASK32 = 0xFFFFFFFF
 
 
@@ -167,6 +169,10 @@ class Segment:
 
     def __init__(self, fd: int, path: str, segment_id: int, twin: Twin) -> None:
         self.fd, self.path, self.id, self.twin = fd, path, segment_id, twin
+        # Point reads: decoded index blocks (a few KiB each, at most INDEX_CACHE of them) and
+        # the last data block read (when small), so sorted lookups decode each block once.
+        self._index_cache: dict[int, list[Handle]] = {}
+        self._last_block: tuple[int, list[Item]] | None = None
         try:
             self.size = os.fstat(fd).st_size
             self.offsets, self.meta = self._read_trailer()
@@ -279,10 +285,36 @@ class Segment:
     # -- reading ---------------------------------------------------------------------------
 
     def index_block(self, i: int) -> list[Handle]:
-        """The handles of index block ``i`` (from the top-level index)."""
+        """The handles of index block ``i`` (from the top-level index; kept decoded, at most
+        :data:`INDEX_CACHE` blocks per segment)."""
+        cached = self._index_cache.get(i)
+        if cached is not None:
+            return cached
         start = self.tli[i][1]
         end = self.tli[i + 1][1] if i + 1 < len(self.tli) else self.offsets.tli
-        return self._handles(start, end, "index block")[1]
+        handles = self._handles(start, end, "index block")[1]
+        if len(self._index_cache) >= INDEX_CACHE:
+            self._index_cache.clear()
+        self._index_cache[i] = handles
+        return handles
+
+    def block_items(self, offset: int) -> list[Item]:
+        """The items of the one data block at ``offset`` (checksum verified), for a point
+        read: only that block is read, and the last one (when under :data:`KEEP_BLOCK`
+        bytes) is kept decoded for the next lookup."""
+        last = self._last_block
+        if last is not None and last[0] == offset:
+            return last[1]
+        end = self.offsets.index
+        header, payload = self._read_block(offset, end, "data block")
+        try:
+            items, size = self.twin.decode_items(payload)
+        except ItemError as exc:
+            exc.raise_for(self.path, offset, "data block")
+        if size & _MASK32 != header.items_size:
+            ItemError(SIZE_MISMATCH, 0).raise_for(self.path, offset, "data block")
+        self._last_block = (offset, items) if len(payload) <= KEEP_BLOCK else None
+        return items
 
     def seek(self, key: bytes) -> int:
         """The offset of the first data block that may hold ``key`` or a later key (the
