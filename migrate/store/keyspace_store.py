@@ -81,7 +81,11 @@ class FjallStore(Store):
 
     # -- the snapshot reads go through -----------------------------------------------------
     def rows_view(self) -> KeyspaceRows:
-        """The keyspace as of this handle's last commit (re-read after every batch)."""
+        """The keyspace as of this handle's last commit (re-read after every batch).
+        CommitUnknown once an earlier commit's outcome is unknown: the handle reads nothing
+        more, as it writes nothing more, until reopened."""
+        if self._conn.poisoned is not None:
+            self._conn.execute("SELECT 1")  # raises the handle's CommitUnknown
         if self._rows is None:
             self._rows = KeyspaceRows(self.writer.reader(), self.directory)
         return self._rows
