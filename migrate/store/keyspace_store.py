@@ -150,7 +150,7 @@ class FjallStore(Store):
                 progress(done, 0)
         self._forget()
 
-    def _before_commit(self, tx: Tx) -> None:
+    def _before_commit(self, tx: Tx, context: dict[str, Any]) -> None:
         assert isinstance(tx, FjallTx)
         items = tx.batch()
         if not items:
@@ -165,7 +165,7 @@ class FjallStore(Store):
             unknown = CommitUnknown(
                 f"{self.directory}: writing a batch failed ({exc.strerror or exc}); its outcome "
                 "is unknown. Reopen the store and rerun: every step checks what the store holds",
-                path=str(self.directory),
+                **{"path": str(self.directory), **context},
             )
             self._conn.poisoned = unknown
             raise unknown from exc

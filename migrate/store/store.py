@@ -241,7 +241,7 @@ class Store(Closing):
                     "UPDATE bbg_storage_v1 SET last_transaction = ? WHERE id = 1",
                     (tx.last_written,),
                 )
-                self._before_commit(tx)
+                self._before_commit(tx, context)
             else:
                 mark_clean()
 
@@ -249,8 +249,9 @@ class Store(Closing):
         """The write transaction of this engine (the SQLite one: rows and records together)."""
         return Tx(self._conn, number, **kw)
 
-    def _before_commit(self, tx: Tx) -> None:
-        """What an engine writes just before the records commit (SQLite: nothing more)."""
+    def _before_commit(self, tx: Tx, context: dict[str, Any]) -> None:
+        """What an engine writes just before the records commit (SQLite: nothing more);
+        ``context`` is the transaction's (what a CommitUnknown names)."""
 
     @contextmanager
     def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:
