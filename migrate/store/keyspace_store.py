@@ -160,15 +160,20 @@ class FjallStore(Store):
             self.writer.append(items)
         except MigrateError:
             raise  # refused before a byte was written: the records roll back too
-        except OSError as exc:
-            # The batch may or may not be on disk: this handle does nothing more.
+        except BaseException as exc:
+            # The batch may or may not be on disk: this handle does nothing more.  An I/O
+            # error becomes CommitUnknown; a signal (KeyboardInterrupt ...) keeps its meaning,
+            # the handle poisoned all the same (as at the records' COMMIT).
+            what = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
             unknown = CommitUnknown(
-                f"{self.directory}: writing a batch failed ({exc.strerror or exc}); its outcome "
-                "is unknown. Reopen the store and rerun: every step checks what the store holds",
+                f"{self.directory}: writing a batch failed ({what}); its outcome is unknown. "
+                "Reopen the store and rerun: every step checks what the store holds",
                 **{"path": str(self.directory), **context},
             )
             self._conn.poisoned = unknown
-            raise unknown from exc
+            if isinstance(exc, OSError):
+                raise unknown from exc
+            raise
 
     @contextmanager
     def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:
