@@ -46,6 +46,7 @@ _POLL = 0.05
 def create_keyspace(directory: Path) -> None:
     """A new empty BBG database at ``directory`` (absent, or an empty directory)."""
     parent = directory.parent if str(directory.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)  # as a SQLite store's creation does
     tmp = parent / f".{directory.name}.bbg-new-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     try:
         build_keyspace(tmp, {name: () for name in bbgdb.PARTITIONS}, dir_mode=bbgdb.DIR_MODE)
