@@ -12,7 +12,9 @@ test of pipeline behaviour checks the same facts whichever engine the suite runs
 * :func:`records`, :func:`records_write`: the toolkit's records (SQL, either engine);
 * :func:`dump`: every row the store holds, rows and records, for "nothing changed" checks;
 * :func:`set_status`, :func:`put_raw`: tampering (SQLite: SQL in one transaction; Fjall:
-  one batch appended to the keyspace, as a writer of the real database would).
+  one batch appended to the keyspace, as a writer of the real database would);
+  :func:`tx_put_raw`: the same inside a write transaction of an open handle (on Fjall the
+  handle holds ``bbg.lock``, so nobody else may write while it is open).
 
 None of them goes through the tool's own store code: on SQLite they are plain ``sqlite3``,
 on Fjall the keyspace reader and writer of :mod:`migrate.store.fjall`.
@@ -207,8 +209,46 @@ def put_raw(store_dir: Path, table: str, key: bytes, value: bytes | None, *,
                          (key, value))  # fmt: skip
 
 
+def prepare_activation(store: Any, import_id: str) -> None:
+    """What the pipeline's activate stage does before ``imports.activate`` on a Fjall store
+    (:func:`migrate.pipeline.stages.activate_stage`): the activation plan (new rows,
+    conflicts) journaled first in its own transaction (``activating``), and rows beyond one
+    batch published as segments.  Nothing on SQLite, where ``imports.activate`` publishes in
+    the records' own transaction.  A Conflict the plan finds is raised here, nothing
+    written."""
+    from migrate.pipeline.stages import BATCH_BYTES, BATCH_ROWS
+    from migrate.store import imports
+
+    if store.engine != FJALL:
+        return
+    with store.transaction(import_id=import_id) as tx:
+        if imports.journal_of(tx, import_id, "activating") is None:
+            plan = imports.plan_activation(tx, import_id)
+            plan["bulk"] = plan["rows"] > BATCH_ROWS or plan["bytes"] > BATCH_BYTES
+            imports.journal(tx, import_id, "activating", plan)
+    recorded = imports.journal_of(store, import_id, "activating")
+    if recorded is not None and recorded["bulk"]:
+        store.publish_bulk(import_id)
+
+
+def tx_put_raw(tx: Any, table: str, key: bytes, value: bytes | None) -> None:
+    """Put (``None``: remove) one of bbg's rows inside the write transaction ``tx`` of a store
+    handle, no rule checked (damage on purpose)."""
+    from migrate.store.keyspace import FjallTx
+
+    if isinstance(tx, FjallTx):
+        tx.put_raw(table, key, value)
+        return
+    if table not in FIVE:
+        raise ValueError(f"a SQLite store keeps bbg's rows of the five tables only: {table}")
+    if value is None:
+        tx.execute(f"DELETE FROM {table} WHERE key = ?", (key,))
+    else:
+        tx.execute(f"INSERT OR REPLACE INTO {table} (key, value) VALUES (?, ?)", (key, value))
+
+
 __all__ = [
     "EMPTY_DIGEST", "FIVE", "dump", "engine_of", "last_transaction", "live_digest", "live_get",
     "live_rows", "put_raw", "records", "records_db", "records_write", "set_status", "status",
-    "store_files",
+    "prepare_activation", "store_files", "tx_put_raw",
 ]  # fmt: skip
