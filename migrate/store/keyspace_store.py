@@ -249,6 +249,7 @@ def open_fjall_store(
         conn = Connection(db, busy_timeout=busy_timeout)
         version = layout.check_identity(conn, allow_pre_ledger=maintenance)
         sanity.check_bookkeeping(conn)
+        layout.check_hash_suite(conn)  # as a SQLite store's open does
         store = FjallStore(directory, conn, writer, reader_generation, "original", lock)
         store.schema_version = version
         if not maintenance:
