@@ -60,7 +60,7 @@ def destination(job: Job, kind: str, max_pages: int | None, held: Seal) -> Path 
         return None  # the staged path raises it in its order
     if not fjall:
         return directory if can_build(directory) else None
-    if guard.owned_by(directory, import_of(job, kind, held.fingerprint)[1]):
+    if guard.owned_by(directory, import_of(job, kind, held.fingerprint)[1], guard.CONVERT):
         return directory
     return directory if keyspace_build.can_build(directory) else None
 
@@ -142,7 +142,7 @@ def _run_fresh_fjall(
     import's guard first, then what a crash of an earlier run left cleared (its own), then
     the build; the guard goes once both keyspace and records are in place."""
     iid = import_of(job, kind, held.fingerprint)[1]
-    if guard.take(directory, iid):
+    if guard.take(directory, iid, guard.CONVERT):
         if keyspace_build.finished(directory, iid):
             guard.drop(directory, iid)
             return _rerun_receipt(job, kind, held, directory, progress)

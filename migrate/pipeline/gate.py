@@ -179,7 +179,10 @@ def admit(db: Reader | None, directory: Path, job: Job, pre: Preflight) -> Admis
             )
     if imports.journal_of(db, iid, "sealed") is not None:
         check_pins(db, iid)
-    conflicts = destination_conflicts(db, pre, iid)
+    # Once its activation is planned (the real database: the plan is recorded before rows go
+    # in), what the store holds of this import's namespaces is this import's own.
+    planned = imports.journal_of(db, iid, "activating") is not None
+    conflicts = [] if planned else destination_conflicts(db, pre, iid)
     if conflicts:
         first = conflicts[0]
         raise Conflict(
@@ -246,7 +249,11 @@ def destination_conflicts(db: Reader, pre: Preflight, import_id: str) -> list[di
 
 
 def check_pins(db: Reader, iid: str) -> None:
-    """HeadMismatch if a namespace pinned when the import was sealed has moved since."""
+    """HeadMismatch if a namespace pinned when the import was sealed has moved since (not
+    checked again once the activation is planned: the pins were checked then, and the rows
+    that went in since are the import's own)."""
+    if imports.journal_of(db, iid, "activating") is not None:
+        return
     sealed = imports.journal_of(db, iid, "sealed")
     assert sealed is not None
     for ns_hex, pinned in sealed["prior_heads"].items():

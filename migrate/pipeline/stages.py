@@ -333,7 +333,21 @@ def activate_stage(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Publish the staged import in one transaction and return its receipt.
-    ``progress(rows copied, 0)`` after each of the five tables is copied out of staging."""
+    ``progress(rows copied, 0)`` after each of the five tables is copied out of staging.
+    An import found active (an exact rerun) also removes the guard its activation in
+    segments may have left (a crash after the last transaction, before the guard went)."""
+    receipt = _activate(store, job, pre, seal, progress)
+    guard.drop(store.directory, pre.import_id)
+    return receipt
+
+
+def _activate(
+    store: Store,
+    job: Job,
+    pre: Preflight,
+    seal: Seal | None,
+    progress: Callable[[int, int], None] | None,
+) -> dict[str, Any]:
     iid = pre.import_id
     if store.engine == FJALL:
         # The real database is written outside the records' transaction: the plan (counts,
@@ -344,7 +358,7 @@ def activate_stage(
             if done is not None:
                 return done
             if imports.journal_of(tx, iid, "activating") is None:
-                gate.check_pins(tx, iid)
+                gate.check_pins(tx, iid)  # before the plan (a planned import's are done)
                 plan = imports.plan_activation(tx, iid)
                 plan["bulk"] = plan["rows"] > BATCH_ROWS or plan["bytes"] > BATCH_BYTES
                 imports.journal(tx, iid, "activating", plan)
@@ -356,8 +370,7 @@ def activate_stage(
         done = _already_active(tx, store, job, pre, seal, progress)
         if done is not None:
             return done
-        if imports.journal_of(tx, iid, "activating") is None:
-            gate.check_pins(tx, iid)
+        gate.check_pins(tx, iid)
         copied = 0
 
         def table_done(table: str) -> None:
@@ -387,7 +400,6 @@ def activate_stage(
         )
         imports.record_receipt(tx, iid, receipt)
         imports.journal(tx, iid, "activated", {"generation": generation})
-    guard.drop(store.directory, iid)  # an activation in segments is complete now
     return receipt
 
 

@@ -269,11 +269,7 @@ def _apply_import(tx: Tx, fact: dict[str, Any]) -> bool:
                            path=str(tx.path), import_id=iid)  # fmt: skip
         return False
     if state is None:
-        tx.execute(
-            "INSERT INTO bbg_import_v1_imports (import_id, state, created_transaction) "
-            "VALUES (?, 'active', ?)",
-            (iid, tx.number),
-        )
+        imports.record_active(tx, iid)
     elif state != "active":
         raise Conflict(f"{tx.path}: import {iid} is {state} here; the stream says it is active",
                        path=str(tx.path), import_id=iid)  # fmt: skip

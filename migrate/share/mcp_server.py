@@ -89,12 +89,8 @@ class Tools:
         low = b"" if after is None else _id(after, "after")
         out: list[dict[str, Any]] = []
         with open_sqlite_readonly(self.store_dir) as conn, conn.read():
-            for key, value in conn.rows(
-                "SELECT key, value FROM application_heads WHERE key > ? ORDER BY key LIMIT ?",
-                (low, _limit(limit) + 1),
-            ):
-                head = Head.decode(bytes(value))
-                out.append({"namespace": bytes(key).hex(), **(_head(head) or {})})
+            for key, head in graph.heads_after(conn, low, _limit(limit) + 1):
+                out.append({"namespace": key.hex(), **(_head(head) or {})})
         more = len(out) > limit
         out = out[:limit]
         return {"heads": out, "next_after": out[-1]["namespace"] if more else None}
@@ -120,14 +116,11 @@ class Tools:
         if not 0 <= max_bytes <= MAX_CONTENT:
             raise UsageError(f"max_bytes must be 0..{MAX_CONTENT}, not {max_bytes}")
         with open_sqlite_readonly(self.store_dir) as conn, conn.read():
-            row = conn.one(
-                "SELECT substr(value, 1, ?), length(value) FROM application_content WHERE key = ?",
-                (max_bytes + 1, cid),
-            )
+            row = graph.content_prefix(conn, cid, max_bytes + 1)
             excised = row is None and ledger.is_excised(conn, "content", cid) is not None
         if row is None:
             return {"id": id, "found": False, "excised": excised}
-        head, size = bytes(row[0]), int(row[1])
+        head, size = row
         payload = head[1:]
         return {"id": id, "found": True, "codec": head[0], "size": size - 1,
                 "payload": payload.hex(), "truncated": size - 1 > len(payload)}  # fmt: skip

@@ -267,3 +267,17 @@ def _check_shapes(
 def heads(db: LiveReader) -> list[tuple[bytes, Head]]:
     """Every namespace's head, in namespace (key) order."""
     return [(k, Head.decode(v)) for k, v in db.live_rows(HEADS)]
+
+
+def heads_after(db: LiveReader, after: bytes, limit: int) -> list[tuple[bytes, Head]]:
+    """At most ``limit`` heads of namespaces past ``after``, in namespace order."""
+    return [(k, Head.decode(v)) for k, v in db.live_rows(HEADS, after=after, limit=limit)]
+
+
+def content_prefix(db: Reader, content_id: bytes, n: int) -> tuple[bytes, int] | None:
+    """The first ``n`` bytes of a content row's value and its whole length, or None."""
+    row = db.one(
+        "SELECT substr(value, 1, ?), length(value) FROM application_content WHERE key = ?",
+        (n, content_id),
+    )
+    return None if row is None else (bytes(row[0]), int(row[1]))

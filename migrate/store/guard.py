@@ -4,10 +4,12 @@ bbg's converter creates this file (mode 0600, fsynced with its directory) before
 destination exists and removes it only when the destination is complete; bbg's open refuses
 a store whose guard exists (:mod:`migrate.store.bbgdb`).  This toolkit uses the same file
 the same way, and writes into it what bbg leaves empty: which tool and which import own it
-(``{"tool": "bbg-migrate", "import_id": ...}``).  That is the proof a rerun needs before it
-may remove what an interrupted run left: a guard that is not this import's own -- bbg's
-(empty), another import's, unreadable -- is never taken over, and the destination it guards
-is left alone.
+and for what (``{"tool": "bbg-migrate", "import_id": ..., "op": ...}``; ``op`` is ``convert``
+for a new database built aside, ``activate`` for rows going into an existing one as
+segments).  That is the proof a rerun needs before it may finish -- or, for a conversion
+only, remove -- what an interrupted run left: a guard that is not this import's own for the
+same operation -- bbg's (empty), another import's, unreadable -- is never taken over, and
+the destination it guards is left alone.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from bbg_core.files import fsync_dir
 from migrate.store import bbgdb
 
 TOOL = "bbg-migrate"
+CONVERT = "convert"
+ACTIVATE = "activate"
 _MAX = 4096
 
 
@@ -51,10 +55,11 @@ def read(directory: Path) -> dict[str, Any] | None:
     return doc
 
 
-def owned_by(directory: Path, import_id: str) -> bool:
-    """True when ``directory``'s guard is this import's own."""
+def owned_by(directory: Path, import_id: str, op: str | None = None) -> bool:
+    """True when ``directory``'s guard is this import's own (for ``op``, when given)."""
     doc = read(directory)
-    return doc is not None and doc.get("import_id") == import_id
+    return (doc is not None and doc.get("import_id") == import_id
+            and (op is None or doc.get("op") == op))  # fmt: skip
 
 
 def refusal(directory: Path, doc: dict[str, Any]) -> StoreRefused:
@@ -73,16 +78,18 @@ def refusal(directory: Path, doc: dict[str, Any]) -> StoreRefused:
     )  # fmt: skip
 
 
-def take(directory: Path, import_id: str) -> bool:
-    """Create the guard for ``import_id`` (durable before anything else happens); True if it
-    was already this import's own (a rerun), StoreRefused if it is anyone else's."""
+def take(directory: Path, import_id: str, op: str) -> bool:
+    """Create the guard for ``import_id``'s ``op`` (durable before anything else happens);
+    True if it was already this import's own for ``op`` (a rerun), StoreRefused if it is
+    anyone else's."""
     guard = path_of(directory)
-    body = json.dumps({"tool": TOOL, "import_id": import_id}, sort_keys=True).encode()
+    body = json.dumps({"tool": TOOL, "import_id": import_id, "op": op},
+                      sort_keys=True).encode()  # fmt: skip
     try:
         fd = os.open(guard, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, bbgdb.LOCK_MODE)
     except FileExistsError:
         doc = read(directory) or {"tool": None}
-        if doc.get("tool") == TOOL and doc.get("import_id") == import_id:
+        if doc.get("tool") == TOOL and doc.get("import_id") == import_id and doc.get("op") == op:
             return True
         raise refusal(directory, doc) from None
     try:

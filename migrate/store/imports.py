@@ -69,6 +69,15 @@ def begin_import(tx: Tx, import_id: str) -> str:
     return state
 
 
+def record_active(tx: Tx, import_id: str) -> None:
+    """Register ``import_id`` as already active (an import an event stream carries in)."""
+    tx.execute(
+        "INSERT INTO bbg_import_v1_imports (import_id, state, created_transaction) "
+        "VALUES (?, 'active', ?)",
+        (import_id, tx.number),
+    )
+
+
 def import_state(db: _Reader, import_id: str) -> str | None:
     """'staging', 'active', 'discarded', or None if unknown."""
     row = db.one("SELECT state FROM bbg_import_v1_imports WHERE import_id = ?", (import_id,))

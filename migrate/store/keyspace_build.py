@@ -33,6 +33,7 @@ from bbg_core.errors import StoreRefused
 from bbg_core.files import fsync_dir, fsync_file
 from migrate.store import bbgdb, build
 from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.connection import Connection
 from migrate.store.engine import FJALL, engine_of, records_dir
 from migrate.store.fjall.writer import KeyspaceBuilder
 from migrate.store.store import Store
@@ -165,7 +166,12 @@ class FjallBuild(Closing):
             self.builder.batch(batch)
         if not self.records.publish():
             return False
+        hook = Connection.commit_hook  # fault injection, None normally: the keyspace's rename
+        if hook is not None:
+            hook("before")
         self.builder.commit()  # rename(2) replaces an empty directory, never a full one
+        if hook is not None:
+            hook("after")
         return True
 
     def discard(self) -> None:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bbg_core.errors import CommitUnknown, Locked, MigrateError, StoreRefused
+from bbg_core.errors import CommitUnknown, FjallError, FjallRefused, Locked, StoreRefused
 from bbg_core.files import fsync_dir, fsync_file
 from fences import generations
 from migrate.store import bbgdb, creation, guard, layout, sanity
@@ -140,7 +140,7 @@ class FjallStore(Store):
         publishes them again: the same bytes, the newest seqno."""
         from migrate.store import imports
 
-        guard.take(self.directory, import_id)
+        guard.take(self.directory, import_id, guard.ACTIVATE)
         self._forget()
         self.writer.flush()
         done = 0
@@ -151,15 +151,24 @@ class FjallStore(Store):
                 progress(done, 0)
         self._forget()
 
-    def _before_commit(self, tx: Tx, context: dict[str, Any]) -> None:
+    def _before_commit(self, tx: Tx) -> None:
+        """The batch goes to the keyspace first, then the records commit: a crash between
+        leaves the rows in the keyspace that the rerun finds there (module docstring of
+        :mod:`migrate.store.keyspace`).  The commit hook (fault injection) is called around
+        the batch as around a COMMIT: a failure there leaves the outcome unknown."""
         assert isinstance(tx, FjallTx)
         items = tx.batch()
         if not items:
             return
         self._forget()
+        hook = self._conn.commit_hook
         try:
+            if hook is not None:
+                hook("before")
             self.writer.append(items)
-        except MigrateError:
+            if hook is not None:
+                hook("after")
+        except (FjallRefused, Locked):
             raise  # refused before a byte was written: the records roll back too
         except BaseException as exc:
             # The batch may or may not be on disk: this handle does nothing more.  An I/O
@@ -168,11 +177,11 @@ class FjallStore(Store):
             what = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
             unknown = CommitUnknown(
                 f"{self.directory}: writing a batch failed ({what}); its outcome is unknown. "
-                "Reopen the store and rerun: every step checks what the store holds",
-                **{"path": str(self.directory), **context},
-            )
+                "Reopen the store and resolve the request (or rerun: every step checks what "
+                "the store holds)", path=str(self.directory), **tx.context,
+            )  # fmt: skip
             self._conn.poisoned = unknown
-            if isinstance(exc, OSError):
+            if isinstance(exc, OSError | FjallError):
                 raise unknown from exc
             raise
 

@@ -227,6 +227,7 @@ class Store(Closing):
                 kind=kind or ("stage" if "import_id" in context else "write"),
                 ref=None if ref is None else str(ref),
             )
+            tx.context = dict(context)
             if check_status:
                 generations.require_readable(tx, self.reader_generation)
             yield tx
@@ -241,7 +242,7 @@ class Store(Closing):
                     "UPDATE bbg_storage_v1 SET last_transaction = ? WHERE id = 1",
                     (tx.last_written,),
                 )
-                self._before_commit(tx, context)
+                self._before_commit(tx)
             else:
                 mark_clean()
 
@@ -249,9 +250,9 @@ class Store(Closing):
         """The write transaction of this engine (the SQLite one: rows and records together)."""
         return Tx(self._conn, number, **kw)
 
-    def _before_commit(self, tx: Tx, context: dict[str, Any]) -> None:
+    def _before_commit(self, tx: Tx) -> None:
         """What an engine writes just before the records commit (SQLite: nothing more);
-        ``context`` is the transaction's (what a CommitUnknown names)."""
+        ``tx.context`` is the transaction's (what a CommitUnknown names)."""
 
     @contextmanager
     def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:

@@ -70,6 +70,8 @@ class Tx:
         self.last_written: int | None = None
         self.at: int | None = None
         self.discarded = False
+        # What the transaction is about (request, namespace, import): errors name it.
+        self.context: dict[str, Any] = {}
 
     # -- the ledger entry ---------------------------------------------------------------
     def mark(self, kind: str, ref: str | None = None) -> None:

@@ -23,13 +23,11 @@ zero-padded to 32 bytes (bbg stores a 32-byte change id there; a fresh store has
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import schemas
 from bbg_core.canonical import canonical_json
 from bbg_core.closing import Closing
 from bbg_core.errors import Conflict, StoreCorrupt, ValidationFailed
@@ -38,7 +36,7 @@ from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 from migrate.rules.report import cell_report
 from migrate.rules.shape import DIGEST_ORDER
 from migrate.rules.sources import Page
-from migrate.store import open_store
+from migrate.store import export, graph, open_store
 from migrate.store.codec import Head
 from migrate.store.connection import Connection
 from migrate.store.store import Store
@@ -47,7 +45,6 @@ from migrate.transfer.cursor import DONE, Cursor
 
 SEAL_DOMAIN = b"bbg/application-transfer/1\x00"
 MAX_SOURCES = 256  # bbg: at most 256 pinned namespaces
-EXPORT_TABLE = "bbg_import_v1_export"
 SEAL_FORMAT = "bbg-migrate/transfer-seal/1"
 Progress = Callable[[int, int], None]
 Sources = list[tuple[bytes, Head]]
@@ -94,12 +91,7 @@ class ExportSeal:
 
 def export_seal(db: Any) -> ExportSeal | None:
     """The export seal recorded in a store, or None (the table is absent in older stores)."""
-    exists = db.one(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (EXPORT_TABLE,)
-    )
-    if exists is None:
-        return None
-    row = db.one(f"SELECT target, nonce, prior, manifest, detail FROM {EXPORT_TABLE} WHERE id = 1")
+    row = export.export_row(db)
     if row is None:
         return None
     fields = [bytes(v) for v in row[:4]]
@@ -217,35 +209,19 @@ def read_state(conn: Connection, path: Path, progress: Progress | None = None) -
     row (the project's cell rules, :func:`migrate.rules.report.cell_report`), heads, marker,
     seal."""
     with conn.read():
-        storage = conn.one("SELECT store_id, last_transaction FROM bbg_storage_v1 WHERE id = 1")
-        assert storage is not None
+        store_id, last_transaction = export.counter(conn)
         marker, _ = generations.read_status(conn)
         seal = export_seal(conn)
         report = cell_report(_Five(conn), progress=progress, hemera_digest=False)
     return SourceState(
         path=path,
-        store_id=str(storage[0]),
-        last_transaction=int(storage[1]),
+        store_id=store_id,
+        last_transaction=last_transaction,
         marker=marker,
         seal=seal,
         report=report,
         sources=sources_of(report),
     )
-
-
-def _export_table_sql() -> str:
-    """The CREATE statement of the export table, from the store's SQL (older stores lack
-    the table; the sealing transaction creates it)."""
-    buf = ""
-    for line in schemas.sql("store").splitlines(keepends=True):
-        buf += line
-        if sqlite3.complete_statement(buf):
-            if f"CREATE TABLE IF NOT EXISTS {EXPORT_TABLE}" in buf:
-                return "\n".join(
-                    ln for ln in buf.splitlines() if not ln.lstrip().startswith("--")
-                ).strip()
-            buf = ""
-    raise AssertionError(f"schemas/store.sql has no {EXPORT_TABLE}")
 
 
 class SourceStore(Closing):
@@ -292,29 +268,22 @@ class SourceStore(Closing):
                     path=path,
                 )
             for ns, head in state.sources:
-                row = tx.one("SELECT value FROM application_heads WHERE key = ?", (ns,))
-                if row is None or bytes(row[0]) != head.encode():
+                if export.head_value(tx, ns) != head.encode():
                     raise Conflict(
                         f"{path}: namespace {ns.hex()} moved after it was pinned; nothing "
                         "was sealed, rerun",
                         path=path,
                         namespace=ns,
                     )
-            count = tx.one("SELECT count(*) FROM application_heads")
-            if count is None or int(count[0]) != len(state.sources):
+            if export.head_count(tx) != len(state.sources):
                 raise Conflict(f"{path}: a namespace appeared after the heads were pinned")
-            tx.execute(_export_table_sql())
             doc = {
                 "format": SEAL_FORMAT,
                 "prior_transaction": state.last_transaction,
                 "sealed_transaction": tx.number,
                 **detail,
             }
-            tx.execute(
-                f"INSERT INTO {EXPORT_TABLE} (id, target, nonce, prior, manifest, detail, "
-                "transaction_no) VALUES (1, ?, ?, ?, ?, ?, ?)",
-                (target, nonce, prior, manifest, canonical_json(doc), tx.number),
-            )
+            export.write_export(tx, target, nonce, prior, manifest, canonical_json(doc))
             generations.set_transitional(tx, generations.EXPORT_MARKER)
         sealed = ExportSeal(target, nonce, prior, manifest, doc)
         verify(sealed, state.sources, self.directory)
@@ -325,11 +294,8 @@ class SourceStore(Closing):
         with self._conn.read():
             marker, _ = generations.read_status(self._conn)
             now = export_seal(self._conn)
-            row = self._conn.one("SELECT last_transaction FROM bbg_storage_v1 WHERE id = 1")
-            heads = [
-                (bytes(k), Head.decode(bytes(v)))
-                for k, v in self._conn.rows("SELECT key, value FROM application_heads ORDER BY key")
-            ]
+            last = export.counter(self._conn)[1]
+            heads = graph.heads(self._conn)
         path = self.directory
         if marker != generations.EXPORT_MARKER or now is None or now.manifest != seal.manifest:
             raise StoreCorrupt(
@@ -337,11 +303,10 @@ class SourceStore(Closing):
                 f"(status {marker!r}); nothing was activated",
                 path=str(path),
             )
-        assert row is not None
-        if int(row[0]) != int(seal.detail["sealed_transaction"]):
+        if last != int(seal.detail["sealed_transaction"]):
             raise StoreCorrupt(
                 f"{path}: the sealed source was written after sealing (transaction "
-                f"{seal.detail['sealed_transaction']} -> {row[0]}); nothing was activated",
+                f"{seal.detail['sealed_transaction']} -> {last}); nothing was activated",
                 path=str(path),
             )
         verify(seal, heads, path)
@@ -363,12 +328,7 @@ class SourceStore(Closing):
         pending: tuple[list[tuple[int, bytes, bytes]], int, int, bytes] | None = None
         while table < DONE:
             name = DIGEST_ORDER[table]
-            batch = list(
-                self._conn.rows(
-                    f"SELECT key, value FROM {name} WHERE key > ? ORDER BY key LIMIT ?",
-                    (after or b"", max_rows),
-                )
-            )
+            batch = export.rows_after(self._conn, name, after or b"", max_rows)
             if not batch:
                 table, after = table + 1, None
                 continue
