@@ -12,6 +12,7 @@ import pytest
 
 from bbg_core.errors import EXIT_CODES
 from migrate.cli._help import ENVIRONMENT
+from migrate.store.engine import ENGINE_ENV, default_engine
 from tests.conftest import ROOT, gunzip_to
 from tests.pipeline.helpers import LEGACY
 
@@ -24,6 +25,8 @@ def test_every_python_block_of_the_api_guide_runs(
     shutil.copy(LEGACY / "signals-small.log", tmp_path / "signals.log")
     gunzip_to(LEGACY / "cell-small.redb.gz", tmp_path).rename(tmp_path / "cell.redb")
     monkeypatch.chdir(tmp_path)
+    # The guide sets the engine of new stores as a user would; it is restored afterwards.
+    monkeypatch.setenv(ENGINE_ENV, default_engine())
     blocks = re.findall(r"```python\n(.*?)```", (DOCS / "api.md").read_text("utf-8"), re.S)
     assert len(blocks) >= 5
     namespace: dict[str, object] = {}

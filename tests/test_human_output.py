@@ -25,6 +25,7 @@ from tests.pty_run import run_on_pty
 NARROW = {"COLUMNS": "40", "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
 REPR = re.compile(r"\{'|'\}|\['|\bNone\b|\bTrue\b|\bFalse\b|(?<![\d,])1 (rows|pages|events)\b")
 HEX = re.compile(r"[0-9a-f]{16,}")
+SQLITE = ["--engine", "sqlite"]
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -36,12 +37,18 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cell.redb, its store, that store's event stream and snapshot."""
+    """A cell.redb, its store ``bbg`` (default engine), and the same on the SQLite engine
+    (``audit``, for the share and transfer commands, SQLite stores only in this version)
+    with that store's event stream and snapshot."""
     root = tmp_path_factory.mktemp("human")
     unpack(LEGACY / "cell-small.redb.gz", root)
     assert cli("run", "cell.redb", "--store", "bbg", cwd=root).returncode == 0
-    (root / "events").write_text(cli("--store", "bbg", "tail", cwd=root).stdout)
-    (root / "snap").write_text(cli("--store", "bbg", "snapshot", cwd=root).stdout)
+    made = cli(*SQLITE, "run", "cell.redb", "--store", "audit", cwd=root)
+    assert made.returncode == 0, made.stderr
+    for name, args in (("events", ["tail"]), ("snap", ["snapshot"])):
+        res = cli("--store", "audit", *args, cwd=root)
+        assert res.returncode == 0 and res.stdout, res.stderr
+        (root / name).write_text(res.stdout)
     return root
 
 
@@ -60,12 +67,13 @@ COMMANDS = {
     "run signal log": ["run", SIGNALS, "--store", "signals"],
     "redb tables": ["redb", "tables", "cell.redb"],
     "redb scan": ["redb", "scan", "cell.redb"],
-    "doctor": ["--store", "bbg", "doctor"],
-    "apply": ["--store", "applied", "apply", "events"],
-    "apply again": ["--store", "applied", "apply", "events"],
-    "restore": ["--store", "restored", "restore", "snap"],
-    "backup": ["--store", "bbg", "backup", "copy"],
-    "transfer plan": ["plan", "bbg", "--store", "moved"],  # (plan writes nothing)
+    # share and transfer commands: on the SQLite store (and making SQLite stores)
+    "doctor": ["--store", "audit", "doctor"],
+    "apply": [*SQLITE, "--store", "applied", "apply", "events"],
+    "apply again": [*SQLITE, "--store", "applied", "apply", "events"],
+    "restore": [*SQLITE, "--store", "restored", "restore", "snap"],
+    "backup": ["--store", "audit", "backup", "copy"],
+    "transfer plan": [*SQLITE, "plan", "audit", "--store", "moved"],  # (plan writes nothing)
     "demo": ["demo"],
 }  # fmt: skip
 

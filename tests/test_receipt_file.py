@@ -115,6 +115,9 @@ def store_source(tmp_path: Path, source: Path) -> Path:
     return store
 
 
+# Transfer (a BBG store as the source) on Fjall is being built on another branch; today it
+# moves SQLite stores only.
+@pytest.mark.engine("sqlite")
 @pytest.mark.parametrize("verb", ["run", "transfer"])
 def test_a_transfer_writes_its_receipt_once(tmp_path: Path, store_source: Path, verb: str) -> None:
     """A BBG store as the source: ``--receipt`` writes the transfer receipt, by the same
@@ -140,6 +143,7 @@ def test_a_transfer_writes_its_receipt_once(tmp_path: Path, store_source: Path, 
     assert other.read_text() == "{}\n"
 
 
+@pytest.mark.engine("sqlite")  # transfer: SQLite stores only for now (see above)
 @pytest.mark.slow
 def test_transfer_steps_write_their_documents(tmp_path: Path, store_source: Path) -> None:
     target = str(tmp_path / "t")

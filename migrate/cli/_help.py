@@ -84,6 +84,7 @@ ENVIRONMENT = {
     "BBG_MIGRATE_ENGINE": "fjall (default: the real BBG database) or sqlite: a new store's engine",
     "BBG_MIGRATE_PURE": "1: use the pure-Python readers and hemera, not the C extensions",
     "BBG_MIGRATE_HEMERA_THREADS": "threads hemera may use for big inputs (default: the cores)",
+    "BBG_MIGRATE_ENGINE": "fjall|sqlite: the engine of a store a command creates, like --engine",
     "BBG_MIGRATE_CLOCK": "<µs>: a fixed clock for ledger times (tests, conformance fixtures)",
     "BBG_MIGRATE_STORE_ID": "a fixed id for a new store (tests, conformance fixtures)",
     "BBG_MIGRATE_NO_EXT": "1 at install time: do not build the C extensions",

@@ -44,9 +44,11 @@ from migrate.share.events import boundary_event, commit_event_id, meta_event, ro
 from migrate.share.verify import ContentLedger
 from migrate.store import Store, imports, ledger, retention
 from migrate.store.codec import CODECS, CONTENT, MAX_PAYLOAD, Head, history_key
+from migrate.store.engine import SQLITE
 from migrate.store.graph import head as head_of
 from migrate.store.graph import publish, resolve
 from migrate.store.opening import provisional_store
+from migrate.store.readonly import refuse_fjall, refuse_fjall_creation
 from migrate.store.tx import Tx
 
 REPORT_EVERY = 1024  # lines between two progress reports
@@ -416,7 +418,9 @@ def apply(
     if it does not exist.  A refused stream into a store this call created leaves no store
     behind -- and never removes one another process has opened or written meanwhile
     (:func:`migrate.store.store.provisional_store`)."""
-    with provisional_store(store_dir) as store:
+    refuse_fjall(store_dir)
+    refuse_fjall_creation(store_dir, "apply")
+    with provisional_store(store_dir, engine=SQLITE) as store:
         return apply_stream(
             store, stream, max_line=max_line, on_receipt=on_receipt, progress=progress
         )

@@ -38,7 +38,9 @@ from migrate.store import ledger, open_store
 from migrate.store.codec import ARCHIVE_ORDER, CONTENT
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
+from migrate.store.engine import SQLITE
 from migrate.store.layout import DB_NAME
+from migrate.store.readonly import refuse_fjall, refuse_fjall_creation
 from migrate.store.tables import StoreTables
 from migrate.store.tx import Tx
 
@@ -196,7 +198,9 @@ def restore(
     ``progress``: an observer (stage ``restore``, bytes read out of the stream's size when it
     is a regular file, unknown for a pipe)."""
     dest = Path(dest)
+    refuse_fjall(dest)
     _pristine(dest)
+    refuse_fjall_creation(dest, "restore")
     parent = dest.parent
     if not parent.is_dir():
         raise UsageError(f"{parent}: no such directory for the restore", path=str(dest))
@@ -244,7 +248,7 @@ def _load(
     if second is None:
         raise _bad(2, "the stream ends after the header (truncated)")
     _decode(second, 2, "snapshot-time")  # the creation time: not in the footer's digest
-    open_store(directory, create=True).close()
+    open_store(directory, create=True, engine=SQLITE).close()
     conn = Connection(directory / DB_NAME)
     try:
         with conn.write(action="restore"):

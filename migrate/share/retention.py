@@ -21,6 +21,7 @@ from bbg_core.errors import ValidationFailed
 from migrate.store import ledger, open_store
 from migrate.store import retention as ops
 from migrate.store.codec import ID_LEN, U64_MAX, Head, history_key
+from migrate.store.readonly import refuse_fjall
 
 CANNOT_REACH = [
     "backups taken before this transaction (bbg-migrate backup, file copies, replicas)",
@@ -49,6 +50,7 @@ def _ids(values: list[str], what: str) -> list[bytes]:
 def nohistory(store_dir: Path, namespaces: list[str], *, dry_run: bool = False) -> dict[str, Any]:
     """Drop the superseded history rows of ``namespaces`` (hex), keeping their heads, every
     receipt and every claim; the plan (``dry_run``) or the receipt."""
+    refuse_fjall(store_dir)
     wanted = _ids(namespaces, "namespace")
     with open_store(store_dir) as store, store.transaction(kind="nohistory") as tx:
         done = []
@@ -105,6 +107,7 @@ def excise(
 ) -> dict[str, Any]:
     """Remove content rows (ids) and whole namespaces, and redact every event that carried
     them; the plan (``dry_run``) or the receipt."""
+    refuse_fjall(store_dir)
     cids, nss = _ids(contents, "content"), _ids(namespaces, "namespace")
     if not cids and not nss:
         raise ValidationFailed("name at least one --content ID or --namespace NS",

@@ -109,7 +109,10 @@ def guard_path(destination: str | os.PathLike[str]) -> Path:
         normal = path.resolve(strict=True)
     except FileNotFoundError:
         parent = path.parent if str(path.parent) else Path(".")
-        normal = parent.resolve(strict=True) / path.name
+        try:
+            normal = parent.resolve(strict=True) / path.name
+        except FileNotFoundError:  # no parent yet (a store being created makes it)
+            normal = path.resolve()
     return normal.with_name(normal.name + GUARD_SUFFIX)
 
 

@@ -46,6 +46,7 @@ _POLL = 0.05
 def create_keyspace(directory: Path) -> None:
     """A new empty BBG database at ``directory`` (absent, or an empty directory)."""
     parent = directory.parent if str(directory.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)  # as a SQLite store's creation does
     tmp = parent / f".{directory.name}.bbg-new-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     try:
         build_keyspace(tmp, {name: () for name in bbgdb.PARTITIONS}, dir_mode=bbgdb.DIR_MODE)
@@ -81,7 +82,11 @@ class FjallStore(Store):
 
     # -- the snapshot reads go through -----------------------------------------------------
     def rows_view(self) -> KeyspaceRows:
-        """The keyspace as of this handle's last commit (re-read after every batch)."""
+        """The keyspace as of this handle's last commit (re-read after every batch).
+        CommitUnknown once an earlier commit's outcome is unknown: the handle reads nothing
+        more, as it writes nothing more, until reopened."""
+        if self._conn.poisoned is not None:
+            self._conn.execute("SELECT 1")  # raises the handle's CommitUnknown
         if self._rows is None:
             self._rows = KeyspaceRows(self.writer.reader(), self.directory)
         return self._rows
@@ -166,9 +171,12 @@ class FjallStore(Store):
         except (FjallRefused, Locked):
             raise  # refused before a byte was written: the records roll back too
         except BaseException as exc:
-            # The batch may or may not be on disk: this handle does nothing more.
+            # The batch may or may not be on disk: this handle does nothing more.  An I/O
+            # error becomes CommitUnknown; a signal (KeyboardInterrupt ...) keeps its meaning,
+            # the handle poisoned all the same (as at the records' COMMIT).
+            what = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
             unknown = CommitUnknown(
-                f"{self.directory}: writing a batch failed ({exc!r}); its outcome is unknown. "
+                f"{self.directory}: writing a batch failed ({what}); its outcome is unknown. "
                 "Reopen the store and resolve the request (or rerun: every step checks what "
                 "the store holds)", path=str(self.directory), **tx.context,
             )  # fmt: skip
@@ -250,6 +258,7 @@ def open_fjall_store(
         conn = Connection(db, busy_timeout=busy_timeout)
         version = layout.check_identity(conn, allow_pre_ledger=maintenance)
         sanity.check_bookkeeping(conn)
+        layout.check_hash_suite(conn)  # as a SQLite store's open does
         store = FjallStore(directory, conn, writer, reader_generation, "original", lock)
         store.schema_version = version
         if not maintenance:

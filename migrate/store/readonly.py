@@ -16,12 +16,12 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from bbg_core.errors import StoreRefused
+from bbg_core.errors import StoreRefused, UsageError
 from bbg_core.files import cannot_read
 from fences import generations
 from migrate.store.bbgdb import LAST_TRANSACTION, METADATA
 from migrate.store.connection import Connection
-from migrate.store.engine import FJALL, engine_of
+from migrate.store.engine import ENGINE_ENV, FJALL, default_engine, engine_of
 from migrate.store.keyspace_store import open_fjall_view
 from migrate.store.layout import DB_NAME, check_header, require_bbg
 from migrate.store.opening import refuse_records_dir
@@ -29,7 +29,9 @@ from migrate.store.sanity import check_bookkeeping
 
 
 def db_file(store_dir: Path) -> Path:
-    """The store's database file, or StoreRefused naming the directory."""
+    """The store's database file, or StoreRefused naming the directory (a Fjall store: by
+    name, :func:`refuse_fjall`)."""
+    refuse_fjall(Path(store_dir))
     db = Path(store_dir) / DB_NAME
     try:
         is_file = stat.S_ISREG(os.stat(db).st_mode)
@@ -91,6 +93,17 @@ def refuse_fjall(store_dir: Path) -> None:
             f"{store_dir}: a BBG store on the Fjall engine (the real BBG database); this command "
             "works on SQLite stores only in this version (tail, apply, snapshot, restore, "
             "backup, mcp, nohistory, excise)", path=str(store_dir), engine=FJALL,
+        )  # fmt: skip
+
+
+def refuse_fjall_creation(store_dir: Path, command: str) -> None:
+    """UsageError for a command that creates SQLite stores only (``apply``, ``restore``) when
+    the store it would create is absent and a new store would be made on the Fjall engine."""
+    if engine_of(Path(store_dir)) is None and default_engine() == FJALL:
+        raise UsageError(
+            f"{store_dir}: {command} works on SQLite stores only in this version and would "
+            "create a store on the Fjall engine (the default); pass --engine sqlite (or set "
+            f"{ENGINE_ENV}=sqlite) to create a SQLite store", path=str(store_dir), engine=FJALL,
         )  # fmt: skip
 
 

@@ -251,7 +251,8 @@ class Store(Closing):
         return Tx(self._conn, number, **kw)
 
     def _before_commit(self, tx: Tx) -> None:
-        """What an engine writes just before the records commit (SQLite: nothing more)."""
+        """What an engine writes just before the records commit (SQLite: nothing more);
+        ``tx.context`` is the transaction's (what a CommitUnknown names)."""
 
     @contextmanager
     def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:

@@ -1,4 +1,5 @@
-"""Shared helpers of the pipeline tests: fixtures, CLI runs, tree hashes."""
+"""Shared helpers of the pipeline tests: fixtures, CLI runs, tree hashes (the live digest
+of a store, either engine, is :func:`tests.support.stores.live_digest`)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ import hashlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from migrate.rules.shape import DIGEST_ORDER
 from tests.conftest import FIXTURES, shared_fixtures
+from tests.support.stores import EMPTY_DIGEST, live_digest
 
 LEGACY = FIXTURES / "legacy"
 
@@ -86,29 +86,6 @@ def tree_state(*roots: Path) -> dict[str, tuple[str, int]]:
                 st = p.stat()
                 out[str(p)] = (hashlib.sha256(p.read_bytes()).hexdigest(), st.st_mtime_ns)
     return out
-
-
-EMPTY_DIGEST = hashlib.sha256(bytes(range(5))).hexdigest()
-
-
-def live_digest(store: Path) -> str | None:
-    """The archive digest of the store's live five tables, or None when there is no store."""
-    db = store / "bbg.sqlite3"
-    if not db.exists():
-        return None
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        # No "schema-less file" case: a store file only ever appears with its schema.
-        h = hashlib.sha256()
-        for ordinal, table in enumerate(DIGEST_ORDER):
-            h.update(bytes([ordinal]))
-            for key, value in conn.execute(f"SELECT key, value FROM {table} ORDER BY key"):
-                h.update(
-                    len(key).to_bytes(8, "little") + key + len(value).to_bytes(8, "little") + value
-                )
-        return h.hexdigest()
-    finally:
-        conn.close()
 
 
 def kill_at_every_commit(args: tuple[str, ...], tmp_path: Path, want: str, ref_stdout: str) -> int:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.helpers import cell_fixtures, cli, expected, live_digest, unpack
+from tests.pipeline.helpers import cell_fixtures, cli, expected, unpack
+from tests.support.stores import live_digest
 
 SMALL = next(p for p in cell_fixtures() if p.name == "cell-small.redb.gz")
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.pipeline.helpers import LEGACY, cli
+from tests.support.stores import records
 
 ARCHIVE = LEGACY / "texts-cybergraph.jsonl"
 
@@ -49,11 +49,8 @@ CHANGES = [append, rewrite, flip_keeping_mtime]
 
 
 def imports_in(store: Path) -> list[tuple[str, str]]:
-    conn = sqlite3.connect(f"file:{store / 'bbg.sqlite3'}?mode=ro", uri=True)
-    try:
+    with records(store) as conn:
         return conn.execute("SELECT import_id, state FROM bbg_import_v1_imports").fetchall()
-    finally:
-        conn.close()
 
 
 def _refused(done: object, import_id: str) -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.helpers import cli, live_digest
+from tests.pipeline.helpers import cli
 from tests.support.cell_store import generate
+from tests.support.stores import live_digest
 
 Tamper = Callable[[sqlite3.Connection], None]
 

@@ -11,14 +11,41 @@ from pathlib import Path
 
 import pytest
 
+from migrate.store.engine import ENGINE_ENV
 from tests.conftest import ROOT
 from tests.share.stores import cell_small_store, graph_store
+
+# The share commands (tail, follow, apply, snapshot, restore, backup, doctor, mcp, nohistory,
+# excise) work on SQLite stores only in this version; a Fjall store is refused by name
+# (migrate.store.readonly.open_sqlite_readonly, test_fjall_refused.py).  Sharing a Fjall
+# store is the sharing issue; until it lands every test here runs on the SQLite engine: each
+# test gets the engine("sqlite") marker (unless it names an engine itself), and the stores
+# built once for the package and by module fixtures are made on SQLite too.
+ENGINE = "sqlite"
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in item.path.resolve().parents and item.get_closest_marker("engine") is None:
+            item.add_marker(pytest.mark.engine(ENGINE))
+
+
+@pytest.fixture(scope="package", autouse=True)
+def _share_engine() -> Iterator[None]:
+    """Module- and package-scoped fixtures run before the per-test engine marker applies."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ENGINE_ENV, ENGINE)
+        yield
 
 
 @pytest.fixture(scope="session")
 def _built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("share-stores")
-    return {"cell": cell_small_store(base / "cell"), "graph": graph_store(base / "graph")}
+    with pytest.MonkeyPatch.context() as mp:  # session-scoped: set up before the package's
+        mp.setenv(ENGINE_ENV, ENGINE)
+        return {"cell": cell_small_store(base / "cell"), "graph": graph_store(base / "graph")}
 
 
 @pytest.fixture(params=["cell", "graph"])

@@ -6,6 +6,13 @@ for DIR/go-R, then commit the next write from that head; print one JSON line per
 ``once STORE TAG ROUNDS DIR``: like ``race``, but every round both processes send the *same*
 request with ``commit_once``; print whether it won or got Conflict.
 ``hold STORE READY``: stage many rows inside one transaction, touch READY, then sleep in it.
+``turn STORE TIMEOUT``: open the store for writing, waiting up to TIMEOUT seconds for it,
+then send the one request every ``turn`` sends (``commit_once`` of the next write after the
+head of the ``race`` namespace); print ``{"locked": true}`` or whether it won.
+``create STORE N``: create the store (``open_store(create=True)``) with a SIGKILL just before
+the N-th file-system change of the store's creation code (the Fjall engine's keyspace
+creation and writer, and the records' creation); N = 0 kills nothing and prints how many
+such changes it made.
 """
 
 from __future__ import annotations
@@ -83,6 +90,36 @@ def hold(store: str, ready: Path) -> None:
         time.sleep(600)
 
 
+def turn(store: str, timeout: float) -> None:
+    from bbg_core.errors import Locked
+
+    ns = birth("race").namespace
+    try:
+        st = open_store(store, busy_timeout=timeout)
+    except Locked as exc:
+        print(json.dumps({"locked": True, "message": exc.message}), flush=True)
+        return
+    with st:
+        w = follow(birth("race"), ns, "turn")  # the same request in every process
+        try:
+            got = w.apply_once(st)
+            print(json.dumps({"won": True, "index": got.index}), flush=True)
+        except Conflict:
+            print(json.dumps({"won": False, "index": st.head(ns).index}), flush=True)  # type: ignore[union-attr]
+
+
+def create(store: str, target: int) -> None:
+    from migrate.store import creation, keyspace_store
+    from migrate.store.fjall import writer as fjall_writer
+    from tests.fjall.crash_runner import _KillingOs
+
+    killing = _KillingOs(target)
+    for module in (keyspace_store, fjall_writer, creation):
+        module.os = killing  # type: ignore[attr-defined]
+    open_store(store, create=True).close()
+    print(killing.seen, flush=True)
+
+
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
     if cmd == "race":
@@ -93,5 +130,9 @@ if __name__ == "__main__":
         writer(args[0])
     elif cmd == "hold":
         hold(args[0], Path(args[1]))
+    elif cmd == "turn":
+        turn(args[0], float(args[1]))
+    elif cmd == "create":
+        create(args[0], int(args[1]))
     else:
         raise SystemExit(f"unknown command {cmd}")

@@ -14,6 +14,7 @@ import pytest
 from migrate.rules.links import validate_links
 from migrate.store import ARCHIVE_ORDER, StagedTables, Store, archive_digest, imports, open_store
 from tests.store.helpers import DictTables, birth, follow, h, load_rows
+from tests.support.stores import live_digest, prepare_activation
 
 FIXTURES = [
     "cell-small",
@@ -100,9 +101,12 @@ def test_staging_digest_equals_source_and_destination(tmp_path: Path, name: str)
             staged = StagedTables(tx, "imp")
             assert archive_digest(staged).hex() == doc["archive_digest_sha256"]
             assert validate_links(staged) == doc["expected_errors"]
+        prepare_activation(st, "imp")
+        with st.transaction() as tx:
             imports.activate(tx, "imp")
         with st.snapshot() as live:
             assert archive_digest(live).hex() == doc["archive_digest_sha256"]
+        assert live_digest(tmp_path / "s") == doc["archive_digest_sha256"]  # read from outside
 
 
 def test_store_written_by_graphport_has_valid_links(store: Store) -> None:

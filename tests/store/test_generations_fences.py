@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bbg_core.errors import Fenced, StoreRefused, StoreSealed
+from bbg_core.errors import Fenced, Locked, StoreRefused, StoreSealed
 from fences import generations, namespaces
 from migrate.store import open_store
 from tests.store.helpers import FENCED, birth, follow
+from tests.support.stores import set_status
 
 A = birth("a")
 A1 = follow(A, A.namespace, 1)
@@ -34,15 +35,6 @@ def test_marker_table(marker: str | None, generation: str | None) -> None:
     assert generations.generation_of(marker) == generation
 
 
-def _set_raw_marker(store_dir: Path, marker: str) -> None:
-    with open_store(store_dir, maintenance=True) as st, st.transaction() as tx:
-        tx.execute(
-            "INSERT OR REPLACE INTO bbg_import_v1 (id, status, generation, transaction_no) "
-            "VALUES (1, ?, 'original', ?)",
-            (marker, tx.number),
-        )
-
-
 @pytest.mark.parametrize(
     ("marker", "error"),
     [("copying", StoreRefused), ("export-v1", StoreSealed), ("neuron-v9", StoreRefused)],
@@ -51,7 +43,7 @@ def test_unknown_marker_refuses_normal_open(
     store_dir: Path, marker: str, error: type[StoreRefused | StoreSealed]
 ) -> None:
     open_store(store_dir, create=True).close()
-    _set_raw_marker(store_dir, marker)
+    set_status(store_dir, marker)  # behind the tool's back
     with pytest.raises(error) as info:
         open_store(store_dir)
     assert type(info.value) is error
@@ -89,6 +81,7 @@ def test_reader_generation_matrix(
             open_store(store_dir, reader_generation=reader)
 
 
+@pytest.mark.engine("sqlite")  # two write handles at once: SQLite's multi-handle concurrency
 def test_original_reader_refuses_promoted_store(store_dir: Path) -> None:
     with open_store(store_dir, create=True, reader_generation="original") as old:
         A.apply(old)
@@ -99,6 +92,24 @@ def test_original_reader_refuses_promoted_store(store_dir: Path) -> None:
         with pytest.raises(StoreRefused, match="neuron-v1"):
             A1.apply(old)
     # ... and an old reader cannot open it at all.
+    with pytest.raises(StoreRefused, match="'neuron-v1'"):
+        open_store(store_dir, reader_generation="original")
+
+
+@pytest.mark.engine("fjall")
+def test_fjall_original_reader_refuses_promoted_store(store_dir: Path) -> None:
+    """On the real database a write handle holds bbg.lock for its life: nobody promotes the
+    store behind an open handle (a second writer is Locked).  A handle of an original reader
+    still reads the marker at every write: once it promoted the store itself it can no
+    longer write, and an old reader cannot open the store at all."""
+    with open_store(store_dir, create=True, reader_generation="original") as old:
+        A.apply(old)
+        with pytest.raises(Locked):
+            open_store(store_dir, busy_timeout=0.2)
+        with old.transaction() as tx:
+            assert generations.promote(tx, "neuron-v1") == "neuron-v1"
+        with pytest.raises(StoreRefused, match="neuron-v1"):
+            A1.apply(old)
     with pytest.raises(StoreRefused, match="'neuron-v1'"):
         open_store(store_dir, reader_generation="original")
 

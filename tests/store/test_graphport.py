@@ -14,6 +14,7 @@ import pytest
 from bbg_core.errors import Conflict, HeadMismatch, MigrateError, ValidationFailed
 from migrate.store import Head, Store, archive_digest
 from tests.store.helpers import Write, birth, follow, h
+from tests.support.stores import tx_put_raw
 
 A = birth("a")
 A1 = follow(A, A.namespace, 1)
@@ -241,9 +242,7 @@ def test_history_gap_is_an_error_not_a_short_page(store: Store) -> None:
         w.apply(store)
         w = follow(w, A.namespace, i)
     with store.transaction() as tx:  # corrupt on purpose: drop index 1
-        tx.execute(
-            "DELETE FROM application_history WHERE key = ?", (A.namespace + (1).to_bytes(8, "big"),)
-        )
+        tx_put_raw(tx, "application_history", A.namespace + (1).to_bytes(8, "big"), None)
     with pytest.raises(StoreError, match="history index 1 is missing"):
         store.history(A.namespace)
 

@@ -10,6 +10,7 @@ from migrate.rules.links import validate_links
 from migrate.store import ARCHIVE_ORDER, StagedTables, Store, archive_digest, imports
 from tests.store.helpers import FENCED, birth, follow
 from tests.store.test_digest_links import _chain
+from tests.support.stores import prepare_activation
 
 SEAL = {"path": "cell.redb", "size": 10, "sha256": "00" * 32, "txn": 7}
 
@@ -92,6 +93,8 @@ def test_staged_namespace_is_inert_until_activation(store: Store) -> None:
     assert info.value.context["import_id"] == "imp"
     with store.transaction() as tx:
         assert imports.staged_namespaces(tx, "imp") == [ns]
+    prepare_activation(store, "imp")
+    with store.transaction() as tx:
         counts = imports.activate(tx, "imp")
         assert imports.import_state(tx, "imp") == "active"
         assert imports.staged_namespaces(tx, "imp") == []
@@ -128,6 +131,7 @@ def test_activation_conflict_writes_nothing(store: Store) -> None:
     with store.snapshot() as live:
         digest = archive_digest(live)
     with pytest.raises(Conflict) as info:
+        prepare_activation(store, "imp")  # Fjall: the plan finds the conflict first
         with store.transaction() as tx:
             imports.activate(tx, "imp")
     assert info.value.context["table"] == "application_content"
@@ -146,6 +150,7 @@ def test_activation_with_fence_and_promotion_in_one_transaction(store: Store) ->
         for table in ARCHIVE_ORDER:
             imports.stage_rows(tx, "imp", table, rows[table])
     subject = birth("subject")
+    prepare_activation(store, "imp")
     with store.transaction() as tx:
         imports.activate(tx, "imp")
         namespaces.fence(tx, origin, import_id="imp", reason="mapped into subject", **FENCED)

@@ -1,23 +1,34 @@
-"""Store layout: file identity, pragmas, creation only on request, the default-store guard."""
+"""Store layout: file identity, pragmas, creation only on request, the default-store guard.
+
+The SQLite file checked here is the records database (:func:`tests.support.stores.records_db`):
+on the SQLite engine the whole store, on the Fjall engine the toolkit's records beside the
+real BBG database, whose own layout (bbg's) is checked by the ``fjall`` tests."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
 
 from bbg_core.errors import StoreRefused
 from hashing import hemera
-from migrate.store import DB_NAME, open_store, resolve_store_dir
+from migrate.store import DB_NAME, bbgdb, open_store, resolve_store_dir
 from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.engine import records_dir
+from migrate.store.fjall import open_keyspace
 from migrate.store.layout import APPLICATION_ID, SCHEMA_VERSION
+from tests.support.stores import engine_of, live_rows, records_db, records_write
 
 
 def test_create_then_open(store_dir: Path) -> None:
     with open_store(store_dir, create=True) as st:
         info = st.info()
-    assert (store_dir / DB_NAME).is_file()
+    assert engine_of(store_dir) is not None
+    assert records_db(store_dir).is_file()
     with open_store(store_dir) as st:
         assert st.info()["store_id"] == info["store_id"]
         assert st.info()["hash_suite"] == hemera.SUITE
@@ -26,7 +37,7 @@ def test_create_then_open(store_dir: Path) -> None:
 
 def test_file_pragmas_and_tables(store_dir: Path) -> None:
     open_store(store_dir, create=True).close()
-    db = sqlite3.connect(store_dir / DB_NAME)
+    db = sqlite3.connect(records_db(store_dir))
     try:
         assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -41,6 +52,28 @@ def test_file_pragmas_and_tables(store_dir: Path) -> None:
     assert {"bbg_storage_v1", "bbg_import_v1"} <= names
     for table in ARCHIVE_ORDER:
         assert "WITHOUT ROWID" in sql[table]
+
+
+@pytest.mark.engine("fjall")
+def test_fjall_store_is_laid_out_as_bbg_lays_it_out(store_dir: Path) -> None:
+    """The real BBG database: directory 0700, bbg.lock 0600 held by the write handle for its
+    life, bbg's 33 partitions and nothing else in the keyspace; the records beside it."""
+    with open_store(store_dir, create=True):
+        fd = os.open(store_dir / bbgdb.LOCK_NAME, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    assert stat.S_IMODE(os.stat(store_dir).st_mode) == bbgdb.DIR_MODE == 0o700
+    assert stat.S_IMODE(os.stat(store_dir / bbgdb.LOCK_NAME).st_mode) == bbgdb.LOCK_MODE == 0o600
+    with open_keyspace(store_dir) as ks:
+        assert sorted(ks.partitions()) == sorted(bbgdb.PARTITIONS)
+    assert not (store_dir / DB_NAME).exists()
+    assert records_db(store_dir) == records_dir(store_dir) / DB_NAME
+    assert records_db(store_dir).is_file()
+    for table in ARCHIVE_ORDER:
+        assert live_rows(store_dir, table) == []
 
 
 def test_synchronous_full_on_handle(store_dir: Path) -> None:
@@ -90,7 +123,7 @@ def test_other_application_refused(tmp_path: Path) -> None:
 
 def test_newer_schema_refused(store_dir: Path) -> None:
     open_store(store_dir, create=True).close()
-    db = sqlite3.connect(store_dir / DB_NAME)
+    db = sqlite3.connect(records_db(store_dir))
     db.execute("PRAGMA user_version = 99")
     db.commit()
     db.close()
@@ -145,6 +178,7 @@ class TestDefaultStoreGuard:
             resolve_store_dir(None, create=False, cwd=tmp_path)
 
 
+@pytest.mark.engine("sqlite")  # SQLite's multi-handle concurrency: a second handle opens
 def test_busy_store_is_locked_not_a_crash(store_dir: Path) -> None:
     from bbg_core.errors import Locked
     from tests.store.helpers import birth
@@ -156,6 +190,26 @@ def test_busy_store_is_locked_not_a_crash(store_dir: Path) -> None:
                 birth("x").apply(other)
             assert info.value.exit_code == 11
             assert not other.poisoned  # BEGIN failed: nothing is unknown
+
+
+@pytest.mark.engine("fjall")
+def test_fjall_busy_store_is_locked_not_a_crash(store_dir: Path) -> None:
+    """One write handle at a time on the real database (it holds bbg.lock): a second one is
+    refused with Locked (exit 11) after the busy timeout, naming the holder; the holder goes
+    on unharmed."""
+    from bbg_core.errors import Locked
+    from tests.store.helpers import birth
+
+    with open_store(store_dir, create=True) as holder, holder.transaction() as tx:
+        tx.put("application_content", b"h" * 32, b"\x01held")
+        with pytest.raises(Locked) as info:
+            open_store(store_dir, busy_timeout=0.05)
+        assert info.value.exit_code == 11
+        assert f"pid {os.getpid()}" in info.value.message
+    with open_store(store_dir, busy_timeout=0.05) as st:
+        birth("x").apply(st)
+        assert st.live_get("application_content", b"h" * 32) == b"\x01held"
+        assert not st.poisoned
 
 
 def test_snapshot_is_consistent_while_others_commit(store_dir: Path) -> None:
@@ -173,12 +227,8 @@ def test_snapshot_is_consistent_while_others_commit(store_dir: Path) -> None:
 
 
 def _set_suite(store_dir: Path, suite: str) -> None:
-    db = sqlite3.connect(store_dir / DB_NAME)
-    try:
-        with db:
-            db.execute("UPDATE bbg_storage_v1 SET hash_suite = ? WHERE id = 1", (suite,))
-    finally:
-        db.close()
+    with records_write(store_dir) as db:
+        db.execute("UPDATE bbg_storage_v1 SET hash_suite = ? WHERE id = 1", (suite,))
 
 
 def test_hash_suite_is_written_under_the_real_name_and_both_names_are_read(

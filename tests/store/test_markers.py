@@ -14,57 +14,32 @@ table is that file's ``decode``; the write order (an existing receipt resolves b
 
 from __future__ import annotations
 
-import sqlite3
+import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bbg_core.errors import StoreRefused, StoreSealed
 from fences import generations
-from migrate.store import open_store
+from migrate.store import bbgdb, open_store
+from migrate.store.engine import default_engine, records_dir
 from tests.pipeline.helpers import cell_fixtures, cli, expected, unpack
 from tests.store.helpers import birth, follow
+from tests.support import stores
 
 A = birth("a")
 A1 = follow(A, A.namespace, 1)
 INCOMPLETE = ["copying", "export-v1", "future-v9"]
 
 
-def _raw_status(store_dir: Path, status: str, generation: str | None = None) -> None:
-    """Write the marker directly, as bbg's test does with ``tx.put(Migration, status)``."""
-    conn = sqlite3.connect(store_dir / "bbg.sqlite3")
-    with conn:
-        conn.execute(
-            "INSERT INTO bbg_import_v1 (id, status, generation, transaction_no) "
-            "VALUES (1, ?, ?, 0) ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
-            "generation = excluded.generation",
-            (status, generation or "original"),
-        )
-    conn.close()
-
-
-def _status(store_dir: Path) -> tuple[Any, ...] | None:
-    conn = sqlite3.connect(f"file:{store_dir / 'bbg.sqlite3'}?mode=ro", uri=True)
-    try:
-        row: tuple[Any, ...] | None = conn.execute(
-            "SELECT status, generation FROM bbg_import_v1"
-        ).fetchone()
-        return row
-    finally:
-        conn.close()
-
-
-def _dump(store_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table (the logical content of the store)."""
-    conn = sqlite3.connect(f"file:{store_dir / 'bbg.sqlite3'}?mode=ro", uri=True)
-    try:
-        names = [
-            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        ]
-        return {n: sorted(conn.execute(f"SELECT * FROM {n}").fetchall()) for n in names}
-    finally:
-        conn.close()
+def _generation_column(store_dir: Path) -> str | None:
+    """The SQLite ``bbg_import_v1.generation`` column (a Fjall store has none: the marker is
+    the only status it keeps)."""
+    with stores.records(store_dir) as conn:
+        row = conn.execute("SELECT generation FROM bbg_import_v1").fetchone()
+    return None if row is None else str(row[0])
 
 
 @pytest.mark.parametrize(
@@ -96,7 +71,7 @@ def test_promotion_is_durable_monotonic_and_rejects_incomplete_states(tmp_path: 
     with open_store(store_dir) as db:
         assert db.generation == "auth-v1"
     for status in INCOMPLETE:
-        _raw_status(store_dir, status)
+        stores.set_status(store_dir, status)
         with open_store(store_dir, maintenance=True) as db:
             with pytest.raises((StoreRefused, StoreSealed)) as info, db.transaction(
                 check_status=False
@@ -107,16 +82,22 @@ def test_promotion_is_durable_monotonic_and_rejects_incomplete_states(tmp_path: 
                 check_status=False
             ) as tx:
                 generations.settle(tx)
-        assert _status(store_dir) == (status, "original")
+        assert stores.status(store_dir) == status
+        if stores.engine_of(store_dir) == "sqlite":
+            assert _generation_column(store_dir) == "original"
 
 
+# Another process writes the marker while this handle is open: SQLite only (a Fjall handle
+# holds bbg.lock, so nobody else can write; its counterpart below marks the store through the
+# handle itself).
+@pytest.mark.engine("sqlite")
 @pytest.mark.parametrize("status", INCOMPLETE)
 def test_every_write_through_an_earlier_handle_is_refused(tmp_path: Path, status: str) -> None:
     store_dir = tmp_path / "bbg"
     with open_store(store_dir, create=True) as early:
         A.apply(early)
-        _raw_status(store_dir, status)  # another process marks the store
-        before = _dump(store_dir)
+        stores.set_status(store_dir, status)  # another process marks the store
+        before = stores.dump(store_dir)
         error = StoreSealed if status == "export-v1" else StoreRefused
         with pytest.raises(error) as info:
             A1.apply(early)
@@ -127,21 +108,47 @@ def test_every_write_through_an_earlier_handle_is_refused(tmp_path: Path, status
         # bbg resolves an existing receipt before the marker check: an exact retry of a
         # request committed before the marker changed still returns its original head.
         assert A.apply(early) == A.new_head
-        assert _dump(store_dir) == before
+        assert stores.dump(store_dir) == before
 
 
+@pytest.mark.engine("fjall")
+@pytest.mark.parametrize("status", INCOMPLETE)
+def test_fjall_every_write_after_the_marker_changed_is_refused(tmp_path: Path, status: str) -> None:
+    """The Fjall counterpart: the marker is written raw (no rule checked) through the open
+    handle, the only writer; every later write of that handle re-reads it and refuses, and an
+    exact retry of a request committed before still resolves; nothing is written."""
+    store_dir = tmp_path / "bbg"
+    with open_store(store_dir, create=True) as db:
+        A.apply(db)
+        with db.transaction() as tx:
+            stores.tx_put_raw(tx, bbgdb.MIGRATION, bbgdb.STATUS, status.encode())
+        before = stores.dump(store_dir)
+        error = StoreSealed if status == "export-v1" else StoreRefused
+        with pytest.raises(error) as info:
+            A1.apply(db)
+        assert info.value.context["marker"] == status
+        assert info.value.exit_code == (4 if status == "export-v1" else 1)
+        with pytest.raises(error), db.transaction():
+            raise AssertionError("the body of a refused transaction never runs")
+        assert A.apply(db) == A.new_head
+        assert stores.dump(store_dir) == before
+    assert stores.status(store_dir) == status
+
+
+@pytest.mark.engine("sqlite")  # the generation column of bbg_import_v1 (none on Fjall)
 def test_unknown_generation_column_is_no_internal_error(tmp_path: Path) -> None:
     """A generation this build does not know is reported, never looked up (it once raised
     KeyError)."""
     store_dir = tmp_path / "bbg"
     open_store(store_dir, create=True).close()
-    _raw_status(store_dir, "future-v9", "future-v9")
+    stores.set_status(store_dir, "future-v9", "future-v9")
     with pytest.raises(StoreRefused, match="'future-v9' is not a reader generation"):
         open_store(store_dir)
-    _raw_status(store_dir, "complete", "future-v9")  # the status alone decides
+    stores.set_status(store_dir, "complete", "future-v9")  # the status alone decides
     with open_store(store_dir) as db, db.transaction() as tx:
         assert generations.promote(tx, "neuron-v1") == "neuron-v1"
-    assert _status(store_dir) == ("neuron-v1", "neuron-v1")
+    assert stores.status(store_dir) == "neuron-v1"
+    assert _generation_column(store_dir) == "neuron-v1"
 
 
 # -- the pipeline refuses such a store when it opens it, before any write -------------------
@@ -157,30 +164,49 @@ def _mapped_args(src: Path) -> list[str]:
     return args
 
 
+Converted = Callable[[], tuple[Path, Path, Path]]
+
+
 @pytest.fixture(scope="module")
-def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """A store converted from cell-empty, plus two legacy sources (small and empty)."""
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Converted:
+    """A store converted from cell-empty, plus two legacy sources (small and empty): one per
+    engine, made on the engine the calling test runs on (its ``engine`` marker or the
+    default), copied with :func:`_copy_store`."""
     base = tmp_path_factory.mktemp("markers")
-    small = unpack(SMALL, base / "small")
-    empty = unpack(EMPTY, base / "empty")
-    store = base / "store"
-    res = cli("run", str(empty), "--store", str(store), "--nonce", "01")
-    assert res.returncode == 0, res.stderr
-    return store, small, empty
+    made: dict[str, tuple[Path, Path, Path]] = {}
+
+    def make() -> tuple[Path, Path, Path]:
+        engine = default_engine()
+        if engine not in made:
+            small = unpack(SMALL, base / engine / "small")
+            empty = unpack(EMPTY, base / engine / "empty")
+            store = base / engine / "store"
+            res = cli("run", str(empty), "--store", str(store), "--nonce", "01")
+            assert res.returncode == 0, res.stderr
+            assert stores.engine_of(store) == engine
+            made[engine] = (store, small, empty)
+        return made[engine]
+
+    return make
+
+
+def _copy_store(template: Path, store: Path) -> None:
+    """Copy a store with its records directory (a Fjall store keeps its records beside it)."""
+    shutil.copytree(template, store)
+    if records_dir(template).is_dir():
+        shutil.copytree(records_dir(template), records_dir(store))
 
 
 @pytest.mark.parametrize("status", INCOMPLETE)
 @pytest.mark.parametrize("how", ["new source", "mapped", "exact rerun", "plan"])
 def test_run_into_a_marked_store_is_refused_before_any_write(
-    converted: tuple[Path, Path, Path], tmp_path: Path, status: str, how: str
+    converted: Converted, tmp_path: Path, status: str, how: str
 ) -> None:
-    import shutil
-
-    template, small, empty = converted
+    template, small, empty = converted()
     store = tmp_path / "store"
-    shutil.copytree(template, store)
-    _raw_status(store, status, status)
-    before = _dump(store)
+    _copy_store(template, store)
+    stores.set_status(store, status, status)
+    before = stores.dump(store)
     if how == "new source":
         args = ["run", str(small), "--nonce", "02"]
     elif how == "mapped":
@@ -194,23 +220,37 @@ def test_run_into_a_marked_store_is_refused_before_any_write(
     assert "internal error" not in res.stderr
     assert f"status marker {status!r}" in res.stderr
     # No seal, staging, cursor, journal or nonce row, no promotion: nothing at all.
-    assert _dump(store) == before
+    assert stores.dump(store) == before
 
 
 @pytest.mark.parametrize("status", INCOMPLETE)
+def test_inspect_reports_the_marker(converted: Converted, tmp_path: Path, status: str) -> None:
+    """inspect reports the marker, on either engine, and writes nothing."""
+    template, _, _ = converted()
+    store = tmp_path / "store"
+    _copy_store(template, store)
+    stores.set_status(store, status, status)
+    before = stores.dump(store)
+    res = cli("inspect", str(store), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["store"]["status"] == status
+    assert stores.dump(store) == before
+
+
+# doctor, tail and snapshot are share commands: SQLite stores only in this version (a Fjall
+# store is refused before its marker is read, tests/share/test_fjall_refused.py).
+@pytest.mark.engine("sqlite")
+@pytest.mark.parametrize("status", INCOMPLETE)
 def test_every_path_that_reads_the_marker_names_it(
-    converted: tuple[Path, Path, Path], tmp_path: Path, status: str
+    converted: Converted, tmp_path: Path, status: str
 ) -> None:
     """inspect reports the marker; doctor flags it; tail and snapshot refuse with a named
     error -- never an internal error -- and nothing is written."""
-    import json
-    import shutil
-
-    template, _, _ = converted
+    template, _, _ = converted()
     store = tmp_path / "store"
-    shutil.copytree(template, store)
-    _raw_status(store, status, status)
-    before = _dump(store)
+    _copy_store(template, store)
+    stores.set_status(store, status, status)
+    before = stores.dump(store)
     res = cli("inspect", str(store), "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["store"]["status"] == status
@@ -222,4 +262,4 @@ def test_every_path_that_reads_the_marker_names_it(
         assert res.returncode == (4 if status == "export-v1" else 1), (args, res.stderr)
         assert "internal error" not in res.stderr
         assert f"status marker {status!r}" in res.stderr, (args, res.stderr)
-    assert _dump(store) == before
+    assert stores.dump(store) == before

@@ -39,6 +39,7 @@ def _wait(path: Path, proc: subprocess.Popen[str] | None = None, timeout: float 
         time.sleep(0.005)
 
 
+@pytest.mark.engine("sqlite")  # SQLite's multi-writer concurrency: both processes hold handles
 def test_two_processes_race_one_namespace(tmp_path: Path) -> None:
     store_dir = tmp_path / "bbg"
     with open_store(store_dir, create=True) as st:
@@ -71,6 +72,7 @@ def test_two_processes_race_one_namespace(tmp_path: Path) -> None:
             assert validate_links(live) == []
 
 
+@pytest.mark.engine("sqlite")  # SQLite's multi-writer concurrency: both processes hold handles
 def test_commit_once_double_use_by_two_processes_has_one_winner(tmp_path: Path) -> None:
     """Two processes send the same request with commit_once at the same moment, round after
     round: exactly one gets the head, the other a Conflict (never two effects)."""
@@ -103,6 +105,41 @@ def test_commit_once_double_use_by_two_processes_has_one_winner(tmp_path: Path) 
     with open_store(store_dir) as st:
         head = st.head(birth("once").namespace)
         assert head is not None and head.index == rounds
+        with st.snapshot() as live:
+            assert validate_links(live) == []
+
+
+@pytest.mark.engine("fjall")
+def test_fjall_processes_take_turns_and_the_same_request_wins_once(tmp_path: Path) -> None:
+    """On the real database one process writes at a time (bbg.lock): while a handle is open
+    another writer is refused with Locked after its busy timeout, or waits for its turn.
+    Two waiting processes sending the same request with commit_once, one after the other:
+    exactly one gets the head, the other a Conflict (never two effects)."""
+    store_dir = tmp_path / "bbg"
+    holder = open_store(store_dir, create=True)
+    try:
+        birth("race").apply(holder)
+        refused = _spawn("turn", str(store_dir), "0.2")
+        out, err = refused.communicate(timeout=60)
+        assert refused.returncode == 0, err
+        doc = json.loads(out)
+        assert doc["locked"] and f"pid {os.getpid()}" in doc["message"], doc
+        waiting = [_spawn("turn", str(store_dir), "60") for _ in range(2)]
+        time.sleep(0.5)
+        assert [p.poll() for p in waiting] == [None, None]  # both wait for their turn
+        assert holder.head(birth("race").namespace) == birth("race").new_head
+    finally:
+        holder.close()
+    outs = []
+    for p in waiting:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        outs.append(json.loads(out))
+    assert sorted(o["won"] for o in outs) == [False, True], outs
+    assert [o["index"] for o in outs] == [1, 1]
+    with open_store(store_dir) as st:
+        head = st.head(birth("race").namespace)
+        assert head is not None and head.index == 1
         with st.snapshot() as live:
             assert validate_links(live) == []
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.helpers import EMPTY_DIGEST, LEGACY, cli, live_digest
+from tests.pipeline.helpers import LEGACY, cli
+from tests.support.stores import EMPTY_DIGEST, live_digest
 from tests.transfer.helpers import copy_store, migrated_store, status
 
 pytestmark = pytest.mark.slow
