@@ -162,3 +162,33 @@ def test_a_complete_transfer_ends_in_bbgs_key_set(
     again = transfer.run(job)
     assert again.receipt == outcome.receipt
     assert (every_key(source), every_key(target)) == (got_source, got_target)
+
+
+def test_an_activation_in_segments_ends_in_the_same_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond bbg's batch bounds the activation publishes the rows as segments under the
+    import's guard (bounds lowered here so seven rows exceed them): the same keys, no guard
+    left, and bbg's last batch is the activation's own (the status put and the cursor)."""
+    from migrate.pipeline import stages
+    from migrate.store import guard
+
+    source, target = tmp_path / "source", tmp_path / "target"
+    create_keyspace(source)
+    _commit(source, _publish(2, 0))
+    _commit(source, _publish(3, 1))
+    monkeypatch.setattr(transfer.tgt, "target_id", lambda store_id: TARGET)
+    monkeypatch.setattr(stages, "BATCH_ROWS", 3)
+    job = transfer.TransferJob(source=source, store=target, nonce=NONCE.hex(),
+                               content_check="none")  # fmt: skip
+    outcome = transfer.run(job)
+    assert outcome.status == "complete" and outcome.manifest == MANIFEST.hex()
+    got = every_key(target)
+    assert {k: v for k, v in got.items() if k != LAST} == {
+        k: v for k, v in TARGET_KEYS.items() if k != LAST
+    }
+    last_batch = {("bbg_import_v1", b"status"): b"neuron-v1",
+                  ("bbg_import_v1", b"t" + MANIFEST): CURSOR_DONE}  # fmt: skip
+    assert got[LAST] == bbgdb.change_id(last_batch)
+    assert not guard.path_of(target).exists()
+    assert transfer.run(job).receipt == outcome.receipt
