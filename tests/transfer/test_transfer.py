@@ -9,6 +9,7 @@ for good (bbg keeps ``bbg_import_v1['s' ‖ namespace]``).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -40,8 +41,12 @@ def template(tmp_path_factory: pytest.TempPathFactory, transfer_engine: str) -> 
 @pytest.fixture(scope="module")
 def busy_target(tmp_path_factory: pytest.TempPathFactory, transfer_engine: str) -> Path:
     """A store that already holds an unrelated namespace (a migrated Signal log)."""
-    store = tmp_path_factory.mktemp("busy") / "target"
-    res = cli("run", str(LEGACY / "signals-small.log"), "--store", str(store))
+    base = tmp_path_factory.mktemp("busy")
+    # A private copy: a run locks its source, and the other engine's module (another worker)
+    # converts the same fixture at the same time.
+    log = shutil.copy(LEGACY / "signals-small.log", base / "signals-small.log")
+    store = base / "target"
+    res = cli("run", str(log), "--store", str(store))
     assert res.returncode == 0, res.stderr
     return store
 
@@ -151,7 +156,8 @@ def test_the_sealed_source_refuses_every_write(
         if early is not None:
             early.close()
     # Through the CLI: any pipeline run into it is refused, naming the marker.
-    res = cli("run", str(LEGACY / "signals-small.log"), "--store", str(source))
+    log = shutil.copy(LEGACY / "signals-small.log", tmp_path / "signals-small.log")
+    res = cli("run", str(log), "--store", str(source))
     assert res.returncode == 4 and "'export-v1'" in res.stderr
     assert dump(source) == before
 

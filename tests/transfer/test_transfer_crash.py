@@ -8,6 +8,7 @@ and the records."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 from pathlib import Path
 
@@ -30,11 +31,16 @@ pytestmark = pytest.mark.slow
 def templates(tmp_path_factory: pytest.TempPathFactory, transfer_engine: str) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("crash")
     source = migrated_store(base)
+    # Private copies of the logs: a run locks its source, and the other engine's module
+    # (another worker) converts the same fixtures at the same time.
+    logs = {name: shutil.copy(LEGACY / name, base / name)
+            for name in ("signals-empty.log", "signals-small.log")}  # fmt: skip
     empty = base / "empty"
-    assert cli("run", str(LEGACY / "signals-empty.log"), "--store", str(empty),
+    assert cli("run", str(logs["signals-empty.log"]), "--store", str(empty),
                "--kind", "signal-log").returncode == 0  # fmt: skip
     busy = base / "busy"
-    assert cli("run", str(LEGACY / "signals-small.log"), "--store", str(busy)).returncode == 0
+    res = cli("run", str(logs["signals-small.log"]), "--store", str(busy))
+    assert res.returncode == 0, res.stderr
     return {"source": source, "empty": empty, "busy": busy}
 
 
