@@ -121,6 +121,21 @@ def write_export(
     )
 
 
+def record_export(
+    tx: Any, target: bytes, nonce: bytes, prior: bytes, manifest: bytes, detail: str
+) -> None:
+    """Record (or replace) the seal's row in the records only: the facts of a Fjall seal whose
+    keyspace batch landed and whose records did not (bbg's key is not written again)."""
+    tx.execute(_export_table_sql())
+    tx.execute(
+        f"INSERT INTO {EXPORT_TABLE} (id, target, nonce, prior, manifest, detail, transaction_no) "
+        "VALUES (1, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET target = excluded.target, "
+        "nonce = excluded.nonce, prior = excluded.prior, manifest = excluded.manifest, "
+        "detail = excluded.detail, transaction_no = excluded.transaction_no",
+        (target, nonce, prior, manifest, detail, tx.number),
+    )
+
+
 def counter(db: Any) -> tuple[str, int]:
     """``(store id, last transaction)`` of the store."""
     row = db.one("SELECT store_id, last_transaction FROM bbg_storage_v1 WHERE id = 1")

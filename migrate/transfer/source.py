@@ -379,16 +379,8 @@ class SourceStore(Closing):
                 "sealed_transaction": tx.number,
                 **detail,
             }
-            tx.execute(export._export_table_sql())
-            tx.execute(
-                f"INSERT INTO {export.EXPORT_TABLE} (id, target, nonce, prior, manifest, detail, "
-                "transaction_no) VALUES (1, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                "target = excluded.target, nonce = excluded.nonce, prior = excluded.prior, "
-                "manifest = excluded.manifest, detail = excluded.detail, "
-                "transaction_no = excluded.transaction_no",
-                (seal.target, seal.nonce, seal.prior, seal.manifest, canonical_json(doc),
-                 tx.number),
-            )  # fmt: skip
+            export.record_export(tx, seal.target, seal.nonce, seal.prior, seal.manifest,
+                                 canonical_json(doc))  # fmt: skip
         return ExportSeal(seal.target, seal.nonce, seal.prior, seal.manifest, doc)
 
     def recheck(self, seal: ExportSeal) -> None:
