@@ -192,7 +192,8 @@ def _seal_into(
 def _session(
     job: TransferJob, progress: Progress | None, *, reserve: bool = True
 ) -> Iterator[_Session]:
-    with SourceStore(Path(job.source), job.content_check) as source:
+    with _records_of_a_refused_source(Path(job.source)), \
+            SourceStore(Path(job.source), job.content_check) as source:  # fmt: skip
         state = source.read(progress)
         target, sealed = _seal_into(job, source, state)
         try:
@@ -212,6 +213,33 @@ def _session(
             )
         finally:
             target.close()
+
+
+@contextmanager
+def _records_of_a_refused_source(source: Path) -> Iterator[None]:
+    """A Fjall source without the toolkit's records (a store the cyber code wrote) gets them
+    when the transfer opens it; when the transfer is refused before the seal landed, they are
+    removed again, so a refused transfer leaves such a source exactly as it found it.  Once
+    the keyspace holds a seal they stay (they name the store id the default nonce is bound
+    to)."""
+    fresh = engine_of(source) == FJALL and not records_dir(source).exists()
+    try:
+        yield
+    except BaseException:
+        if fresh and records_dir(source).exists() and not _sealed_keyspace(source):
+            shutil.rmtree(records_dir(source), ignore_errors=True)
+        raise
+
+
+def _sealed_keyspace(source: Path) -> bool:
+    from migrate.store import bbgdb, export
+    from migrate.store.fjall import open_keyspace
+
+    ks = open_keyspace(source)
+    try:
+        return ks.get(bbgdb.MIGRATION, export.SEAL_KEY) is not None
+    finally:
+        ks.close()
 
 
 def _stage(s: _Session, max_pages: int | None, progress: Progress | None) -> bool:

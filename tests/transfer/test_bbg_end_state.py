@@ -192,3 +192,23 @@ def test_an_activation_in_segments_ends_in_the_same_keys(
     assert got[LAST] == bbgdb.change_id(last_batch)
     assert not guard.path_of(target).exists()
     assert transfer.run(job).receipt == outcome.receipt
+
+
+def test_a_refused_source_the_cyber_code_wrote_is_left_as_it_was(tmp_path: Path) -> None:
+    """The scenario's source checked as cybergraph's content (the default): ``[n; 32]`` is not
+    the id of ``[1, n]``, so the transfer is refused before sealing (the toolkit's order, see
+    docs/operations.md "Differences from the cyber code"): no key of the source changes, no
+    target is left, and the records the transfer made beside the source are removed again."""
+    from bbg_core.errors import ValidationFailed
+    from migrate.store.engine import records_dir
+
+    source, target = tmp_path / "source", tmp_path / "target"
+    create_keyspace(source)
+    _commit(source, _publish(2, 0))
+    _commit(source, _publish(3, 1))
+    before = every_key(source)
+    with pytest.raises(ValidationFailed, match="nothing was written"):
+        transfer.run(transfer.TransferJob(source=source, store=target, nonce=NONCE.hex()))
+    assert every_key(source) == before
+    assert not records_dir(source).exists()
+    assert not target.exists() and not records_dir(target).exists()
