@@ -374,3 +374,25 @@ def test_legacy_only_options_on_a_store_are_refused_by_name(tmp_path: Path) -> N
     with pytest.raises(UsageError, match="is not a BBG store"):
         api.transfer_job(tmp_path / "source-redb" / "cell.redb", tmp_path / "t")
     assert not (tmp_path / "t").exists()
+
+
+def test_a_transfer_crosses_engines(source: Path, tmp_path: Path, transfer_engine: str) -> None:
+    """A source on one engine moves into a new target on the other: the same rows, the
+    source's own prior (its bbg change id on Fjall, its counter on SQLite)."""
+    from migrate.store.engine import ENGINE_ENV, engine_of
+    from tests.transfer.helpers import bbg_last, live_digest
+
+    other = "sqlite" if transfer_engine == "fjall" else "fjall"
+    prior = bbg_last(source) if transfer_engine == "fjall" else None
+    target = tmp_path / "t"
+    res = cli("transfer", str(source), "--store", str(target), "--json", env={ENGINE_ENV: other})
+    assert res.returncode == 0, res.stderr
+    receipt = json.loads(res.stdout)
+    assert engine_of(target) == other and engine_of(source) == transfer_engine
+    assert live_digest(target) == live_digest(source)
+    assert (status(source), status(target)) == ("export-v1", "neuron-v1")
+    if prior is not None:
+        assert receipt["prior"] == prior.hex()
+    else:
+        counter = receipt["source"]["prior_transaction"]
+        assert receipt["prior"] == (counter.to_bytes(8, "little") + bytes(24)).hex()
