@@ -36,9 +36,15 @@ def require_unfenced(db: FenceReader, namespace: bytes) -> None:
     """Raise Fenced if ``namespace`` is fenced."""
     record = fence_of(db, namespace)
     if record is not None:
+        transferred = str(record["reason"]).startswith("transferred into this store")
+        why = (
+            "it came here by a sealed transfer and bbg accepts no new writes to it"
+            if transferred
+            else "its history now continues elsewhere, write there instead"
+        )
         raise Fenced(
             f"{db.path}: namespace {namespace.hex()} is fenced (import {record['import_id']}: "
-            f"{record['reason']}); its history now continues elsewhere, write there instead",
+            f"{record['reason']}); {why}",
             path=str(db.path),
             namespace=namespace,
             import_id=record["import_id"],

@@ -44,6 +44,8 @@ from migrate.store.tx import Tx, check_table
 #: The key prefix of a neuron fence in ``bbg_import_v1`` (bbg ``application.rs``).
 FENCE_PREFIX = b"neuron-fence\x00"
 FENCE_VALUE_LEN = 64
+#: The key prefix of a transferred namespace's reservation (bbg ``transfer.rs``).
+SOURCE_PREFIX = b"s"
 _NOTED = frozenset({"application_content", "application_unique_claims"})
 
 
@@ -104,7 +106,17 @@ class KeyspaceRows:
 def _fence_record(rows: Any, records: Any, namespace: bytes) -> dict[str, Any] | None:
     value = rows.live_get(bbgdb.MIGRATION, fence_key(namespace))
     if value is None:
-        return None
+        # A namespace transferred into this store: bbg's 's' ‖ namespace = manifest, kept for
+        # good, fences it as well (bbg application.rs apply_checked).
+        reserved = rows.live_get(bbgdb.MIGRATION, SOURCE_PREFIX + namespace)
+        if reserved is None:
+            return None
+        found = markers.fence_record(records, namespace)
+        if found is None:  # written by bbg, or the records of its batch were lost
+            found = {"import_id": reserved.hex(), "transaction": None,
+                     "reason": "transferred into this store (bbg_import_v1 's' key)"}  # fmt: skip
+        found["manifest"] = reserved.hex()
+        return found
     record = markers.fence_record(records, namespace)
     if record is None:  # written by neuron or bbg, not by this toolkit
         record = {"import_id": None, "reason": "fenced in bbg_import_v1 (neuron-fence)",

@@ -29,7 +29,8 @@ from fences import generations
 from migrate.job import MAX_PAGE_ROWS, Bounds, Job
 from migrate.pipeline.preflight import Preflight
 from migrate.store import imports, open_store
-from migrate.store.layout import DB_NAME, resolve_store_dir, store_id_of
+from migrate.store.engine import FJALL, engine_of, records_dir
+from migrate.store.layout import resolve_store_dir, store_id_of
 from migrate.store.store import Store
 from migrate.transfer import target as tgt
 from migrate.transfer.cursor import Cursor
@@ -51,6 +52,10 @@ class TransferJob:
     store: Path | None
     nonce: str | None = None  # 64 hex digits; default: derived from the source store
     page_rows: int = MAX_PAGE_ROWS
+    #: How the source's content rows are checked before sealing: ``codec`` (cybergraph's
+    #: codec-checked content, the default) or ``none`` (content is bytes: bbg's transfer
+    #: with an accepting ``validate_content``, as its own tests run it).
+    content_check: str = "codec"
 
     def nonce_bytes(self, state: SourceState) -> bytes:
         if self.nonce is None:
@@ -150,7 +155,7 @@ def _seal_into(
     transfer leaves no empty store behind; once the seal may have landed, it stays.
     """
     directory = _target_dir(job)
-    fresh = not (directory / DB_NAME).exists() and not directory.exists()
+    fresh = not directory.exists()
     target = open_store(directory, create=True)
     try:
         info = target.info()
@@ -174,6 +179,8 @@ def _seal_into(
         target.close()
         if fresh and untouched:
             shutil.rmtree(directory, ignore_errors=True)
+            if target.engine == FJALL:
+                shutil.rmtree(records_dir(directory), ignore_errors=True)
         raise
     except BaseException:
         target.close()
@@ -185,7 +192,8 @@ def _seal_into(
 def _session(
     job: TransferJob, progress: Progress | None, *, reserve: bool = True
 ) -> Iterator[_Session]:
-    with SourceStore(Path(job.source)) as source:
+    with _records_of_a_refused_source(Path(job.source)), \
+            SourceStore(Path(job.source), job.content_check) as source:  # fmt: skip
         state = source.read(progress)
         target, sealed = _seal_into(job, source, state)
         try:
@@ -205,6 +213,33 @@ def _session(
             )
         finally:
             target.close()
+
+
+@contextmanager
+def _records_of_a_refused_source(source: Path) -> Iterator[None]:
+    """A Fjall source without the toolkit's records (a store the cyber code wrote) gets them
+    when the transfer opens it; when the transfer is refused before the seal landed, they are
+    removed again, so a refused transfer leaves such a source exactly as it found it.  Once
+    the keyspace holds a seal they stay (they name the store id the default nonce is bound
+    to)."""
+    fresh = engine_of(source) == FJALL and not records_dir(source).exists()
+    try:
+        yield
+    except BaseException:
+        if fresh and records_dir(source).exists() and not _sealed_keyspace(source):
+            shutil.rmtree(records_dir(source), ignore_errors=True)
+        raise
+
+
+def _sealed_keyspace(source: Path) -> bool:
+    from migrate.store import bbgdb, export
+    from migrate.store.fjall import open_keyspace
+
+    ks = open_keyspace(source)
+    try:
+        return ks.get(bbgdb.MIGRATION, export.SEAL_KEY) is not None
+    finally:
+        ks.close()
 
 
 def _stage(s: _Session, max_pages: int | None, progress: Progress | None) -> bool:
@@ -278,15 +313,16 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
     source, a seal for another target or nonce, a target that refuses writes, a namespace
     that collides in the target) are raised with the same error.
     """
-    from migrate.store.readonly import open_readonly, open_sqlite_readonly
+    from migrate.store.readonly import open_readonly
     from migrate.transfer.source import read_state
 
-    with open_sqlite_readonly(Path(job.source)) as conn:
-        state = read_state(conn, Path(job.source), progress)
+    with open_readonly(Path(job.source)) as conn:
+        state = read_state(conn, Path(job.source), progress, job.content_check)
     state.check()
     nonce = job.nonce_bytes(state)
     directory = _target_dir(job)
-    target_doc: dict[str, Any] = {"path": str(directory), "exists": (directory / DB_NAME).exists()}
+    exists = engine_of(directory) is not None
+    target_doc: dict[str, Any] = {"path": str(directory), "exists": exists}
     action = "transfer"
     cursor: Cursor | None = None
     if target_doc["exists"]:
@@ -353,6 +389,6 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
 
 
 def _would_be_manifest(state: SourceState, target: bytes, nonce: bytes) -> bytes:
-    from migrate.transfer.source import manifest_of, prior_of
+    from migrate.transfer.source import manifest_of
 
-    return manifest_of(target, nonce, prior_of(state.last_transaction), state.sources)
+    return manifest_of(target, nonce, state.prior, state.sources)

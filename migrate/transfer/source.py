@@ -15,15 +15,22 @@ and ``transfer.rs`` (``TransferSource``), ``specs/application-transfer.md``:
 * an existing seal for another target or nonce is a Conflict; a seal that no longer
   recomputes from the current heads, or ``export-v1`` without a seal, is corrupt.
 
-This module writes to the source exactly once: the sealing transaction.  Everything else
-reads, in one snapshot per call (:func:`read_state`), or page by page after the seal (the
-sealed source cannot change).  Our ``prior`` is the store's transaction counter as u64 LE,
-zero-padded to 32 bytes (bbg stores a 32-byte change id there; a fresh store has none = 0).
+This module writes to the source exactly once: the sealing transaction (on the Fjall engine
+one batch holding bbg's two keys, ``application-export`` and ``status``, plus bbg's
+``last_transaction``; the records beside it keep the seal's facts).  Everything else reads,
+in one snapshot per call (:func:`read_state`), or page by page after the seal (the sealed
+source cannot change).
+
+``prior``: on the Fjall engine bbg's own -- the source's ``bbg_storage_v1["last_transaction"]``
+(bbg's change id of its last batch), 32 zero bytes if it has none.  A SQLite store keeps no
+change id (its ``last_transaction`` is a transaction counter), so there ``prior`` is that
+counter as u64 LE, zero-padded to 32 bytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +46,7 @@ from migrate.rules.sources import Page
 from migrate.store import export, graph, open_store
 from migrate.store.codec import Head
 from migrate.store.connection import Connection
+from migrate.store.engine import FJALL, SQLITE
 from migrate.store.store import Store
 from migrate.store.tables import StoreTables
 from migrate.transfer.cursor import DONE, Cursor
@@ -52,8 +60,15 @@ ALLOWED_STATUS = (None, "complete", generations.EXPORT_MARKER)
 
 
 def prior_of(last_transaction: int) -> bytes:
-    """The 32-byte ``prior`` of a store whose transaction counter is ``last_transaction``."""
+    """The 32-byte ``prior`` of a SQLite store whose transaction counter is
+    ``last_transaction`` (it keeps no change id)."""
     return last_transaction.to_bytes(8, "little") + bytes(24)
+
+
+def bbg_prior(last_transaction: bytes | None) -> bytes:
+    """bbg's ``prior`` of a Fjall store: its ``last_transaction`` change id, or 32 zero bytes
+    when it has none (bbg ``transfer.rs`` ``from_archive``)."""
+    return bytes(32) if last_transaction is None else last_transaction
 
 
 def manifest_of(target: bytes, nonce: bytes, prior: bytes, sources: Sources) -> bytes:
@@ -90,8 +105,27 @@ class ExportSeal:
 
 
 def export_seal(db: Any) -> ExportSeal | None:
-    """The export seal recorded in a store, or None (the table is absent in older stores)."""
+    """The export seal of a store, or None (on SQLite the table is absent in older stores).
+
+    On the Fjall engine bbg's key is the seal; its facts come from the records' row when it
+    names the same seal, else the seal has none (``detail`` empty: the records of an
+    interrupted seal, or a store sealed by bbg itself)."""
+    import json
+
     row = export.export_row(db)
+    if export.is_keyspace(db):
+        raw = export.keyspace_seal(db)
+        if raw is None:
+            return None
+        if len(raw) != export.SEAL_LEN:
+            raise StoreCorrupt(
+                f"{db.path}: bbg_import_v1['application-export'] is {len(raw)} bytes, not "
+                f"{export.SEAL_LEN}; the store is damaged", path=str(db.path),
+            )  # fmt: skip
+        fields = [raw[i : i + 32] for i in range(0, export.SEAL_LEN, 32)]
+        same = row is not None and [bytes(v) for v in row[:4]] == fields
+        detail = dict(json.loads(row[4])) if same and row is not None else {}
+        return ExportSeal(raw[:32], raw[32:64], raw[64:96], raw[96:], detail)
     if row is None:
         return None
     fields = [bytes(v) for v in row[:4]]
@@ -101,8 +135,6 @@ def export_seal(db: Any) -> ExportSeal | None:
             "bytes, want 4 x 32)",
             path=str(db.path),
         )
-    import json
-
     target, nonce, prior, manifest = fields
     return ExportSeal(target, nonce, prior, manifest, dict(json.loads(row[4])))
 
@@ -126,6 +158,16 @@ class SourceState:
     seal: ExportSeal | None
     report: dict[str, Any]
     sources: Sources
+    engine: str = SQLITE
+    #: A Fjall store's bbg ``last_transaction`` (change id), None when it has none.
+    bbg_last: bytes | None = None
+
+    @property
+    def prior(self) -> bytes:
+        """The ``prior`` a seal made now binds (see the module docstring)."""
+        if self.engine == FJALL:
+            return bbg_prior(self.bbg_last)
+        return prior_of(self.last_transaction)
 
     def check(self) -> None:
         """Raise unless this store may be a transfer source (bbg ``ApplicationArchive``)."""
@@ -191,7 +233,7 @@ def verify(seal: ExportSeal, sources: Sources, path: Path) -> None:
 class _Five:
     """A store's five tables as the RowSource :func:`cell_report` reads."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Any) -> None:
         self._t = StoreTables(conn)
 
     def table_kinds(self) -> dict[str, str]:
@@ -204,15 +246,21 @@ class _Five:
         return self._t.get(table, key)
 
 
-def read_state(conn: Connection, path: Path, progress: Progress | None = None) -> SourceState:
-    """Read everything in one snapshot of ``conn``: shape, content ids and links of every
-    row (the project's cell rules, :func:`migrate.rules.report.cell_report`), heads, marker,
-    seal."""
+def read_state(
+    conn: Any, path: Path, progress: Progress | None = None, content_check: str = "codec"
+) -> SourceState:
+    """Read everything in one snapshot of ``conn`` (a read handle of either engine: a SQLite
+    connection or a Fjall store's view): shape, content ids and links of every row (the
+    project's cell rules, :func:`migrate.rules.report.cell_report`; ``content_check`` as
+    there), heads, marker, seal, and on Fjall bbg's ``last_transaction``."""
     with conn.read():
         store_id, last_transaction = export.counter(conn)
         marker, _ = generations.read_status(conn)
         seal = export_seal(conn)
-        report = cell_report(_Five(conn), progress=progress, hemera_digest=False)
+        bbg_last = export.bbg_last_transaction(conn)
+        report = cell_report(
+            _Five(conn), progress=progress, hemera_digest=False, content_check=content_check
+        )
     return SourceState(
         path=path,
         store_id=store_id,
@@ -221,25 +269,49 @@ def read_state(conn: Connection, path: Path, progress: Progress | None = None) -
         seal=seal,
         report=report,
         sources=sources_of(report),
+        engine=FJALL if export.is_keyspace(conn) else SQLITE,
+        bbg_last=bbg_last,
     )
 
 
 class SourceStore(Closing):
     """A BBG store opened by the transfer reader (see the module docstring)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, content_check: str = "codec") -> None:
         self.directory = Path(directory)
+        self.content_check = content_check
         # maintenance: the open itself does not refuse 'export-v1'; every write still does.
+        # On the Fjall engine the handle holds bbg.lock: nothing else writes the source.
         self.store: Store = open_store(self.directory, maintenance=True)
+        self.engine = self.store.engine
         self._conn = Connection(self.store.db_path)
 
     def close(self) -> None:
         self._conn.close()
         self.store.close()
 
+    @contextmanager
+    def _view(self) -> Iterator[Any]:
+        """A read handle of the source as of now: the SQLite connection, or a Fjall view (the
+        keyspace as the writer last committed it, and the records)."""
+        if self.engine != FJALL:
+            yield self._conn
+            return
+        from migrate.store.keyspace import FjallView
+        from migrate.store.keyspace_store import FjallStore
+
+        assert isinstance(self.store, FjallStore)
+        view = FjallView(self.store.writer.reader(), self.directory,
+                         Connection(self.store.db_path, readonly=True))  # fmt: skip
+        try:
+            yield view
+        finally:
+            view.close()
+
     def read(self, progress: Progress | None = None) -> SourceState:
         """One consistent read of the source (see :func:`read_state`), checked."""
-        state = read_state(self._conn, self.directory, progress)
+        with self._view() as db:
+            state = read_state(db, self.directory, progress, self.content_check)
         state.check()
         return state
 
@@ -255,13 +327,18 @@ class SourceStore(Closing):
             )
         if state.seal is not None:
             _same_seal(state.seal, target, nonce, self.directory)
+            if not state.seal.detail:
+                return self._record_facts(state.seal, detail)
             return state.seal
-        prior = prior_of(state.last_transaction)
+        prior = state.prior
         manifest = manifest_of(target, nonce, prior, state.sources)
         with self.store.transaction(kind="transfer-seal", action="seal the transfer source") as tx:
             # Under the store's write lock: nothing committed since the read, every pinned
             # head is still the head (bbg re-checks the heads in the sealing transaction).
-            if tx.number - 1 != state.last_transaction:
+            moved = tx.number - 1 != state.last_transaction
+            if state.engine == FJALL:
+                moved = moved or export.bbg_last_transaction(tx) != state.bbg_last
+            if moved:
                 raise Conflict(
                     f"{path}: the source store changed while it was read (transaction "
                     f"{state.last_transaction} -> {tx.number - 1}); nothing was sealed, rerun",
@@ -275,7 +352,7 @@ class SourceStore(Closing):
                         path=path,
                         namespace=ns,
                     )
-            if export.head_count(tx) != len(state.sources):
+            if export.head_count(tx, len(state.sources)) != len(state.sources):
                 raise Conflict(f"{path}: a namespace appeared after the heads were pinned")
             doc = {
                 "format": SEAL_FORMAT,
@@ -289,13 +366,31 @@ class SourceStore(Closing):
         verify(sealed, state.sources, self.directory)
         return sealed
 
+    def _record_facts(self, seal: ExportSeal, detail: dict[str, Any]) -> ExportSeal:
+        """A Fjall source sealed in the keyspace whose records lack the seal's facts (the
+        sealing batch landed, its records did not: a crash between the two): record them now,
+        in the records only, as the sealing transaction would have (same counter, same
+        facts), so the rerun's receipt is the uninterrupted run's."""
+        with self.store.transaction(check_status=False, kind="transfer-seal",
+                                    action="record the seal's facts") as tx:  # fmt: skip
+            doc = {
+                "format": SEAL_FORMAT,
+                "prior_transaction": tx.number - 1,
+                "sealed_transaction": tx.number,
+                **detail,
+            }
+            export.record_export(tx, seal.target, seal.nonce, seal.prior, seal.manifest,
+                                 canonical_json(doc))  # fmt: skip
+        return ExportSeal(seal.target, seal.nonce, seal.prior, seal.manifest, doc)
+
     def recheck(self, seal: ExportSeal) -> None:
         """Before activation: still sealed, nothing written since, and the seal recomputes."""
-        with self._conn.read():
-            marker, _ = generations.read_status(self._conn)
-            now = export_seal(self._conn)
-            last = export.counter(self._conn)[1]
-            heads = graph.heads(self._conn)
+        with self._view() as db, db.read():
+            marker, _ = generations.read_status(db)
+            now = export_seal(db)
+            last = export.counter(db)[1]
+            bbg_last = export.bbg_last_transaction(db)
+            heads = graph.heads(db)
         path = self.directory
         if marker != generations.EXPORT_MARKER or now is None or now.manifest != seal.manifest:
             raise StoreCorrupt(
@@ -309,6 +404,15 @@ class SourceStore(Closing):
                 f"{seal.detail['sealed_transaction']} -> {last}); nothing was activated",
                 path=str(path),
             )
+        if self.engine == FJALL:
+            sealed = seal.target + seal.nonce + seal.prior + seal.manifest
+            if bbg_last != export.seal_change_id(sealed):
+                now_id = None if bbg_last is None else bbg_last.hex()
+                raise StoreCorrupt(
+                    f"{path}: bbg's last_transaction is {now_id}, not the sealing batch's change "
+                    "id: the sealed source was written after sealing; nothing was activated",
+                    path=str(path),
+                )
         verify(seal, heads, path)
 
     def pages(
@@ -323,12 +427,18 @@ class SourceStore(Closing):
         Only a sealed source is paged: it cannot change between pages.  The last page's
         cursor says table 5 (every table copied).
         """
+        with self._view() as db:
+            yield from self._pages(db, cursor, max_rows, max_bytes)
+
+    def _pages(
+        self, db: Any, cursor: bytes | None, max_rows: int, max_bytes: int
+    ) -> Iterator[Page]:
         at = Cursor.decode(cursor) if cursor else Cursor()
         table, after, rows, nbytes = at.table, at.after, at.rows, at.nbytes
         pending: tuple[list[tuple[int, bytes, bytes]], int, int, bytes] | None = None
         while table < DONE:
             name = DIGEST_ORDER[table]
-            batch = export.rows_after(self._conn, name, after or b"", max_rows)
+            batch = export.rows_after(db, name, after or b"", max_rows)
             if not batch:
                 table, after = table + 1, None
                 continue

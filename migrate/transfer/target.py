@@ -7,9 +7,12 @@ Rules from cyberia-to/bbg ``rs/src/storage/application/transfer.rs`` (``prepare_
 * **prepare** (one transaction, once per manifest: skipped when the import's cursor exists):
   promote the target to ``neuron-v1`` (old binaries refuse it from then on); each source
   namespace must have no head, no fence and no staging in the target (else Conflict) and is
-  reserved (staged: GraphPort writes to it are refused until activation); the nonce is bound
-  to this transfer; the seal record, the journal entry and the cursor start ``(0, -, 0, 0)``.
-  The import id is the manifest (hex).
+  reserved for good -- bbg's ``bbg_import_v1['s' ‖ namespace] = manifest``, which bbg never
+  removes, so GraphPort writes to it are Fenced from now on, also after activation (on the
+  SQLite engine a fence record naming the transfer) -- and staged; the nonce is bound to
+  this transfer; the seal record, the journal entry and the cursor start ``(0, -, 0, 0)``
+  (on Fjall also bbg's ``'u' ‖ manifest = target`` and ``'t' ‖ manifest = cursor``).  The
+  import id is the manifest (hex).
 * **stage**: :func:`migrate.pipeline.stages.stage_stage` over the sealed source's pages, each
   page and its cursor in one transaction, into inert staging.
 * **validate**: :func:`migrate.pipeline.stages.validate_stage`: shape and links of the staged
@@ -17,7 +20,11 @@ Rules from cyberia-to/bbg ``rs/src/storage/application/transfer.rs`` (``prepare_
 * **activate** (one transaction): the source is still sealed with this manifest and its
   heads recompute it; the reserved namespaces are still headless here; the staged rows are
   published (immutable puts), the generation is at least ``neuron-v1``, and the receipt,
-  which names the manifest, is recorded: an exact rerun returns it unchanged.
+  which names the manifest, is recorded: an exact rerun returns it unchanged.  On Fjall the
+  activation's plan is recorded first and its batch also moves bbg's ``'t'`` cursor to its
+  end (table 5: the rows are in the live tables now); an activation beyond bbg's batch
+  bounds goes in as segments first, as the pipeline's does
+  (:func:`migrate.pipeline.stages.activate_stage`).  The reservations stay.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from fences.namespaces import fence_of
 from migrate.job import Job
 from migrate.pipeline import stages
 from migrate.pipeline.preflight import Preflight
-from migrate.store import imports
+from migrate.store import export, guard, imports
+from migrate.store.engine import FJALL
 from migrate.store.graph import head as live_head
 from migrate.store.layout import store_id_of
 from migrate.store.store import Store
@@ -105,7 +113,7 @@ def collisions(db: Any, import_id: str, target: bytes, state: SourceState) -> li
         if live_head(db, ns) is not None:
             out.append({"code": "head-conflict", "detail": f"namespace {ns.hex()} has a head"})
         record_ = fence_of(db, ns)
-        if record_ is not None:
+        if record_ is not None and record_["import_id"] != import_id:
             out.append(
                 {
                     "code": "fenced",
@@ -156,6 +164,9 @@ def prepare(target: Store, state: SourceState, seal: ExportSeal) -> bool:
         imports.record_seal(tx, iid, record(state, seal))
         for ns, _ in state.sources:
             imports.stage_namespace(tx, iid, ns)
+            export.reserve_source(tx, ns, seal.manifest, iid)
+        export.put_target(tx, seal.manifest, seal.target)
+        export.put_cursor(tx, seal.manifest, Cursor().encode())
         imports.journal(
             tx, iid, "sealed", {"prior_heads": {ns.hex(): None for ns, _ in state.sources}}
         )
@@ -175,33 +186,72 @@ def activate(
     iid = seal.manifest.hex()
     done = imports.receipt_of(target, iid)
     if done is not None and imports.import_state(target, iid) == "active":
+        guard.drop(target.directory, iid)
         return done
     source.recheck(seal)
+    if target.engine == FJALL:
+        # The real database is written outside the records' transaction: the plan (counts,
+        # conflicts) is recorded first; rows too many for one batch then go in as segments
+        # under the import's guard; the last transaction below completes the activation.
+        with target.transaction(import_id=iid) as tx:
+            if imports.import_state(tx, iid) != "active":
+                _require_validated(target, tx, iid)
+                if imports.journal_of(tx, iid, "activating") is None:
+                    _require_headless(target, tx, state, iid)
+                    plan = imports.plan_activation(tx, iid)
+                    plan["bulk"] = (plan["rows"] > stages.BATCH_ROWS
+                                    or plan["bytes"] > stages.BATCH_BYTES)  # fmt: skip
+                    imports.journal(tx, iid, "activating", plan)
+        recorded = imports.journal_of(target, iid, "activating")
+        active = imports.import_state(target, iid) == "active"
+        if recorded is not None and recorded["bulk"] and not active:
+            target.publish_bulk(iid)  # type: ignore[attr-defined]
     with target.transaction(import_id=iid) as tx:
         if imports.import_state(tx, iid) == "active":
             receipt = imports.receipt_of(tx, iid)
             assert receipt is not None
-            return receipt
-        validated = imports.journal_of(tx, iid, "validated")
-        if validated is None:
-            raise NotReady(
-                f"{target.directory}: transfer {iid} is not validated yet; run `validate` "
-                "(or `transfer`) first",
+        else:
+            receipt = _activate(target, tx, state, seal)
+    guard.drop(target.directory, iid)
+    return receipt
+
+
+def _require_validated(target: Store, tx: Any, iid: str) -> dict[str, Any]:
+    validated = imports.journal_of(tx, iid, "validated")
+    if validated is None:
+        raise NotReady(
+            f"{target.directory}: transfer {iid} is not validated yet; run `validate` "
+            "(or `transfer`) first",
+            import_id=iid,
+        )
+    return validated
+
+
+def _require_headless(target: Store, tx: Any, state: SourceState, iid: str) -> None:
+    for ns, _ in state.sources:
+        if live_head(tx, ns) is not None:
+            raise HeadMismatch(
+                f"{target.directory}: namespace {ns.hex()} gained a head while it was "
+                "reserved for the transfer; nothing was activated",
+                namespace=ns.hex(),
                 import_id=iid,
             )
-        for ns, _ in state.sources:
-            if live_head(tx, ns) is not None:
-                raise HeadMismatch(
-                    f"{target.directory}: namespace {ns.hex()} gained a head while it was "
-                    "reserved for the transfer; nothing was activated",
-                    namespace=ns.hex(),
-                    import_id=iid,
-                )
-        inserted = imports.activate(tx, iid)
-        generation = generations.promote(tx, "neuron-v1")
-        receipt = build_receipt(state, seal, store_id_of(tx), generation, inserted, validated)
-        imports.record_receipt(tx, iid, receipt)
-        imports.journal(tx, iid, "activated", {"generation": generation})
+
+
+def _activate(target: Store, tx: Any, state: SourceState, seal: ExportSeal) -> dict[str, Any]:
+    """The activating transaction's work (see the module docstring)."""
+    iid = seal.manifest.hex()
+    validated = _require_validated(target, tx, iid)
+    if imports.journal_of(tx, iid, "activating") is None:
+        _require_headless(target, tx, state, iid)  # (a planned activation checked them then)
+    cursor = imports.cursor_of(tx, iid, STREAM)
+    assert cursor is not None
+    inserted = imports.activate(tx, iid)
+    export.put_cursor(tx, seal.manifest, cursor[0])
+    generation = generations.promote(tx, "neuron-v1")
+    receipt = build_receipt(state, seal, store_id_of(tx), generation, inserted, validated)
+    imports.record_receipt(tx, iid, receipt)
+    imports.journal(tx, iid, "activated", {"generation": generation})
     return receipt
 
 

@@ -1,34 +1,32 @@
-"""The transfer tests run on the SQLite engine.
-
-``transfer`` from and into a Fjall store is being built on another branch (today a Fjall
-source is refused by name, ``store-refused``); until it lands, every test here runs on the
-SQLite engine: each test gets the ``engine("sqlite")`` marker (unless it names an engine
-itself), and the stores module fixtures build are made on SQLite too.
-"""
+"""The transfer tests run on both engines of the store: every test of this package is run
+once with its stores on the Fjall engine (the real BBG database) and once on SQLite, unless
+it is marked ``@pytest.mark.engine(name)`` (then on that engine only)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from migrate.store.engine import ENGINE_ENV
-
-ENGINE = "sqlite"
-HERE = Path(__file__).resolve().parent
+from migrate.store.engine import ENGINE_ENV, ENGINES
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m selects on the marker
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if HERE in item.path.resolve().parents and item.get_closest_marker("engine") is None:
-            item.add_marker(pytest.mark.engine(ENGINE))
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "transfer_engine" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("engine")
+        engines = [marker.args[0]] if marker is not None else list(ENGINES)
+        metafunc.parametrize("transfer_engine", engines, scope="module", indirect=True)
 
 
-@pytest.fixture(scope="package", autouse=True)
-def _transfer_engine() -> Iterator[None]:
-    """Module-scoped fixtures run before the per-test engine marker applies."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(ENGINE_ENV, ENGINE)
-        yield
+@pytest.fixture(scope="module")
+def transfer_engine(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The engine of the stores this module's tests create (module fixtures included)."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv(ENGINE_ENV, request.param)
+    yield str(request.param)
+    patch.undo()
+
+
+@pytest.fixture(autouse=True)
+def _transfer_engine(transfer_engine: str) -> str:
+    return transfer_engine

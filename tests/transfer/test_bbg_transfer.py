@@ -19,17 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from bbg_core.errors import Fenced, Locked, StoreSealed, ValidationFailed
+from bbg_core.errors import Fenced, StoreSealed, ValidationFailed
 from fences import generations
 from hashing import hemera
 from migrate import transfer
 from migrate.probe.inspect import inspect_bbg
 from migrate.store import Head, Store, imports, open_store
 from migrate.transfer.cursor import Cursor
-from migrate.transfer.source import export_seal, prior_of
+from migrate.transfer.source import bbg_prior, export_seal, prior_of
 from migrate.transfer.target import STREAM
 from tests.pipeline.helpers import cli
-from tests.transfer.helpers import dump, last_transaction, raw
+from tests.transfer.helpers import bbg_last, is_fjall, last_transaction, put_row, rows
 
 NS = hemera.hash(bytes([2]))  # the id of the first commit (birth rule; bbg: [1; 32])
 
@@ -111,8 +111,9 @@ def test_activation_requires_complete_transfer_and_keeps_a_higher_generation(
         generations.promote(tx, "auth-v1")
     job = transfer.TransferJob(source=source, store=target, nonce="08" * 32, page_rows=1)
     while transfer.stage(job, max_pages=1).status == "staging":
-        # Until the transfer completes, the reserved namespace refuses writes.
-        with open_store(target) as db, pytest.raises(Locked):
+        # Until the transfer completes, the reserved namespace refuses writes (bbg: 's' →
+        # Fenced) ...
+        with open_store(target) as db, pytest.raises(Fenced):
             db.commit(NS, bytes([10]) * 32, None, Head(0, NS), {NS: bytes([1, 2])}, {},
                       bytes([10]) * 32)  # fmt: skip
     receipt = transfer.run(job).receipt
@@ -120,12 +121,20 @@ def test_activation_requires_complete_transfer_and_keeps_a_higher_generation(
     with open_store(target) as db:
         assert db.head(NS) == head
         assert db.generation == "auth-v1"  # bbg: reader generation stays AuthenticatedV1
+        # ... and after it, for good (bbg never removes 's' ‖ namespace).
+        with pytest.raises(Fenced):
+            db.commit(NS, bytes([10]) * 32, head, Head(head.index + 1, _id(10)),
+                      {_id(10): bytes([1, 10])}, {}, bytes([10]) * 32)  # fmt: skip
+        other = _id(11)  # another namespace of the target is writable
+        born = db.commit(other, bytes([11]) * 32, None, Head(0, other),
+                         {other: bytes([1, 11])}, {}, bytes([11]) * 32)  # fmt: skip
+        assert born == Head(0, other)
     assert receipt["generation"] == "auth-v1"
 
 
 def test_broken_receipt_coverage_never_completes(tmp_path: Path) -> None:
     source, _ = _source(tmp_path)
-    raw(source, "DELETE FROM application_history WHERE key = ?", (NS + bytes(8),))
+    put_row(source, "application_history", NS + bytes(8), None)
     target = tmp_path / "target"
     with pytest.raises(ValidationFailed):
         transfer.run(_job(source, target))
@@ -139,6 +148,7 @@ def test_broken_receipt_coverage_never_completes(tmp_path: Path) -> None:
 def test_archive_inspection_is_read_only_and_survives_the_seal(tmp_path: Path) -> None:
     source, _ = _source(tmp_path)
     before = last_transaction(source)
+    before_id = bbg_last(source) if is_fjall(source) else None
     summary = inspect_bbg(source)
     counts = [summary["tables"][t]["rows"] for t in (
         "application_content", "application_unique_claims", "application_requests",
@@ -151,7 +161,12 @@ def test_archive_inspection_is_read_only_and_survives_the_seal(tmp_path: Path) -
         seal = export_seal(db)
         after = int(db.info()["last_transaction"])
     assert seal is not None and seal.manifest.hex() == sealed.manifest
-    assert seal.prior == prior_of(before)
+    # bbg (tests.rs:L235): prior = the source's last_transaction before sealing -- its change
+    # id on the real database; a SQLite store keeps a counter instead.
+    if is_fjall(source):
+        assert before_id is not None and seal.prior == bbg_prior(before_id) == before_id
+    else:
+        assert seal.prior == prior_of(before)
     again = inspect_bbg(source)
     assert {k: again[k] for k in ("tables", "archive_digest_sha256", "namespaces")} == {
         k: summary[k] for k in ("tables", "archive_digest_sha256", "namespaces")
@@ -175,7 +190,7 @@ def test_archive_rejects_missing_receipt_and_empty_path_without_a_source_transac
     assert res.returncode == 1, res.stderr  # a path that cannot be read names the OS's reason
     assert f"{absent}: cannot read" in res.stderr and not absent.exists()
     source, _ = _source(tmp_path)
-    raw(source, "DELETE FROM application_requests WHERE key = ?", (NS + bytes([3]) * 32,))
+    put_row(source, "application_requests", NS + bytes([3]) * 32, None)
     before = last_transaction(source)
     with pytest.raises(ValidationFailed, match="missing-receipt"):
         transfer.run(_job(source, tmp_path / "target"))
@@ -187,20 +202,26 @@ def test_archive_rejects_missing_receipt_and_empty_path_without_a_source_transac
 # Kill phases of bbg's killed_transfer_resumes_source_seal_target_reservation_pages_and_
 # completion, as COMMIT points of `transfer` into an existing target (the kill hook counts a
 # "before" and an "after" call per COMMIT): 1 seal (source), 2 reservation (target), 3..6 the
-# four pages (claims is empty), 7 staged, 8 validated, 9 activation.
-PHASES = {"sealed": 2, "prepared": 4, "page": 6, "complete": 12}
+# four pages (claims is empty), 7 staged, 8 validated, 9 activation.  On Fjall the seal and
+# the reservation also write a keyspace batch first (two points more each), so the same
+# phases (after the seal's, the reservation's, the first page's, the fourth page's commit)
+# are later points.
+PHASES = {
+    "sqlite": {"sealed": 2, "prepared": 4, "page": 6, "complete": 12},
+    "fjall": {"sealed": 4, "prepared": 8, "page": 10, "complete": 16},
+}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("phase", list(PHASES))
+@pytest.mark.parametrize("phase", list(PHASES["sqlite"]))
 def test_killed_transfer_resumes_seal_reservation_pages_and_completion(
-    tmp_path: Path, phase: str
+    tmp_path: Path, phase: str, transfer_engine: str
 ) -> None:
     source, head = _source(tmp_path)
     target = tmp_path / "target"
     open_store(target, create=True).close()
     args = ("transfer", str(source), "--store", str(target), "--nonce", "08" * 32, "--json")
-    killed = cli(*args, kill_at_commit=PHASES[phase])
+    killed = cli(*args, kill_at_commit=PHASES[transfer_engine][phase])
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     with pytest.raises(StoreSealed):
         open_store(source)  # sealed at every phase
@@ -222,10 +243,8 @@ def test_killed_transfer_resumes_seal_reservation_pages_and_completion(
     assert again.returncode == 0 and again.stdout == first.stdout
     with open_store(target) as db:
         assert db.head(NS) == head
-        assert db.one("SELECT value FROM application_content WHERE key = ?", (_id(2),)) == (
-            bytes([1, 2]),
-        )
+        assert db.live_get("application_content", _id(2)) == bytes([1, 2])
         assert db.resolve(NS, bytes([3]) * 32) == head
     with open_store(source, maintenance=True) as src:
         assert src.head(NS) == head
-    assert dump(source)["application_heads"] == [(NS, head.encode())]
+    assert rows(source, "application_heads") == [(NS, head.encode())]

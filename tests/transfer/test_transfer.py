@@ -1,36 +1,52 @@
-"""BBG → BBG sealed transfer through the CLI.
+"""BBG → BBG sealed transfer through the CLI, on both engines (``conftest.py``).
 
 A store migrated from the fixture cell-small.redb is transferred into a second store, fresh
 or holding unrelated namespaces; the digests are equal, the source is sealed for good and
-refuses writes, the target is ``neuron-v1``.
+refuses writes, the target is ``neuron-v1`` and the transferred namespaces are fenced there
+for good (bbg keeps ``bbg_import_v1['s' ‖ namespace]``).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 import schemas
-from bbg_core.errors import Locked, StoreRefused, StoreSealed, UsageError
+from bbg_core.errors import Fenced, StoreRefused, StoreSealed, UsageError
 from migrate import api
 from migrate.probe.inspect import inspect_bbg
 from migrate.store import Head, open_store
 from tests.pipeline.helpers import LEGACY, cli, tree_state
-from tests.transfer.helpers import copy_store, dump, migrated_store, raw, status
+from tests.transfer.helpers import (
+    copy_store,
+    dump,
+    exists,
+    files_of,
+    migrated_store,
+    put_row,
+    rows,
+    set_status,
+    status,
+)
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def template(tmp_path_factory: pytest.TempPathFactory, transfer_engine: str) -> Path:
     return migrated_store(tmp_path_factory.mktemp("transfer"))
 
 
 @pytest.fixture(scope="module")
-def busy_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def busy_target(tmp_path_factory: pytest.TempPathFactory, transfer_engine: str) -> Path:
     """A store that already holds an unrelated namespace (a migrated Signal log)."""
-    store = tmp_path_factory.mktemp("busy") / "target"
-    res = cli("run", str(LEGACY / "signals-small.log"), "--store", str(store))
+    base = tmp_path_factory.mktemp("busy")
+    # A private copy: a run locks its source, and the other engine's module (another worker)
+    # converts the same fixture at the same time.
+    log = shutil.copy(LEGACY / "signals-small.log", base / "signals-small.log")
+    store = base / "target"
+    res = cli("run", str(log), "--store", str(store))
     assert res.returncode == 0, res.stderr
     return store
 
@@ -78,9 +94,17 @@ def test_transfer_moves_everything_and_seals_the_source(
     # An original-generation reader now refuses the target.
     with pytest.raises(StoreRefused):
         open_store(target, reader_generation="original")
-    # Unrelated namespaces stay writable; the transferred ones are writable again.
+    # Unrelated namespaces stay writable; the transferred ones are fenced for good (bbg keeps
+    # 's' ‖ namespace after the transfer: application.rs apply_checked → Fenced).
     with open_store(target) as st:
-        for ns_hex in list(src_report["namespaces"])[:1] + list(before_target)[:1]:
+        for ns_hex in list(src_report["namespaces"]):
+            ns = bytes.fromhex(ns_hex)
+            head = st.head(ns)
+            assert head is not None
+            with pytest.raises(Fenced, match="sealed transfer"):
+                st.commit(ns, b"\x09" * 32, head, Head(head.index + 1, head.commit), {}, {},
+                          b"\x08" * 32)  # fmt: skip
+        for ns_hex in list(before_target)[:1]:
             ns = bytes.fromhex(ns_hex)
             head = st.head(ns)
             assert head is not None
@@ -95,32 +119,45 @@ def test_exact_rerun_prints_the_same_receipt_and_writes_nothing(
     target = tmp_path / "t"
     first = cli("transfer", str(source), "--store", str(target), "--json")
     assert first.returncode == 0, first.stderr
-    before = tree_state(source / "bbg.sqlite3", target / "bbg.sqlite3")
+    before = tree_state(*files_of(source), *files_of(target))
     again = cli("transfer", str(source), "--store", str(target), "--json")
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout
-    assert tree_state(source / "bbg.sqlite3", target / "bbg.sqlite3") == before
+    assert tree_state(*files_of(source), *files_of(target)) == before
 
 
-def test_the_sealed_source_refuses_every_write(source: Path, tmp_path: Path) -> None:
-    early = open_store(source)  # a handle opened before the seal
+def test_the_sealed_source_refuses_every_write(
+    source: Path, tmp_path: Path, transfer_engine: str
+) -> None:
+    # On SQLite a handle opened before the seal stays open across it; a Fjall store's handle
+    # holds bbg.lock (bbg's owner lock), so there the transfer would wait for it: the handle
+    # is opened after the seal instead, for maintenance (the only open a sealed store allows).
+    early = open_store(source) if transfer_engine == "sqlite" else None
     try:
-        head = early.head(bytes.fromhex(next(iter(inspect_bbg(source)["namespaces"]))))
-        assert head is not None
+        ns = bytes.fromhex(next(iter(inspect_bbg(source)["namespaces"])))
         _transfer(source, tmp_path / "t")
         before = dump(source)
-        ns = bytes.fromhex(next(iter(inspect_bbg(source)["namespaces"])))
+        if early is None:
+            with pytest.raises(StoreSealed):
+                open_store(source)
+            early = open_store(source, maintenance=True)
+        head = early.head(ns)
+        assert head is not None
         with pytest.raises(StoreSealed) as info:
             early.commit(ns, b"\x07" * 32, head, Head(head.index + 1, ns), {}, {}, b"\x01" * 32)
         assert info.value.exit_code == 4
         assert info.value.context["marker"] == "export-v1"
         with pytest.raises(StoreSealed), early.transaction() as tx:
             tx.execute("DELETE FROM bbg_import_v1_nonces")
+        with pytest.raises(StoreSealed), early.transaction() as tx:
+            tx.put("application_content", b"\x07" * 32, b"\x01x")
         assert dump(source) == before
     finally:
-        early.close()
+        if early is not None:
+            early.close()
     # Through the CLI: any pipeline run into it is refused, naming the marker.
-    res = cli("run", str(LEGACY / "signals-small.log"), "--store", str(source))
+    log = shutil.copy(LEGACY / "signals-small.log", tmp_path / "signals-small.log")
+    res = cli("run", str(log), "--store", str(source))
     assert res.returncode == 4 and "'export-v1'" in res.stderr
     assert dump(source) == before
 
@@ -132,7 +169,7 @@ def test_reseal_with_another_target_or_nonce_is_a_conflict(source: Path, tmp_pat
     res = cli("transfer", str(source), "--store", str(other), "--nonce", "11" * 32)
     assert res.returncode == 4, res.stderr
     assert "already sealed for another transfer" in res.stderr
-    assert not other.exists()  # a refused transfer leaves no empty target behind
+    assert not exists(other)  # a refused transfer leaves no empty target behind
     res = cli("transfer", str(source), "--store", str(tmp_path / "t1"), "--nonce", "22" * 32)
     assert res.returncode == 4 and "resealing with another target or nonce" in res.stderr
     assert dump(source) == sealed
@@ -172,9 +209,9 @@ def test_steps_one_at_a_time_give_the_same_receipt(
     sealed = step("seal")
     assert sealed["status"] == "sealed" and sealed["manifest"] == direct["manifest"]
     assert status(b_src) == "export-v1"
-    # Reserved namespaces refuse GraphPort writes until activation; others do not.
+    # Reserved namespaces refuse GraphPort writes (bbg: the 's' key → Fenced); others do not.
     ns = bytes.fromhex(direct["sources"][0]["namespace"])  # type: ignore[index]
-    with open_store(b_tgt) as st, pytest.raises(Locked):
+    with open_store(b_tgt) as st, pytest.raises(Fenced):
         st.commit(ns, b"\x05" * 32, None, Head(0, ns), {ns: b"\x01x"}, {}, b"\x05" * 32)
     first = step("stage", "--pages", "1", "--page-rows", "40")
     assert first["status"] == "staging"
@@ -205,19 +242,19 @@ def test_plan_writes_nothing_and_predicts(source: Path, tmp_path: Path) -> None:
     doc = json.loads(res.stdout)
     schemas.validate(doc, "transfer-plan")
     assert doc["action"] == "transfer" and doc["rows"] == 220  # cell-small: 105+3+50+50+12
-    assert tree_state(source, tmp_path) == before and not target.exists()
+    assert tree_state(source, tmp_path) == before and not exists(target)
     assert cli("seal", str(source), "--store", str(target)).returncode == 0
-    before = tree_state(source / "bbg.sqlite3", target / "bbg.sqlite3")
+    before = tree_state(*files_of(source), *files_of(target))
     res = cli("plan", str(source), "--store", str(target), "--json")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["action"] == "resume" and doc["source"]["sealed"]
     assert doc["progress"]["rows"] == 0
-    assert tree_state(source / "bbg.sqlite3", target / "bbg.sqlite3") == before
+    assert tree_state(*files_of(source), *files_of(target)) == before
 
 
 def test_inspect_and_doctor_report_a_sealed_source_and_a_transfer_in_progress(
-    source: Path, tmp_path: Path
+    source: Path, tmp_path: Path, transfer_engine: str
 ) -> None:
     target = tmp_path / "t"
     res = cli("stage", str(source), "--store", str(target), "--pages", "2", "--json")
@@ -229,6 +266,8 @@ def test_inspect_and_doctor_report_a_sealed_source_and_a_transfer_in_progress(
     assert 0 < src["progress"]["rows"] < 220 and not src["progress"]["complete"]
     tgt = api.inspect(target)["transfer"]["transfers"]
     assert [(t["manifest"], t["state"]) for t in tgt] == [(manifest, "staging")]
+    if transfer_engine != "sqlite":
+        return  # doctor reads SQLite stores only in this version
     res = cli("--store", str(source), "doctor", "--json")
     assert res.returncode == 0, res.stderr  # a sealed source is healthy
     doc = json.loads(res.stdout)
@@ -241,46 +280,40 @@ def test_inspect_and_doctor_report_a_sealed_source_and_a_transfer_in_progress(
     assert any(w["code"] == "import-in-progress" for w in doc["warnings"])
 
 
-def test_a_seal_that_no_longer_recomputes_is_corrupt(source: Path, tmp_path: Path) -> None:
+def test_a_seal_that_no_longer_recomputes_is_corrupt(
+    source: Path, tmp_path: Path, transfer_engine: str
+) -> None:
     target = tmp_path / "t"
     assert cli("seal", str(source), "--store", str(target)).returncode == 0
     # Behind the tool's back, drop a namespace's last commit: the store is still valid
     # (links hold) but its heads are not the pinned ones, so the manifest cannot recompute.
     ns_hex, facts = max(inspect_bbg(source)["namespaces"].items(), key=lambda i: i[1]["head_index"])
     ns, last = bytes.fromhex(ns_hex), facts["head_index"]
-    prev_key = ns + (last - 1).to_bytes(8, "big")
-    raw(source, "DELETE FROM application_history WHERE key = ?", (ns + last.to_bytes(8, "big"),))
-    raw(source, "DELETE FROM application_requests WHERE substr(key, 1, 32) = ? AND "
-                "substr(value, 33, 8) = ?", (ns, last.to_bytes(8, "little")))  # fmt: skip
-    import sqlite3
-
-    conn = sqlite3.connect(source / "bbg.sqlite3")
-    prev = conn.execute("SELECT value FROM application_history WHERE key = ?", (prev_key,))
-    prev_commit = bytes(prev.fetchone()[0])
-    conn.close()
-    raw(
-        source,
-        "UPDATE application_heads SET value = ? WHERE key = ?",
-        ((last - 1).to_bytes(8, "little") + prev_commit, ns),
-    )
+    put_row(source, "application_history", ns + last.to_bytes(8, "big"), None)
+    for key, value in rows(source, "application_requests"):
+        if key[:32] == ns and value[32:40] == last.to_bytes(8, "little"):
+            put_row(source, "application_requests", key, None)
+    prev_commit = dict(rows(source, "application_history"))[ns + (last - 1).to_bytes(8, "big")]
+    put_row(source, "application_heads", ns, (last - 1).to_bytes(8, "little") + prev_commit)
     assert inspect_bbg(source)["valid"]
     res = cli("transfer", str(source), "--store", str(target))
     assert res.returncode == 1, res.stderr
     assert "no longer recomputes" in res.stderr
-    doctor = cli("--store", str(source), "doctor", "--json")
-    assert doctor.returncode == 3
-    assert "bad-export-seal" in doctor.stdout
+    if transfer_engine == "sqlite":  # doctor reads SQLite stores only in this version
+        doctor = cli("--store", str(source), "doctor", "--json")
+        assert doctor.returncode == 3
+        assert "bad-export-seal" in doctor.stdout
 
 
 def test_export_marker_without_a_seal_is_corrupt(source: Path, tmp_path: Path) -> None:
-    raw(source, "UPDATE bbg_import_v1 SET status = 'export-v1'")
+    set_status(source, "export-v1")
     res = cli("transfer", str(source), "--store", str(tmp_path / "t"))
     assert res.returncode == 1 and "no export seal" in res.stderr
-    assert not (tmp_path / "t").exists()
+    assert not exists(tmp_path / "t")
 
 
 def test_only_an_original_store_can_be_a_source(source: Path, tmp_path: Path) -> None:
-    raw(source, "UPDATE bbg_import_v1 SET status = 'neuron-v1', generation = 'neuron-v1'")
+    set_status(source, "neuron-v1", "neuron-v1")
     before = dump(source)
     res = cli("transfer", str(source), "--store", str(tmp_path / "t"))
     assert res.returncode == 4 and "'neuron-v1'" in res.stderr
@@ -288,8 +321,8 @@ def test_only_an_original_store_can_be_a_source(source: Path, tmp_path: Path) ->
 
 
 def test_an_invalid_source_is_refused_before_sealing(source: Path, tmp_path: Path) -> None:
-    raw(source, "DELETE FROM application_history WHERE key = "
-                "(SELECT min(key) FROM application_history)")  # fmt: skip
+    first = rows(source, "application_history")[0][0]
+    put_row(source, "application_history", first, None)
     before = dump(source)
     res = cli("transfer", str(source), "--store", str(tmp_path / "t"))
     assert res.returncode == 3, res.stderr
@@ -341,3 +374,25 @@ def test_legacy_only_options_on_a_store_are_refused_by_name(tmp_path: Path) -> N
     with pytest.raises(UsageError, match="is not a BBG store"):
         api.transfer_job(tmp_path / "source-redb" / "cell.redb", tmp_path / "t")
     assert not (tmp_path / "t").exists()
+
+
+def test_a_transfer_crosses_engines(source: Path, tmp_path: Path, transfer_engine: str) -> None:
+    """A source on one engine moves into a new target on the other: the same rows, the
+    source's own prior (its bbg change id on Fjall, its counter on SQLite)."""
+    from migrate.store.engine import ENGINE_ENV, engine_of
+    from tests.transfer.helpers import bbg_last, live_digest
+
+    other = "sqlite" if transfer_engine == "fjall" else "fjall"
+    prior = bbg_last(source) if transfer_engine == "fjall" else None
+    target = tmp_path / "t"
+    res = cli("transfer", str(source), "--store", str(target), "--json", env={ENGINE_ENV: other})
+    assert res.returncode == 0, res.stderr
+    receipt = json.loads(res.stdout)
+    assert engine_of(target) == other and engine_of(source) == transfer_engine
+    assert live_digest(target) == live_digest(source)
+    assert (status(source), status(target)) == ("export-v1", "neuron-v1")
+    if prior is not None:
+        assert receipt["prior"] == prior.hex()
+    else:
+        counter = receipt["source"]["prior_transaction"]
+        assert receipt["prior"] == (counter.to_bytes(8, "little") + bytes(24)).hex()

@@ -1,31 +1,46 @@
 """kill -9 at every COMMIT boundary of a transfer, on both sides (the source's seal and every
 target commit), then a rerun: it finishes with the same receipt, the source is sealed and
-unchanged, and the target's live tables were never half-advanced."""
+unchanged, and the target's live tables were never half-advanced.  On both engines: on Fjall
+each transaction that writes the keyspace has two commit points more (before and after its
+fsynced batch, which precedes the records' COMMIT), so a kill also lands between the batch
+and the records."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 from pathlib import Path
 
 import pytest
 
 from tests.pipeline.helpers import LEGACY, cli
-from tests.support.stores import EMPTY_DIGEST, live_digest
-from tests.transfer.helpers import copy_store, migrated_store, status
+from tests.transfer.helpers import (
+    EMPTY_DIGEST,
+    copy_store,
+    is_fjall,
+    live_digest,
+    migrated_store,
+    status,
+)
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def templates(tmp_path_factory: pytest.TempPathFactory, transfer_engine: str) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("crash")
     source = migrated_store(base)
+    # Private copies of the logs: a run locks its source, and the other engine's module
+    # (another worker) converts the same fixtures at the same time.
+    logs = {name: shutil.copy(LEGACY / name, base / name)
+            for name in ("signals-empty.log", "signals-small.log")}  # fmt: skip
     empty = base / "empty"
-    assert cli("run", str(LEGACY / "signals-empty.log"), "--store", str(empty),
+    assert cli("run", str(logs["signals-empty.log"]), "--store", str(empty),
                "--kind", "signal-log").returncode == 0  # fmt: skip
     busy = base / "busy"
-    assert cli("run", str(LEGACY / "signals-small.log"), "--store", str(busy)).returncode == 0
+    res = cli("run", str(logs["signals-small.log"]), "--store", str(busy))
+    assert res.returncode == 0, res.stderr
     return {"source": source, "empty": empty, "busy": busy}
 
 
@@ -79,5 +94,15 @@ def test_kill_at_every_commit_then_rerun_finishes_with_the_same_receipt(
         assert live_digest(target) == want
         assert status(source) == "export-v1"
         assert cli(*args).stdout == again.stdout  # and an exact rerun after that, too
-    # seal, reservation, 5 pages, staged, validated, activation: 10 commits, 2 points each
-    assert killed >= 20
+        if is_fjall(source):  # the source was written once: bbg's keyspace ends in the seal
+            assert set(_bbg_keys(source)) == {b"application-export", b"status"}
+    # seal, reservation, 5 pages, staged, validated, activation: 10 commits, 2 points each;
+    # on Fjall the seal, the reservation and the activation also write a keyspace batch,
+    # with a point before and after each
+    assert killed >= (26 if is_fjall(source) else 20)
+
+
+def _bbg_keys(store: Path) -> list[bytes]:
+    from tests.transfer.helpers import rows
+
+    return [k for k, _ in rows(store, "bbg_import_v1")]
