@@ -81,7 +81,6 @@ EXAMPLES = {
 # Every environment variable the tool reads (tests/test_cli_help.py greps the sources).
 ENVIRONMENT = {
     "BBG_MIGRATE_DEBUG": "1: tracebacks on errors, like --debug",
-    "BBG_MIGRATE_ENGINE": "fjall (default: the real BBG database) or sqlite: a new store's engine",
     "BBG_MIGRATE_PURE": "1: use the pure-Python readers and hemera, not the C extensions",
     "BBG_MIGRATE_HEMERA_THREADS": "threads hemera may use for big inputs (default: the cores)",
     "BBG_MIGRATE_ENGINE": "fjall|sqlite: the engine of a store a command creates, like --engine",
