@@ -125,10 +125,10 @@ def main() -> None:
     if op == "build":
         writer.build_keyspace(target, {"p": rows(b"a", 1500), "q": rows(b"q", 40), "e": []})
     elif op == "publish":
-        writer.publish_segments(target, "p", rows(b"new", 900)[::3])
+        session.publish_segments(target, "p", rows(b"new", 900)[::3])
     elif op == "append":
         for batch in BATCHES:
-            writer.append_batch(target, batch)
+            session.append_batch(target, batch)
     elif op == "flush":
         session.flush_keyspace(target)
     else:
