@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 import schemas
+from migrate.store.engine import default_engine
 from tests.conftest import gunzip_to
 from tests.pipeline.helpers import LEGACY, cli
+from tests.support.stores import engine_of
 
 NONCE = "00112233"
 
@@ -41,7 +43,7 @@ def test_the_stages_with_values_only_in_the_file_give_run_s_receipt(tmp_path: Pa
     activated = cli("activate", str(src), "--json", cwd=work)
     assert activated.returncode == 0, activated.stderr
     assert activated.stdout == ran.stdout  # byte-identical receipt
-    assert (work / "by-file" / "bbg.sqlite3").is_file()  # the store named by the file
+    assert engine_of(work / "by-file") == default_engine()  # the store named by the file
 
 
 def test_the_command_line_wins_and_config_names_another_file(tmp_path: Path) -> None:

@@ -98,8 +98,15 @@ def refuse_fjall(store_dir: Path) -> None:
 
 def refuse_fjall_creation(store_dir: Path, command: str) -> None:
     """UsageError for a command that creates SQLite stores only (``apply``, ``restore``) when
-    the store it would create is absent and a new store would be made on the Fjall engine."""
-    if engine_of(Path(store_dir)) is None and default_engine() == FJALL:
+    it would create the store (``store_dir`` absent or an empty directory) and a new store
+    would be made on the Fjall engine.  Anything else there is left to the store's own
+    checks (a non-empty directory that is no store is refused as such)."""
+    path = Path(store_dir)
+    try:
+        creating = not os.path.lexists(path) or (path.is_dir() and not any(path.iterdir()))
+    except OSError:
+        creating = False  # unreadable: the store's own checks say why
+    if creating and default_engine() == FJALL:
         raise UsageError(
             f"{store_dir}: {command} works on SQLite stores only in this version and would "
             "create a store on the Fjall engine (the default); pass --engine sqlite (or set "

@@ -89,14 +89,19 @@ def test_discard_refuses_a_published_import_by_name(tmp_path: Path) -> None:
     assert unknown.returncode == 1 and f"no import {'0' * 64}" in unknown.stderr
 
 
+@pytest.mark.engine("sqlite")  # doctor: a share command, SQLite stores only in this version
 @pytest.mark.slow
-def test_doctor_and_the_source_changed_refusal_name_the_discard_command(tmp_path: Path) -> None:
+def test_doctor_names_the_discard_command(tmp_path: Path) -> None:
     store, _, staging = _two_imports(tmp_path)
     command = f"bbg-migrate --store {shlex.quote(str(store))} discard {staging}"
     doctor = cli("--store", str(store), "doctor", "--json")
     warnings = json.loads(doctor.stdout)["warnings"]
     [wip] = [w for w in warnings if w["code"] == "import-in-progress"]
     assert wip["detail"].endswith(command), wip
+
+
+@pytest.mark.slow
+def test_the_source_changed_refusal_names_the_discard_command(tmp_path: Path) -> None:
     changed = tmp_path / "archive.jsonl"
     shutil.copy(ARCHIVE, changed)
     staged = cli("stage", str(changed), "--store", str(tmp_path / "s2"), *ONE_PAGE)

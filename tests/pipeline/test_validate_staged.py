@@ -15,7 +15,7 @@ import pytest
 
 from tests.pipeline.helpers import cli
 from tests.support.cell_store import generate
-from tests.support.stores import live_digest
+from tests.support.stores import live_digest, records_write
 
 Tamper = Callable[[sqlite3.Connection], None]
 
@@ -73,12 +73,8 @@ def test_changed_staging_is_refused_and_nothing_is_published(
     sources: tuple[Path, Path], tmp_path: Path, tamper: Tamper, code: str
 ) -> None:
     store, live = _staged_into_existing(sources, tmp_path)
-    db = sqlite3.connect(store / "bbg.sqlite3")
-    try:
-        with db:
-            tamper(db)
-    finally:
-        db.close()
+    with records_write(store) as db:  # the inert staging area is in the records (both engines)
+        tamper(db)
     for verb in ("validate", "run"):
         res = cli(verb, str(sources[1]), "--store", str(store))
         assert res.returncode == 3, (verb, res.stderr)

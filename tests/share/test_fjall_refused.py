@@ -82,15 +82,21 @@ def test_share_command_refuses_a_fjall_store_by_name(
     assert not dest.exists()
 
 
+@pytest.mark.parametrize("empty_dir", [False, True], ids=["absent", "empty-dir"])
 @pytest.mark.parametrize("command", ["apply", "restore"])
-def test_share_command_does_not_create_a_fjall_store(tmp_path: Path, command: str) -> None:
-    """apply and restore create their store when it is absent; on the Fjall engine (here
-    asked for by name, as by default) they refuse before writing anything."""
+def test_share_command_does_not_create_a_fjall_store(
+    tmp_path: Path, command: str, empty_dir: bool
+) -> None:
+    """apply and restore create their store when it is absent (or an empty directory); on
+    the Fjall engine (here asked for by name, as by default) they refuse before writing."""
     store = tmp_path / "new"
+    if empty_dir:
+        store.mkdir()
     res = run_cli("--engine", FJALL, "--store", str(store), command, "-", stdin=b"")
     err = res.stderr.decode()
     assert res.returncode == 2, (res.returncode, err)
     assert "Traceback" not in err and "internal error" not in err, err
     assert "SQLite stores only" in err and "--engine sqlite" in err, err
-    assert sorted(os.listdir(tmp_path)) == []
+    assert sorted(os.listdir(tmp_path)) == (["new"] if empty_dir else [])
+    assert not empty_dir or os.listdir(store) == []
     assert not records_dir(store).exists()

@@ -91,6 +91,7 @@ def test_an_option_looking_store_is_a_usage_error(tmp_path: Path, args: tuple[st
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.engine("sqlite")  # apply creates SQLite stores only in this version
 def test_a_dash_directory_named_explicitly_is_fine(tmp_path: Path) -> None:
     done = cli("apply", "-", "--store", "./--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
