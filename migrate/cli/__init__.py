@@ -19,7 +19,7 @@ from migrate import api
 from migrate.cli._coerce import lighten
 from migrate.cli._config import hoist, options_map
 from migrate.cli._help import decorate
-from migrate.cli._paths import path_arg
+from migrate.cli._paths import guard_paths, path_arg
 from migrate.cli._render import emit_json, err
 from migrate.cli._state import state
 
@@ -235,6 +235,7 @@ def run(argv: list[str] | None = None) -> int:
             command = typer.main.get_command(app)
             defaults = options_map(command, args)
             lighten(command)  # no pydantic for plain text values (start-up time)
+            guard_paths(command)  # a path that cannot be looked up: one named error
             result = command.main(args=args, standalone_mode=False, prog_name="bbg-migrate",
                                   default_map=defaults)  # fmt: skip
         code = result if isinstance(result, int) else 0
