@@ -65,6 +65,56 @@ def file_sha256(
     return h.hexdigest()
 
 
+# -- who holds a lock ---------------------------------------------------------------------
+
+
+def lock_holder(fd: int) -> tuple[str, int | None]:
+    """Who holds a ``flock`` on the file open as ``fd``: ("pid N (command)", N) from
+    ``/proc/locks``, or ("another process", None) when that cannot be told."""
+    st = os.fstat(fd)
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return "another process", None
+    exact, by_inode = [], []
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 6 or "->" in parts or parts[1] != "FLOCK" or not parts[4].isdigit():
+            continue
+        if parts[5] == dev:
+            exact.append(int(parts[4]))
+        elif parts[5].rsplit(":", 1)[-1] == str(st.st_ino):
+            by_inode.append(int(parts[4]))
+    found = exact or (by_inode if len(by_inode) == 1 else [])
+    if not found:
+        return "another process", None
+    pid = found[0]
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
+            comm = fh.read().strip()
+    except OSError:
+        comm = "?"
+    mine = " -- this process" if pid == os.getpid() else ""
+    return f"pid {pid} ({comm}{mine})", pid
+
+
+def runs_bbg_migrate(pid: int | None) -> bool:
+    """Whether process ``pid`` is a bbg-migrate command (the ``bbg-migrate`` script, or
+    ``python -m migrate``), from its command line in ``/proc``."""
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            args = [a.decode("utf-8", "replace") for a in fh.read().split(b"\0")]
+    except OSError:
+        return False
+    if any(os.path.basename(a) == "bbg-migrate" for a in args):
+        return True
+    return any(a == "-m" and b == "migrate" for a, b in zip(args, args[1:], strict=False))
+
+
 # -- temporary directories that say whether their owner is still alive ---------------------
 #
 # A process building something aside (a backup, a restored store) works in a directory that
