@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bbg_core.errors import Conflict, SourceError, StoreError
+from bbg_core.errors import Conflict, MigrateError, SourceError, StoreError
 
 CHUNK = 1 << 20
 
@@ -23,6 +24,20 @@ def cannot_read(path: str | os.PathLike[str], exc: OSError) -> SourceError:
     reason = exc.strerror or type(exc).__name__
     return SourceError(f"{os.fspath(path)}: cannot read: {reason}", path=os.fspath(path),
                        reason=reason)  # fmt: skip
+
+
+def real_path(path: str | os.PathLike[str], *, strict: bool = False) -> Path:
+    """``path`` made absolute with every symbolic link resolved (``strict``: it must exist).
+
+    A path the system cannot look up -- a loop of symbolic links, a name longer than the file
+    system allows, no permission on a folder on the way -- is the one ``PATH: cannot read:
+    REASON`` error (exit 1), never Python's ``RuntimeError("Symlink loop ...")``."""
+    try:
+        return Path(os.path.abspath(path)).resolve(strict=strict)
+    except OSError as exc:
+        raise cannot_read(path, exc) from exc
+    except RuntimeError as exc:  # Python < 3.13 reports a symlink loop this way
+        raise cannot_read(path, OSError(errno.ELOOP, os.strerror(errno.ELOOP))) from exc
 
 
 def file_sha256(
@@ -48,6 +63,56 @@ def file_sha256(
     finally:
         os.close(fd)
     return h.hexdigest()
+
+
+# -- who holds a lock ---------------------------------------------------------------------
+
+
+def lock_holder(fd: int) -> tuple[str, int | None]:
+    """Who holds a ``flock`` on the file open as ``fd``: ("pid N (command)", N) from
+    ``/proc/locks``, or ("another process", None) when that cannot be told."""
+    st = os.fstat(fd)
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return "another process", None
+    exact, by_inode = [], []
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 6 or "->" in parts or parts[1] != "FLOCK" or not parts[4].isdigit():
+            continue
+        if parts[5] == dev:
+            exact.append(int(parts[4]))
+        elif parts[5].rsplit(":", 1)[-1] == str(st.st_ino):
+            by_inode.append(int(parts[4]))
+    found = exact or (by_inode if len(by_inode) == 1 else [])
+    if not found:
+        return "another process", None
+    pid = found[0]
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
+            comm = fh.read().strip()
+    except OSError:
+        comm = "?"
+    mine = " -- this process" if pid == os.getpid() else ""
+    return f"pid {pid} ({comm}{mine})", pid
+
+
+def runs_bbg_migrate(pid: int | None) -> bool:
+    """Whether process ``pid`` is a bbg-migrate command (the ``bbg-migrate`` script, or
+    ``python -m migrate``), from its command line in ``/proc``."""
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            args = [a.decode("utf-8", "replace") for a in fh.read().split(b"\0")]
+    except OSError:
+        return False
+    if any(os.path.basename(a) == "bbg-migrate" for a in args):
+        return True
+    return any(a == "-m" and b == "migrate" for a, b in zip(args, args[1:], strict=False))
 
 
 # -- temporary directories that say whether their owner is still alive ---------------------
@@ -214,6 +279,24 @@ def open_regular(path: Path) -> int:
     return fd
 
 
+def refuse_special_output(path: str | os.PathLike[str]) -> None:
+    """Refuse an output file that exists and is not a regular file (a FIFO would block the
+    write, or the read of what it holds, forever; a device never ends): exit 1 naming it.
+    A path that does not exist yet, or a regular file, passes."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return  # absent, or not looked up: the writer reports that in its own words
+    if stat.S_ISREG(mode):
+        return
+    what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    raise MigrateError(
+        f"{os.fspath(path)}: is {what}, not a regular file; bbg-migrate writes its output "
+        "files only as regular files: name a file",
+        path=os.fspath(path),
+    )
+
+
 def require_regular(path: Path) -> int:
     """The size of the regular file ``path`` (SourceError for anything else)."""
     fd = open_regular(path)
@@ -303,6 +386,7 @@ def write_once(path: Path, data: bytes) -> bool:
         except OSError as exc:
             raise cannot_read(path, exc) from exc
 
+    refuse_special_output(path)
     if os.path.lexists(path):
         if same():
             return False

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import Locked, SourceError, ValidationFailed
-from bbg_core.files import file_sha256, open_regular, require_regular
+from bbg_core.files import file_sha256, lock_holder, open_regular, require_regular, runs_bbg_migrate
 
 
 def _redb_facts(path: Path) -> dict[str, Any]:
@@ -101,13 +101,21 @@ def take_lock(path: Path) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
-        os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            who, pid = lock_holder(fd)
+            os.close(fd)
+            if runs_bbg_migrate(pid):
+                raise Locked(
+                    f"{path}: another bbg-migrate run ({who}) is working on this source now; "
+                    "wait for it to finish, then rerun",
+                    path=str(path), holder_pid=pid,
+                ) from exc  # fmt: skip
             raise Locked(
-                f"{path}: another process holds the source's lock (is the old binary still "
-                "running?); stop it, then rerun",
-                path=str(path),
-            ) from exc
+                f"{path}: another process ({who}) holds the source's lock (is the old binary "
+                "still running?); stop it, then rerun",
+                path=str(path), holder_pid=pid,
+            ) from exc  # fmt: skip
+        os.close(fd)
         raise SourceError(f"{path}: cannot lock: {exc.strerror}", path=str(path)) from exc
     return fd
 

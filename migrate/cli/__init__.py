@@ -19,7 +19,7 @@ from migrate import api
 from migrate.cli._coerce import lighten
 from migrate.cli._config import hoist, options_map
 from migrate.cli._help import decorate
-from migrate.cli._paths import path_arg
+from migrate.cli._paths import guard_paths, path_arg
 from migrate.cli._render import emit_json, err
 from migrate.cli._state import state
 
@@ -218,6 +218,17 @@ def _json_failure(args: list[str], exc: BaseException | None, code: int, message
         pass
 
 
+def usage_line(exc: Exception) -> str:
+    """click's usage error as one line (click prints four: usage, a hint, a blank line, the
+    error): the error, then where the command's help is."""
+    format_message = getattr(exc, "format_message", None)
+    text = format_message() if format_message is not None else str(exc)
+    message = " ".join(text.split())
+    ctx = getattr(exc, "ctx", None)
+    where = getattr(ctx, "command_path", None) or "bbg-migrate"
+    return f"{message.rstrip('.')}; see `{where} -h`"
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the app; every outcome becomes a documented exit code (returned), every error one
     line on stderr (and, with ``--json``, one error document on stdout).  This is the one
@@ -235,6 +246,7 @@ def run(argv: list[str] | None = None) -> int:
             command = typer.main.get_command(app)
             defaults = options_map(command, args)
             lighten(command)  # no pydantic for plain text values (start-up time)
+            guard_paths(command)  # a path that cannot be looked up: one named error
             result = command.main(args=args, standalone_mode=False, prog_name="bbg-migrate",
                                   default_map=defaults)  # fmt: skip
         code = result if isinstance(result, int) else 0
@@ -251,12 +263,8 @@ def run(argv: list[str] | None = None) -> int:
         err.print(message, markup=False, soft_wrap=True)
         code = Interrupted.exit_code
     except typer.TyperException as exc:
-        message = exc.format_message()
-        show = getattr(exc, "show", None)
-        if show is not None:
-            show()
-        else:
-            err.print(f"error: {message}", markup=False)
+        message = usage_line(exc)
+        err.print(f"error: {message}", markup=False, soft_wrap=True)
         code = 2
     except MigrateError as exc:
         if state.debug:

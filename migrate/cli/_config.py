@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import UsageError
-from bbg_core.files import cannot_read
 
 DEFAULT = Path("bbg-migrate.toml")
 PATHS = (("store",), ("mapping",), ("fleet", "report-dir"))
@@ -86,18 +85,13 @@ def load(args: list[str]) -> tuple[Path, dict[str, Any]] | None:
             return None
         path = DEFAULT
     # Imported only when there is a file to read: start-up stays fast without one.
-    import tomllib
-
     import jsonschema
 
     import schemas
-    try:
-        with path.open("rb") as fh:
-            doc = tomllib.load(fh)
-    except OSError as exc:
-        raise cannot_read(path, exc) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: not valid TOML: {exc}", path=str(path)) from exc
+    from bbg_core import documents
+
+    doc = documents.read(path, fmt="toml", hint="correct the options file or name another "
+                         "with --config FILE")  # fmt: skip
     try:
         schemas.validate(doc, "options")
     except jsonschema.ValidationError as exc:

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
 # rich honours NO_COLOR by itself; human output goes to stderr so stdout stays parseable.
 # soft_wrap: a line is printed whole and the terminal wraps it, so an id or digest is never
 # cut short or broken by rich, whatever the width (a file, COLUMNS=40).
+#: The width of stderr when it is not a terminal (a file, a pipe: `2> audit.log`): rich would
+#: take 80 columns (or COLUMNS) and fold table cells and long lines there; off a terminal
+#: nothing wraps, and a table is as wide as its widest row.
+NATURAL_WIDTH = 1 << 15
+
 class _Stderr:
     """rich's Console on stderr, made on first use: importing rich costs start-up time that
     ``detect`` and ``--version`` need not pay."""
@@ -30,7 +35,10 @@ def stderr_console() -> Console:
     if _Stderr.console is None:
         from rich.console import Console
 
-        _Stderr.console = Console(stderr=True, highlight=False, soft_wrap=True)
+        console = Console(stderr=True, highlight=False, soft_wrap=True)
+        if not console.is_terminal:
+            console.width = NATURAL_WIDTH  # a file or a pipe: no line is ever wrapped
+        _Stderr.console = console
     return _Stderr.console
 
 

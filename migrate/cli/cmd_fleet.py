@@ -99,8 +99,9 @@ def _report_human(doc: dict[str, Any], title: str) -> None:
         err.print(f"ANOMALY {a['code']}: {a['detail']}", markup=False, soft_wrap=True)
     t = doc["totals"]
     codes = ", ".join(f"exit {c}: {n}" for c, n in t["by_exit_code"].items())
+    codes = f" ({codes})" if codes else ""
     err.print(
-        f"{t['jobs']} jobs: {t['ok']} ok, {t['failed']} failed ({codes}); "
+        f"{t['jobs']} jobs: {t['ok']} ok, {t['failed']} failed{codes}; "
         f"{t['rows']:,} rows; exit status {doc['exit_code']}",
         markup=False,
     )

@@ -49,7 +49,8 @@ MAX_ROWS = typer.Option(
 )
 MAX_BYTES = typer.Option(
     show_size(DEFAULT.max_bytes), "--max-bytes", parser=parse_size,
-    help="Refuse sources with more bytes (a size: 4096, 512MiB, 1.5TB, 256GiB).",
+    help="Refuse sources whose rows hold more bytes: the sum of every row's key and value "
+    "bytes, not the file's size (a size: 4096, 512MiB, 1.5TB, 256GiB).",
 )  # fmt: skip
 MAX_NS = typer.Option(
     DEFAULT.max_namespaces, "--max-namespaces", min=0, help="Refuse more namespaces."

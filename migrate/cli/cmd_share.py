@@ -317,7 +317,7 @@ def _show_doctor(report: dict[str, Any]) -> None:
             f"({count(checked['blocks'], 'block')} and {checked['journal_batches']:,} journal "
             f"batches checked), bbg opens it: {'no' if keyspace['bbg_open'] else 'yes'}, records "
             f"{keyspace['records']}, digest {report['tables']['archive_digest_sha256']}, status "
-            f"{gen['status']} ({gen['generation']}), {count(len(report['fences']), 'fence')}",
+            f"{_status(gen)}, {count(len(report['fences']), 'fence')}",
             markup=False,
         )
         for note in keyspace["notes"]:
@@ -329,12 +329,18 @@ def _show_doctor(report: dict[str, Any]) -> None:
             err.print(f"  {kind[:-1]}: {f['code']}: {f['detail']}", markup=False)
 
 
+def _status(gen: dict[str, Any]) -> str:
+    """``complete (original)``; a part that is not known is left out, never shown as None."""
+    status = "none" if gen.get("status") is None else str(gen["status"])
+    return status if gen.get("generation") is None else f"{status} ({gen['generation']})"
+
+
 def _show_sqlite_doctor(report: dict[str, Any]) -> None:
     gen = report["generation"]
     err.print(
         f"  integrity {report['sqlite']['integrity'][0]}, digest "
-        f"{report['tables']['archive_digest_sha256']}, status {gen['status']} "
-        f"({gen['generation']}), {count(len(report['fences']), 'fence')}, "
+        f"{report['tables']['archive_digest_sha256']}, status {_status(gen)}, "
+        f"{count(len(report['fences']), 'fence')}, "
         f"{count(report['orphan_content']['count'], 'orphan content row')}",
         markup=False,
     )

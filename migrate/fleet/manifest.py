@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +38,7 @@ from typing import Any
 import jsonschema
 
 import schemas
+from bbg_core import documents
 from bbg_core.canonical import canonical_json
 from bbg_core.errors import MigrateError, UsageError
 from bbg_core.files import cannot_read
@@ -99,22 +98,8 @@ def _read(path: Path) -> dict[str, Any]:
         data = path.read_bytes()
     except OSError as exc:
         raise cannot_read(path, exc) from exc
-    try:
-        text = data.decode("utf-8")
-        if path.suffix.lower() == ".json":
-            doc = json.loads(text)
-        else:
-            doc = tomllib.loads(text)
-    except UnicodeDecodeError as exc:
-        raise UsageError(
-            f"{path}: the manifest is not UTF-8 (byte {exc.start})", path=str(path)
-        ) from exc
-    except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"{path}: line {exc.lineno}: not JSON: {exc.msg}", path=str(path), line=exc.lineno
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: not TOML: {exc}", path=str(path)) from exc
+    fmt = "json" if path.suffix.lower() == ".json" else "toml"
+    doc = documents.parse(data, path, fmt=fmt, hint="correct the fleet manifest")
     if not isinstance(doc, dict):
         raise UsageError(f"{path}: the manifest must be a table/object", path=str(path))
     return doc

@@ -42,7 +42,8 @@ def _predicted(doc: dict[str, Any]) -> tuple[int, list[str]]:
     if problems:
         return 4, problems
     if doc.get("source_locked"):
-        return 11, ["the source is locked by another process (is the old binary running?)"]
+        return 11, ["another process holds the source's lock (the old binary, or another "
+                    "bbg-migrate run of this source); wait for it or stop it, then rerun"]
     return 0, problems
 
 

@@ -14,13 +14,13 @@ kill never leaves half a file.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
 import schemas
+from bbg_core import documents
 from bbg_core.canonical import canonical_json
 from bbg_core.errors import UsageError
 from bbg_core.files import atomic_write
@@ -51,13 +51,10 @@ def write_job(report_dir: Path, result: dict[str, Any]) -> Path:
 
 def read_json(path: Path, schema: str) -> dict[str, Any]:
     """A report file, validated; UsageError naming the file when it is not one."""
+    doc = documents.read(path, hint=f"not a {schema} report; name the report directory a "
+                         "fleet run wrote")  # fmt: skip
     try:
-        doc = json.loads(path.read_text("utf-8"))
         schemas.validate(doc, schema)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}", path=str(path)) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a JSON report: {exc}", path=str(path)) from exc
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
         raise UsageError(

@@ -10,7 +10,6 @@ Without a mapping, every origin keeps its id and history (a plain backend conver
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,8 @@ from typing import Any
 import jsonschema
 
 import schemas
+from bbg_core import documents
 from bbg_core.errors import UsageError
-from bbg_core.files import cannot_read
 
 
 @dataclass(frozen=True)
@@ -109,13 +108,9 @@ def parse_cli(
 
 def load_file(path: Path) -> Mapping:
     """Read and validate a mapping file against ``schemas/mapping.schema.json``."""
+    doc = documents.read(path, hint="name a mapping file (schemas/mapping.schema.json)")
     try:
-        doc = json.loads(path.read_text("utf-8"))
         schemas.validate(doc, "mapping")
-    except OSError as exc:
-        raise cannot_read(path, exc) from exc
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}", path=str(path)) from exc
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
         raise UsageError(

@@ -15,12 +15,10 @@ hashes the bytes (only when an import of this path is in progress).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import ValidationFailed
-from bbg_core.files import file_sha256, require_regular
+from bbg_core.files import file_sha256, real_path, require_regular
 from migrate.job import Job
 from migrate.store import imports
 from migrate.store.engine import engine_of
@@ -32,7 +30,7 @@ SOURCE_STAGE = "source"
 
 def source_path(job: Job) -> str:
     """The path an import records for its source: absolute, symbolic links resolved."""
-    return str(Path(os.path.abspath(job.source)).resolve())
+    return str(real_path(job.source))
 
 
 def journal_source(tx: Any, import_id: str, job: Job) -> None:

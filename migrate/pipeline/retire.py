@@ -25,7 +25,6 @@ named refusal (exit 4) saying where the source's bytes now live.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -33,9 +32,10 @@ from typing import Any
 import jsonschema
 
 import schemas
+from bbg_core import documents
 from bbg_core.canonical import canonical_json
 from bbg_core.errors import Conflict, SourceError, ValidationFailed
-from bbg_core.files import atomic_write, file_sha256, fsync_dir
+from bbg_core.files import atomic_write, file_sha256, fsync_dir, real_path
 from migrate.store import imports
 from migrate.store.store import Store
 
@@ -45,7 +45,7 @@ FORMAT = "bbg-migrate/retirement/1"
 
 def target(source: Path) -> Path:
     """The file a retirement of ``source`` acts on: the file a symbolic link names."""
-    return Path(os.path.abspath(source)).resolve()
+    return real_path(source)
 
 
 def aside(source: Path) -> Path:
@@ -58,10 +58,12 @@ def _read_record(directory: Path) -> dict[str, Any] | None:
     record = directory / RETIREMENT
     if not record.is_file():
         return None
+    doc: dict[str, Any] = documents.read(
+        record, error=SourceError, hint="not a readable retirement record; inspect it by hand"
+    )
     try:
-        doc: dict[str, Any] = json.loads(record.read_text("utf-8"))
         schemas.validate(doc, "retirement")
-    except (OSError, ValueError, jsonschema.ValidationError) as exc:
+    except jsonschema.ValidationError as exc:
         raise SourceError(
             f"{record}: not a readable retirement record ({exc}); inspect it by hand",
             path=str(record),
@@ -136,7 +138,7 @@ def binding(
 ) -> dict[str, Any]:
     """What a retired path answers for: this store, this import, its nonce and mapping."""
     return {
-        "store": str(Path(os.path.abspath(store_dir)).resolve()),
+        "store": str(real_path(store_dir)),
         "store_id": store_id,
         "import_id": receipt["import_id"],
         "nonce": receipt["nonce"],
@@ -157,7 +159,7 @@ def require_same_import(
     where = (
         f"{source} was retired (its bytes are kept, unchanged, in {real / 'source'})"
     )
-    want_store = str(Path(os.path.abspath(store_dir)).resolve())
+    want_store = str(real_path(store_dir))
     differences: list[str] = []
     if bound is None:
         differences.append("the retirement record names no store (an older tool wrote it)")

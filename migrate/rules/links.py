@@ -219,10 +219,10 @@ def _namespace(
         yield _err("head-mismatch", f"namespace {nsx}: a retained boundary but no head")
     elif head is not None and head != last:
         # bbg: the head must equal history[ns‖head.index] and no entry may lie past it.
-        top = "None" if last is None else f"Some({last.index})"
+        top = "no history" if last is None else f"the last history index is {last.index}"
         yield _err(
             "head-mismatch",
-            f"namespace {nsx}: head {head.describe()} disagrees with history (max index {top})",
+            f"namespace {nsx}: head {head.describe()} disagrees with history ({top})",
         )
 
     counts = bytearray(len(present))  # receipts per history entry, saturating at 255

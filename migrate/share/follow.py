@@ -15,13 +15,14 @@ checkpoint (even ``TRUNCATE``) the WAL at any time.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from bbg_core.errors import UsageError
+from bbg_core import documents
+from bbg_core.errors import MigrateError, UsageError
+from bbg_core.files import refuse_special_output
 from migrate.share.common import (
     canonical,
     damaged_reads,
@@ -65,6 +66,7 @@ def resume_point(path: Path) -> tuple[int, int] | None:
 
     A torn last line (no LF: the writer was killed mid-write) is cut off first.
     """
+    refuse_special_output(path)  # a FIFO would block, a device never ends
     try:
         fh = open(path, "r+b")  # closed below
     except FileNotFoundError:
@@ -97,8 +99,8 @@ def resume_point(path: Path) -> tuple[int, int] | None:
         count = 0
         for line in lines:
             try:
-                tx = int(json.loads(line)["tx"])
-            except (ValueError, KeyError, TypeError) as exc:
+                tx = int(documents.parse(line, path)["tx"])
+            except (MigrateError, ValueError, KeyError, TypeError) as exc:
                 raise UsageError(f"{path}: the last lines are not event/1 events with a tx; "
                                  "name a file tail --follow wrote", path=str(path)) from exc
             if last_tx is None:

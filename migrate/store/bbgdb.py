@@ -29,6 +29,8 @@ import struct
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from bbg_core.errors import SourceError
+from bbg_core.files import real_path
 from hashing import hemera
 
 SHARD_TABLES: tuple[str, ...] = (
@@ -106,13 +108,17 @@ def guard_path(destination: str | os.PathLike[str]) -> Path:
     path with a trailing slash, ``.``/``..`` parts or a symlink alias alike."""
     path = Path(destination)
     try:
-        normal = path.resolve(strict=True)
-    except FileNotFoundError:
+        normal = real_path(path, strict=True)
+    except SourceError as exc:
+        if not isinstance(exc.__cause__, FileNotFoundError):
+            raise
         parent = path.parent if str(path.parent) else Path(".")
         try:
-            normal = parent.resolve(strict=True) / path.name
-        except FileNotFoundError:  # no parent yet (a store being created makes it)
-            normal = path.resolve()
+            normal = real_path(parent, strict=True) / path.name
+        except SourceError as again:  # no parent yet (a store being created makes it)
+            if not isinstance(again.__cause__, FileNotFoundError):
+                raise
+            normal = real_path(path)
     return normal.with_name(normal.name + GUARD_SUFFIX)
 
 

@@ -163,10 +163,7 @@ def _open_dir(directory: Path, create: bool) -> tuple[int, bool]:
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError as exc:
-        raise StoreRefused(
-            f"{directory}: no BBG store here (no such directory); name an existing store",
-            path=str(directory),
-        ) from exc
+        raise layout.no_store(directory) from exc
     except NotADirectoryError as exc:
         raise StoreRefused(f"{directory}: is a file, not a store directory",
                            path=str(directory)) from exc  # fmt: skip
@@ -200,11 +197,8 @@ def acquire(
                 if create:
                     check_destination(directory)
                 elif not db.exists():
-                    raise StoreRefused(
-                        f"{directory}: no BBG store here ({layout.DB_NAME} missing); name an "
-                        "existing store, or create one",
-                        path=str(directory),
-                    )
+                    raise layout.no_store(directory, f" ({layout.DB_NAME} missing)",
+                                          create_hint=True)  # fmt: skip
                 fd, made = _open_dir(directory, create)
                 lock = DirLock(directory, fd, exclusive=False, created_dir=made)
             # The directory stays open while waiting: who waits for a store is visible.

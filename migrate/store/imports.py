@@ -25,13 +25,13 @@ Fences and reader generations are in :mod:`fences`.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
+from bbg_core import documents
 from bbg_core.canonical import canonical_json
-from bbg_core.errors import Conflict, StoreError
+from bbg_core.errors import Conflict, StoreCorrupt, StoreError
 from migrate.store.codec import (
     ARCHIVE_ORDER,
     CLAIMS,
@@ -111,8 +111,15 @@ def _get_doc(db: _Reader, table: str, column: str, import_id: str) -> dict[str, 
     row = db.one(f"SELECT {column} FROM {table} WHERE import_id = ?", (import_id,))
     if row is None:
         return None
-    doc: dict[str, Any] = json.loads(row[0])
+    doc: dict[str, Any] = _record(db, row[0], f"{column} of import {import_id}")
     return doc
+
+
+def _record(db: _Reader, text: str, what: str) -> Any:
+    """A JSON record the store holds; one it cannot hold (changed by hand: not JSON, nested
+    beyond reason) is StoreCorrupt naming the store, never a parser's own exception."""
+    hint = f"the {what} is damaged; restore the store from a backup"
+    return documents.parse(text, db.path, error=StoreCorrupt, hint=hint)
 
 
 def record_seal(tx: Tx, import_id: str, seal: Mapping[str, Any]) -> None:
@@ -158,7 +165,7 @@ def journal_of(db: _Reader, import_id: str, stage: str) -> dict[str, Any] | None
         "SELECT detail FROM bbg_import_v1_journal WHERE import_id = ? AND stage = ?",
         (import_id, stage),
     )
-    return None if row is None else dict(json.loads(row[0]))
+    return None if row is None else dict(_record(db, row[0], f"journal of import {import_id}"))
 
 
 def set_cursor(tx: Tx, import_id: str, stream: str, cursor: bytes, rows: int) -> None:
@@ -448,4 +455,4 @@ def seals(db: _PageReader) -> Iterator[tuple[str, dict[str, Any], str]]:
         "SELECT s.import_id, s.seal, i.state FROM bbg_import_v1_seals AS s "
         "JOIN bbg_import_v1_imports AS i ON i.import_id = s.import_id ORDER BY s.import_id"
     ):
-        yield str(iid), json.loads(text), str(state)
+        yield str(iid), _record(db, text, f"seal of import {iid}"), str(state)

@@ -240,10 +240,7 @@ def open_fjall_store(
 
     if engine_of(directory) is None:
         if not create:
-            raise StoreRefused(
-                f"{directory}: no BBG store here; name an existing store, or create one",
-                path=str(directory),
-            )
+            raise layout.no_store(directory, create_hint=True)
         creation.check_destination(directory)
         create_keyspace(directory)
     writer = _writer(directory, busy_timeout)

@@ -64,6 +64,20 @@ def resolve_store_dir(named: str | Path | None, *, create: bool, cwd: Path | Non
     return target
 
 
+def no_store(directory: Path, detail: str = "", *, create_hint: bool = False) -> StoreRefused:
+    """The error for a store directory that holds no store.  A directory that does not exist
+    (or cannot be looked up) is the one ``PATH: cannot read: REASON`` rule of every input;
+    one that exists is ``no BBG store here`` (``detail``: what is missing)."""
+    hint = "name an existing store, or create one" if create_hint else "name an existing store"
+    try:
+        os.stat(directory)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return StoreRefused(f"{directory}: cannot read: {reason}; no BBG store here, {hint}",
+                            path=str(directory), reason=reason)  # fmt: skip
+    return StoreRefused(f"{directory}: no BBG store here{detail}; {hint}", path=str(directory))
+
+
 def require_writable(directory: Path) -> None:
     """StoreError unless this process may create or change the store in ``directory``.
 

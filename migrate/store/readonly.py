@@ -23,7 +23,7 @@ from migrate.store.bbgdb import LAST_TRANSACTION, METADATA
 from migrate.store.connection import Connection
 from migrate.store.engine import ENGINE_ENV, FJALL, default_engine, engine_of
 from migrate.store.keyspace_store import open_fjall_view
-from migrate.store.layout import DB_NAME, check_header, require_bbg
+from migrate.store.layout import DB_NAME, check_header, no_store, require_bbg
 from migrate.store.opening import refuse_records_dir
 from migrate.store.sanity import check_bookkeeping
 
@@ -40,10 +40,7 @@ def db_file(store_dir: Path) -> Path:
     except OSError as exc:  # e.g. a directory this user may not search: say so
         raise cannot_read(store_dir, exc) from exc
     if not is_file:
-        raise StoreRefused(
-            f"{store_dir}: no BBG store here ({DB_NAME} missing); name an existing store",
-            path=str(store_dir),
-        )
+        raise no_store(Path(store_dir), f" ({DB_NAME} missing)")
     return db
 
 

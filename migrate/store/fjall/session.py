@@ -107,6 +107,7 @@ from typing import Any
 
 from bbg_core.closing import Closing
 from bbg_core.errors import FjallChanged, FjallError, FjallRefused, Locked, UsageError
+from bbg_core.files import lock_holder
 from migrate.store.fjall import bloom, journal, layout, levels
 from migrate.store.fjall.block import TOMBSTONE, VALUE
 from migrate.store.fjall.layout import DEFAULT_CONFIG, PartitionConfig
@@ -134,35 +135,8 @@ FLUSH_FP_RATE = 0.00001
 
 
 def _holder(fd: int) -> tuple[str, int | None]:
-    """Who holds a ``flock`` on the file open as ``fd``: ("pid N (command)", N) from
-    ``/proc/locks``, or ("another process", None) when that cannot be told."""
-    st = os.fstat(fd)
-    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    try:
-        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return "another process", None
-    exact, by_inode = [], []
-    for line in lines:
-        parts = line.split()
-        if len(parts) < 6 or "->" in parts or parts[1] != "FLOCK" or not parts[4].isdigit():
-            continue
-        if parts[5] == dev:
-            exact.append(int(parts[4]))
-        elif parts[5].rsplit(":", 1)[-1] == str(st.st_ino):
-            by_inode.append(int(parts[4]))
-    found = exact or (by_inode if len(by_inode) == 1 else [])
-    if not found:
-        return "another process", None
-    pid = found[0]
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
-            comm = fh.read().strip()
-    except OSError:
-        comm = "?"
-    mine = " -- this process" if pid == os.getpid() else ""
-    return f"pid {pid} ({comm}{mine})", pid
+    """Who holds a ``flock`` on the file open as ``fd`` (:func:`bbg_core.files.lock_holder`)."""
+    return lock_holder(fd)
 
 
 def _take_locks(root: Path, create_lock: bool) -> list[int]:
