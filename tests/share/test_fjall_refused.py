@@ -1,6 +1,6 @@
 """The share commands on a Fjall store: refused by name, never a traceback, nothing written.
 
-tail, follow, apply, snapshot, restore, backup, doctor, mcp, nohistory and excise work on
+tail, follow, apply, snapshot, restore, backup, mcp, nohistory and excise work on
 SQLite stores only in this version (sharing a Fjall store is the sharing issue).  Given a
 Fjall store each exits 1 (store error) with the named refusal of
 :func:`migrate.store.readonly.refuse_fjall`; apply and restore, which create the store they
@@ -47,13 +47,12 @@ def fjall_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 COMMANDS: dict[str, list[str]] = {
     "tail": ["tail"],
+    "backup --json": ["backup", "{dest}", "--json"],
     "follow": ["tail", "--follow"],
     "apply": ["apply", "-"],
     "snapshot": ["snapshot"],
     "restore": ["restore", "-"],
     "backup": ["backup", "{dest}"],
-    "doctor": ["doctor"],
-    "doctor --json": ["doctor", "--json"],
     "mcp": ["mcp"],
     "nohistory": ["nohistory", "{ns}"],
     "excise": ["excise", "--namespace", "{ns}"],
@@ -74,7 +73,7 @@ def test_share_command_refuses_a_fjall_store_by_name(
     assert res.returncode == 1, (res.returncode, err)
     assert "Traceback" not in err and "internal error" not in err, err
     assert REFUSED in err and SQLITE_ONLY in err, err
-    if command == "doctor --json":
+    if args[-1] == "--json":
         doc = json.loads(res.stdout)
         assert (doc["code"], doc["exit_code"]) == ("store-refused", 1)
         assert doc["context"]["engine"] == FJALL
