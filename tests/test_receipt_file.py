@@ -150,7 +150,7 @@ def test_transfer_steps_write_their_documents(tmp_path: Path, store_source: Path
     staged = tmp_path / "staged.json"
     res = cli("run", str(store_source), "--store", target, "--pages", "1", "--page-rows", "10",
               "--receipt", str(staged))  # fmt: skip
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 5, res.stderr  # copying is not complete
     assert f"no receipt yet (staging): {staged} not written" in res.stderr
     assert not staged.exists()
     assert cli("stage", str(store_source), "--store", target).returncode == 0

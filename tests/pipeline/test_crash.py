@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from migrate.store.engine import default_engine
 from tests.pipeline.helpers import (
     cell_fixtures,
     cli,
@@ -31,5 +32,8 @@ def test_kill_9_at_every_commit_point(tmp_path: Path) -> None:
     ref = cli(*args, "--store", str(tmp_path / "ref"))
     assert ref.returncode == 0, ref.stderr
     killed = kill_at_every_commit(args, tmp_path, want, ref.stdout)
-    assert killed >= 50, killed
+    # SQLite: a transaction per staged page; Fjall (the real database): bbg's conversion built
+    # aside in one pass, so its commit points are the guard, the build's files, the rename,
+    # the records and the guard's removal.
+    assert killed >= (50 if default_engine() == "sqlite" else 6), killed
     assert tree_state(src) == source_state

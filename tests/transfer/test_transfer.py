@@ -202,8 +202,9 @@ def test_steps_one_at_a_time_give_the_same_receipt(
 
     def step(*args: str) -> dict[str, object]:
         res = cli(*args, str(b_src), "--store", str(b_tgt), "--json")
-        assert res.returncode == 0, res.stderr
         doc: dict[str, object] = json.loads(res.stdout)
+        # exit 5: a stage that stopped with rows left (not-ready), 0 otherwise
+        assert res.returncode == (5 if doc.get("status") == "staging" else 0), res.stderr
         return doc
 
     sealed = step("seal")
