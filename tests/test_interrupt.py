@@ -83,6 +83,8 @@ def cell(tmp_path: Path) -> Path:
 # however fast or loaded the machine is.
 _SIGINT_ON_IMPORT = """
 import importlib.abc, os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal, whatever the
+# parent ignores (a shell's background job starts with SIGINT ignored)
 MODULE = sys.argv.pop(1)
 class _Trip(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
