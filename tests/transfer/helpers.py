@@ -4,19 +4,16 @@ package directly, its records beside it with sqlite3)."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-from migrate.rules.shape import DIGEST_ORDER
 from migrate.store import open_store
 from migrate.store.engine import FJALL, engine_of, records_dir
 from tests.pipeline.helpers import cell_fixtures, cli, unpack
 
 SMALL = next(p for p in cell_fixtures() if p.name == "cell-small.redb.gz")
-EMPTY_DIGEST = hashlib.sha256(bytes(range(5))).hexdigest()
 
 
 def migrated_store(tmp: Path, name: str = "source") -> Path:
@@ -96,19 +93,6 @@ def rows(store: Path, table: str) -> list[tuple[bytes, bytes]]:
     if is_fjall(store):
         return _keyspace(store).get(table, [])
     return [(bytes(k), bytes(v)) for k, v in _sqlite(store / "bbg.sqlite3")[table]]
-
-
-def live_digest(store: Path) -> str | None:
-    """The archive digest of the store's live five tables, or None when there is no store."""
-    if engine_of(store) is None:
-        return None
-    h = hashlib.sha256()
-    for ordinal, table in enumerate(DIGEST_ORDER):
-        h.update(bytes([ordinal]))
-        for key, value in rows(store, table):
-            size = len(value).to_bytes(8, "little")
-            h.update(len(key).to_bytes(8, "little") + key + size + value)
-    return h.hexdigest()
 
 
 def status(store: Path) -> str | None:

@@ -381,7 +381,8 @@ def test_a_transfer_crosses_engines(source: Path, tmp_path: Path, transfer_engin
     """A source on one engine moves into a new target on the other: the same rows, the
     source's own prior (its bbg change id on Fjall, its counter on SQLite)."""
     from migrate.store.engine import ENGINE_ENV, engine_of
-    from tests.transfer.helpers import bbg_last, live_digest
+    from tests.support.stores import live_digest
+    from tests.transfer.helpers import bbg_last
 
     other = "sqlite" if transfer_engine == "fjall" else "fjall"
     prior = bbg_last(source) if transfer_engine == "fjall" else None

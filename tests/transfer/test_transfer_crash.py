@@ -15,14 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.pipeline.helpers import LEGACY, cli
-from tests.transfer.helpers import (
-    EMPTY_DIGEST,
-    copy_store,
-    is_fjall,
-    live_digest,
-    migrated_store,
-    status,
-)
+from tests.support.stores import EMPTY_DIGEST, live_digest
+from tests.transfer.helpers import copy_store, is_fjall, migrated_store, status
 
 pytestmark = pytest.mark.slow
 
