@@ -108,3 +108,29 @@ def test_data_ids_and_children_with_and_without_point_lookups() -> None:
     # bbg's raw converter decodes nothing.
     raw = check_shape(Rows(tables), content_check="none")
     assert raw.errors == [] and not raw.data_ids_checked and not raw.blob_ids_checked
+
+
+def test_tagged_data_rows_are_refused_in_codec_mode_and_copied_in_none() -> None:
+    """cybergraph 546853d ``src/content.rs`` ``Content::new`` hands a Data payload to nox
+    ``particle_of`` (nox 04425ac ``rs/encode.rs``), which takes 8 or 64 bytes only; nox's
+    test ``invalid_length_rejected`` refuses ``[0; 9]``, ``[0; 65]`` and ``[]`` with
+    ``InvalidLength`` (cybergraph: ``ContentError::InvalidData``).  The tagged scheme's rows are
+    exactly such lengths (9 field/word atom, 33 hash atom, 65 cell), with key = their old id
+    hemera(tag ‖ payload).  nox's own three cases are refused too (``[0; 9]`` is a tagged field
+    atom; ``[0; 65]`` and ``[]`` fit neither scheme)."""
+    from hashing import nox
+
+    word = b"\x01" + (7).to_bytes(8, "little")
+    cases = [bytes(9), b"\x03" + bytes(64), b"\x02" + bytes(32), word]
+    tables: dict[str, dict[bytes, bytes]] = {name: {} for name in DIGEST_ORDER}
+    for payload in cases:
+        assert nox.scheme_of(payload) == nox.TAGGED_V0
+        tables["application_content"][hemera.hash(payload)] = b"\x00" + payload
+    report = check_shape(Rows(tables))
+    assert [e["code"] for e in report.errors] == ["content-id-mismatch"] * len(cases)
+    assert all("nox tagged scheme (pre-dba9ceb)" in e["detail"] for e in report.errors)
+    assert report.data.id_mismatches == len(cases)
+    assert report.data.scheme == nox.TAGGED_V0  # the scheme is still named
+    assert check_shape(Rows(tables), content_check="none").errors == []
+    tables["application_content"] = {hemera.hash(p): b"\x00" + p for p in (bytes(65), b"")}
+    assert [e["code"] for e in check_shape(Rows(tables)).errors] == ["content-id-mismatch"] * 2

@@ -2,8 +2,12 @@
 
 cybergraph's codec-checked transfer (``src/content.rs`` ``Content::from_stored``,
 ``src/application/transfer.rs``) decodes every content row: a Blob's key must be
-hemera(payload); a Data row's key must be its nox id (:mod:`hashing.nox`: Model B or the
-older tagged scheme); a Data pair (or tagged cell) needs both children to be content rows.
+hemera(payload); a Data row must be nox Model B (8 or 64 bytes) and its key its nox id; a Data
+pair needs both children to be content rows.  A row of nox's older tagged scheme (9, 33 or 65
+bytes, before nox dba9ceb) is refused as cybergraph refuses it (cybergraph 546853d
+``src/content.rs`` ``Content::new`` calls nox ``particle_of``, which fails any length but 8 and
+64 with ``InvalidLength``; ``from_stored`` turns that into ``ContentError::InvalidData``); the
+report still names the scheme (``data_id_scheme``, and the error's detail).
 bbg's raw converter (``migrate_redb``) never decodes content; that is content-check mode
 ``none``.
 
@@ -68,6 +72,13 @@ def _data_detail(key: bytes, payload: bytes, why: str) -> str:
     return f"content {key.hex()}: Data row of {len(payload)} payload bytes: {why}"
 
 
+def _tagged(node: nox.Node) -> str:
+    return (
+        f"nox tagged scheme (pre-dba9ceb) {node.kind}: cybergraph Content::from_stored refuses "
+        "it (nox particle_of accepts only Model B, 8 or 64 bytes: InvalidLength)"
+    )
+
+
 def _verify(items: list[_Item]) -> tuple[list[_Finding], list[_Need], int, int]:
     """Worker side: (findings, children to look up, Blob mismatches, Data mismatches)."""
     from hashing import hemera
@@ -90,6 +101,10 @@ def _verify(items: list[_Item]) -> tuple[list[_Finding], list[_Need], int, int]:
         if node is None or isinstance(got, nox.NoxError):
             data_bad += 1
             findings.append((pos, "content-id-mismatch", _data_detail(key, payload, str(got))))
+            continue
+        if node.scheme == nox.TAGGED_V0:
+            data_bad += 1
+            findings.append((pos, "content-id-mismatch", _data_detail(key, payload, _tagged(node))))
             continue
         if got != key:
             data_bad += 1

@@ -46,7 +46,7 @@ def test_two_runs_of_one_import_into_one_store_both_finish(tmp_path: Path, exist
     shutil.copyfile(a, b)  # the same bytes at another path: the same import
     store = tmp_path / "bbg"
     if existing:  # a store that already holds another import
-        other = unpack(next(p for p in cell_fixtures() if p.name == "cell-data-tagged-ids.redb.gz"),
+        other = unpack(next(p for p in cell_fixtures() if p.name == "cell-birth-mismatch.redb.gz"),
                        tmp_path / "other")  # fmt: skip
         assert cli("run", str(other), "--store", str(store)).returncode == 0
     flag = tmp_path / "paused"

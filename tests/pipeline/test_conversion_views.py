@@ -91,14 +91,36 @@ def test_raw_mode_copies_content_it_does_not_decode(tmp_path: Path) -> None:
     assert receipt["digests"]["staged_archive_sha256"] == expected(gz)["archive_digest_sha256"]
 
 
-def test_tagged_scheme_store_is_valid_and_named(tmp_path: Path) -> None:
+def test_tagged_scheme_store_is_refused_under_codec_and_copied_under_none(tmp_path: Path) -> None:
+    """cybergraph 546853d ``src/content.rs`` ``Content::new``: a Data payload goes to nox
+    ``particle_of`` (nox 04425ac ``rs/encode.rs``), which takes 8 or 64 bytes only and fails
+    any other length with ``InvalidLength`` (nox test ``invalid_length_rejected``); so every
+    pre-dba9ceb tagged row is ``ContentError::InvalidData`` in the codec-checked import.  bbg's
+    raw converter (mode ``none``) never decodes content and copies the store."""
     src = unpack(TAGGED, tmp_path / "src")
     code, doc = _inspect(src)
     want = expected(TAGGED)
-    assert code == 0 and doc["data_id_scheme"] == "nox-tagged-v0" == want["data_id_scheme"]
+    assert code == 3 and not doc["valid"] and want["valid"] is False
+    # The scheme is still named, in the report and in each error.
+    assert doc["data_id_scheme"] == "nox-tagged-v0" == want["data_id_scheme"]
     assert doc["data_content_ids"] == want["data_content_ids"]
-    res = cli("run", str(src), "--store", str(tmp_path / "s"), "--json")
-    assert res.returncode == 0 and json.loads(res.stdout)["content_check"] == "codec"
+    data_rows = want["content_codecs"]["data"]
+    assert doc["data_rows_with_id_mismatch"] == data_rows == 29
+    assert [e["code"] for e in doc["errors"]] == ["content-id-mismatch"] * data_rows
+    assert all("tagged scheme (pre-dba9ceb)" in e["detail"] for e in doc["errors"])
+    assert doc["errors"] == want["expected_errors"]
+    store = tmp_path / "codec"
+    res = cli("run", str(src), "--store", str(store))
+    assert res.returncode == 3 and "pre-dba9ceb" in res.stderr and not store.exists()
+    # --content-check none: unchanged, the rows are copied as bytes.
+    code, raw = _inspect(src, "--content-check", "none")
+    assert code == 0 and raw["valid"] and raw["data_id_scheme"] == "nox-tagged-v0"
+    res = cli("run", str(src), "--store", str(tmp_path / "s"), "--content-check", "none",
+              "--json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    receipt = json.loads(res.stdout)
+    assert receipt["content_check"] == "none"
+    assert receipt["digests"]["staged_archive_sha256"] == want["archive_digest_sha256"]
 
 
 def test_content_check_is_refused_for_legacy_logs(tmp_path: Path) -> None:
