@@ -9,28 +9,54 @@ from bbg_core.errors import SignalLogError
 from hashing.hemera import HasherFactory
 from importers.frame_log.decode import read_frames
 from importers.frame_log.model import DEFAULT_LIMITS, SIGILS, CliSignal, Limits
+from importers.frame_log.real import STOPPED, Finding, read_real
 from importers.signal_log import file_digests
 from importers.signal_log.framing import PathLike
+
+
+def _strict(name: str, limits: Limits) -> dict[str, Any]:
+    """What ``--strict`` (today's refusals) says: valid, its first error, the valid prefix."""
+    events = end = 0
+    error: dict[str, Any] | None = None
+    try:
+        for frame in read_frames(name, limits=limits):
+            events, end = events + 1, frame.end
+    except SignalLogError as exc:
+        ctx = exc.context
+        error = {k: ctx[k] for k in ("code", "offset", "frame_index", "frame_start")}
+    return {"valid": error is None, "error": error, "valid_prefix_events": events,
+            "valid_prefix_end": end}  # fmt: skip
 
 
 def inspect_frame_log(
     path: PathLike, *, limits: Limits = DEFAULT_LIMITS, hasher: HasherFactory | None = None
 ) -> dict[str, Any]:
-    """The read-only report (schema ``frame-log-inspect``) of the log at ``path``.
+    """The read-only report (schema ``bbg-frame-log-inspect``) of the log at ``path``.
 
-    Counts cover the frames decoded before the first error (all of them for a valid log);
-    ``errors`` holds at most that one error, since nothing after it can be framed.
+    Counts cover the events bbg's own reader returns (:mod:`importers.frame_log.real`), which
+    the import takes by default; ``lenient_frames`` lists every frame it skipped, dropped or
+    read leniently and where it stopped; ``strict`` is the verdict of ``--strict`` (today's
+    refusals).  ``errors`` holds at most one error: one of our own bounds exceeded.
     ``blocks`` counts finalize frames, ``last_height`` is the height of the last signal.
     """
+    from hashing import hemera
+
     name = os.fspath(path)
     per_sigil = dict.fromkeys(SIGILS, 0)
-    links = moves = events = end = 0
+    links = moves = events = 0
     last_height: int | None = None
     errors: list[dict[str, Any]] = []
+    findings: list[Finding] = []
+    factory = hasher or hemera.Hasher
+
+    def hash_fn(data: bytes) -> bytes:
+        h = factory()
+        h.update(data)
+        return h.digest()
+
     try:
-        for frame in read_frames(name, limits=limits):
+        for frame in read_real(name, findings, limits=limits, hash_fn=hash_fn):
             events += 1
-            end = frame.end
             per_sigil[frame.sigil] += 1
             if isinstance(frame.body, CliSignal):
                 links += len(frame.body.links)
@@ -47,11 +73,13 @@ def inspect_frame_log(
                 "message": exc.message,
             }
         )
+    size = os.stat(name).st_size
+    stop = next((f for f in findings if f.disposition == STOPPED), None)
     sha256, hemera_digest = file_digests(name, hasher)
     return {
         "kind": "bbg-frame-log",
         "path": name,
-        "size_bytes": os.stat(name).st_size,
+        "size_bytes": size,
         "valid": not errors,
         "event_count": events,
         "per_sigil": per_sigil,
@@ -60,8 +88,10 @@ def inspect_frame_log(
         "box_move_count": moves,
         "last_height": last_height,
         "errors": errors,
+        "lenient_frames": [f.to_json() for f in findings],
         "valid_prefix_events": events,
-        "valid_prefix_end": end,
+        "valid_prefix_end": stop.start if stop is not None else size,
+        "strict": _strict(name, limits),
         "sha256": sha256,
         "hemera_source_digest": hemera_digest,
     }

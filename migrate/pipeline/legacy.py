@@ -99,7 +99,9 @@ class LegacyImport:
                 path=str(path),
                 errors=[{"code": "source-changed", "detail": str(path)}],
             )
-        doc = records.import_record(kind, fingerprint, hemera_digest, found.items, found.torn_tail)
+        doc = records.import_record(
+            kind, fingerprint, hemera_digest, found.items, found.torn_tail, found.lenient
+        )
         record = records.payload(doc)
         imp = cls(
             path, kind, fingerprint, hemera_digest, found, record, identity.hemera(record),
@@ -234,6 +236,7 @@ class LegacyImport:
             "items": self.items,
             records.HEMERA_NAME[self.kind]: self.hemera_digest,
             "torn_tail": self.scan.torn_tail,
+            **({"lenient_frames": self.scan.lenient} if self.scan.lenient else {}),
         }
 
     def report(self, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:

@@ -52,8 +52,10 @@ def import_record(
     hemera_digest: str,
     items: int,
     torn_tail: dict[str, Any] | None,
+    lenient: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The import record of a source (validated against its schema)."""
+    """The import record of a source (validated against its schema).  ``lenient``: what bbg's
+    reader skipped or read leniently in a bbg frame log (the key is left out when empty)."""
     doc = {
         "format": IMPORT_FORMAT,
         "kind": kind,
@@ -65,6 +67,8 @@ def import_record(
         "items": items,
         "torn_tail": torn_tail,
     }
+    if lenient:
+        doc["lenient_frames"] = lenient
     schemas.validate(doc, IMPORT_SCHEMA)
     return doc
 

@@ -1,7 +1,10 @@
-"""Reading a legacy frame log or TextArchive for the pipeline: strict, whole, before any write.
+"""Reading a legacy frame log or TextArchive for the pipeline: whole, before any write.
 
-:func:`scan` walks the whole source with the strict decoders of :mod:`importers` and keeps
-only each item's byte span, so memory is 16 bytes per item.  Any decode error stops it as
+:func:`scan` walks the whole source with the decoders of :mod:`importers` and keeps only each
+item's byte span, so memory is 16 bytes per item.  A bbg CLI frame log is read as bbg's own
+reader reads it (:mod:`importers.frame_log.real`): what it skips, drops or reads leniently is
+recorded, and a torn tail ends it as it ends bbg's replay (recorded as the cut).  With
+``strict`` (and for the other kinds) any decode error stops it as
 :class:`~bbg_core.errors.ValidationFailed` (exit 3) naming the code and the offset / frame or
 the line -- except a frame log's torn last frame (``truncated-frame``), which the operator
 may accept explicitly: the valid prefix is then imported and the cut is recorded.
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,9 @@ class Scan:
     starts: array[int]
     ends: array[int]
     torn_tail: dict[str, Any] | None = None
+    #: bbg frame logs read as bbg's reader reads them: every frame it skipped, dropped or read
+    #: leniently (:class:`importers.frame_log.real.Finding` as JSON); empty otherwise.
+    lenient: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def items(self) -> int:
@@ -93,9 +99,41 @@ def _frames(kind: str, path: Path) -> Iterator[signal_log.Frame | frame_log.CliF
     return signal_log.read_frames(path)
 
 
+def _scan_real(path: Path, tick: Callable[[int, int], None]) -> Scan:
+    """A bbg frame log as bbg's own reader reads it (:mod:`importers.frame_log.real`): the
+    events it returns, what it skipped or read leniently, and where it stopped."""
+    from importers.frame_log.real import STOPPED, Finding, read_real
+
+    found = Scan(array("Q"), array("Q"))
+    findings: list[Finding] = []
+    try:
+        for frame in read_real(path, findings, hash_fn=identity.hemera):
+            if frame.end - frame.start > MAX_PAYLOAD:
+                raise _oversized(path, frame.index, frame.start, frame.end - frame.start)
+            found.starts.append(frame.start)
+            found.ends.append(frame.end)
+            tick(found.items, frame.end)
+    except SignalLogError as exc:
+        raise _invalid(exc) from exc
+    found.lenient = [f.to_json() for f in findings]
+    stop = next((f for f in findings if f.disposition == STOPPED), None)
+    if stop is not None and stop.code == TORN:
+        found.torn_tail = {
+            "code": TORN,
+            "offset": stop.offset,
+            "valid_prefix_events": found.items,
+            "valid_prefix_end": stop.start,
+            "discarded_bytes": stop.end - stop.start,
+        }
+    return found
+
+
 def _scan_log(
-    path: Path, kind: str, accept_torn_tail: bool, tick: Callable[[int, int], None]
-) -> Scan:
+    path: Path, kind: str, accept_torn_tail: bool, tick: Callable[[int, int], None],
+    strict: bool = False,
+) -> Scan:  # fmt: skip
+    if kind == FRAME_LOG and not strict:
+        return _scan_real(path, tick)
     found = Scan(array("Q"), array("Q"))
     try:
         for frame in _frames(kind, path):
@@ -145,16 +183,18 @@ def scan(
     kind: str,
     *,
     accept_torn_tail: bool = False,
+    strict: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> Scan:
-    """The strict whole-source pass (see the module docstring)."""
+    """The whole-source pass (see the module docstring); a bbg frame log is read as bbg's
+    own reader reads it unless ``strict``."""
 
     def tick(items: int, offset: int) -> None:
         if progress is not None and items % 4096 == 0:
             progress(items, offset)
 
     if kind in LOG_KINDS:
-        return _scan_log(path, kind, accept_torn_tail, tick)
+        return _scan_log(path, kind, accept_torn_tail, tick, strict)
     return _scan_archive(path, tick)
 
 
@@ -165,7 +205,14 @@ def decode_item(kind: str, raw: bytes, index: int, start: int, path: Path) -> di
         if kind == SIGNAL_LOG:
             body = next(iter(signal_log.decode_frames(raw, path=str(path)))).body
         elif kind == FRAME_LOG:
-            body = next(iter(frame_log.decode_frames(raw, path=str(path)))).body
+            # bbg's reader: a frame it read leniently decodes here the same way; a strictly
+            # valid frame decodes as the strict decoder decodes it.
+            from importers.frame_log.real import decode_real_frame
+
+            event = decode_real_frame(raw)
+            if event is None:
+                raise StopIteration
+            body = event.body
         else:
             body = decode_line(raw, index, start, hash_fn=identity.hemera, path=str(path))
     except (SignalLogError, TextArchiveError, StopIteration) as exc:
