@@ -312,6 +312,7 @@ def make_job(
     kind: str | None = None,
     content_check: str = "codec",  # migrate.job.CODEC (imported on first use)
     retire_source: bool = False,
+    strict: bool = False,
 ) -> Job | TransferJob:
     """The job of the inputs as an operator types them: ``nonce`` in hex, a mapping as
     ``--subject`` plus ``ORIGIN=INSTALL_NONCE`` pairs or a mapping file (UsageError when
@@ -328,7 +329,7 @@ def make_job(
 
     legacy = {"subject": subject, "map": maps, "mapping": mapping_file, "kind": kind,
               "accept_torn_tail": accept_torn_tail, "content_check": content_check != CODEC,
-              "retire_source": retire_source}  # fmt: skip
+              "retire_source": retire_source, "strict": strict}  # fmt: skip
     given = ["--" + name.replace("_", "-") for name, value in sorted(legacy.items()) if value]
     bounds = bounds or Bounds()
     moving = transfer.job_for(source, store, nonce, bounds.page_rows, given)
@@ -343,6 +344,7 @@ def make_job(
         accept_torn_tail=accept_torn_tail,
         kind=kind,
         content_check=content_check,
+        strict=strict,
     )
 
 
@@ -380,7 +382,7 @@ def _routed(job: Job | TransferJob, *, retire_source: bool = False) -> Job | Tra
     legacy = [name for name, value in (
         ("kind", job.kind is not None), ("accept_torn_tail", job.accept_torn_tail),
         ("mapping", job.mapping is not None), ("content_check", job.content_check != CODEC),
-        ("retire_source", retire_source),
+        ("retire_source", retire_source), ("strict", job.strict),
     ) if value]  # fmt: skip
     return transfer.job_for(job.source, job.store, job.nonce, job.bounds.page_rows, legacy) or job
 

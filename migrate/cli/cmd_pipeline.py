@@ -78,6 +78,12 @@ KIND = typer.Option(
     "--kind",
     help="How to read SOURCE where its content cannot tell (an empty file).",
 )
+STRICT = typer.Option(
+    False,
+    "--strict",
+    help="bbg frame log: refuse every frame bbg's own reader would skip, drop or read "
+    "leniently (the default imports what bbg's reader returns and lists those frames).",
+)
 CONTENT_CHECK = typer.Option(
     "codec",
     "--content-check",
@@ -99,11 +105,12 @@ def _job(
     kind: str | None = None,
     content_check: str = "codec",
     retire_source: bool = False,
+    strict: bool = False,
 ) -> api.Job | api.TransferJob:
     return api.make_job(
         source, named_store(store), nonce=nonce, subject=subject, maps=maps,
         mapping_file=mapping_file, bounds=bounds, accept_torn_tail=accept_torn_tail, kind=kind,
-        content_check=content_check, retire_source=retire_source,
+        content_check=content_check, retire_source=retire_source, strict=strict,
     )  # fmt: skip
 
 
@@ -232,13 +239,14 @@ def plan_cmd(
     map_: list[str] = MAP, mapping: Path = MAPPING, max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
     accept_torn_tail: bool = TORN, kind: LegacyKind = KIND,
-    content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
+    content_check: ContentCheck = CONTENT_CHECK,
+    strict: bool = STRICT, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Dry run of `run` (same options): what it would do, or the exit code and message it
     would fail with (3, 4, 11, 1); writes nothing."""
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check)  # fmt: skip
+               content_check, strict=strict)  # fmt: skip
     with watch(as_json) as progress:
         doc = api.plan(job, progress)
         if isinstance(job, api.TransferJob):  # shown inside the display's block, as always
@@ -253,14 +261,15 @@ def run_cmd(
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
     retire_source: bool = RETIRE, yes: bool = YES, accept_torn_tail: bool = TORN,
-    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, receipt: Path = RECEIPT,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
+    strict: bool = STRICT, receipt: Path = RECEIPT,
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
     confirm_retirement(source, retire_source, yes)  # asks nothing for a BBG store SOURCE
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check, retire_source)  # fmt: skip
+               content_check, retire_source, strict)  # fmt: skip
     _shown(lambda progress: api.run(job, max_pages=pages, retire_source=retire_source,
                                     progress=progress), as_json, receipt)  # fmt: skip
 
@@ -269,11 +278,12 @@ def run_cmd(
 def seal_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
+    strict: bool = STRICT, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
+               content_check, strict=strict)  # fmt: skip
     _shown(lambda progress: api.seal(job, progress), as_json)
 
 
@@ -282,11 +292,12 @@ def stage_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES,
     page_rows: int = PAGE_ROWS, accept_torn_tail: bool = TORN, kind: LegacyKind = KIND,
-    content_check: ContentCheck = CONTENT_CHECK, as_json: bool = JSON,
+    content_check: ContentCheck = CONTENT_CHECK,
+    strict: bool = STRICT, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
     job = _job(source, store, nonce, subject, map_, mapping, api.Bounds(page_rows=page_rows),
-               accept_torn_tail, kind, content_check)  # fmt: skip
+               accept_torn_tail, kind, content_check, strict=strict)  # fmt: skip
     _shown(lambda progress: api.stage(job, max_pages=pages, progress=progress), as_json)
 
 
@@ -294,12 +305,13 @@ def stage_cmd(
 def validate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, receipt: Path = RECEIPT,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
+    strict: bool = STRICT, receipt: Path = RECEIPT,
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
+               content_check, strict=strict)  # fmt: skip
     _shown(lambda progress: api.validate(job, progress), as_json, receipt)
 
 
@@ -307,12 +319,13 @@ def validate_cmd(
 def activate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
-    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK, receipt: Path = RECEIPT,
+    kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
+    strict: bool = STRICT, receipt: Path = RECEIPT,
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check)  # fmt: skip
+               content_check, strict=strict)  # fmt: skip
     _shown(lambda progress: api.activate(job, progress), as_json, receipt)
 
 

@@ -61,5 +61,8 @@ class Job:
     kind: str | None = None
     # cell.redb only: one of MODES; recorded in the receipt.
     content_check: str = CODEC
+    # bbg frame logs only: refuse what the strict decoder refuses instead of reading the log as
+    # bbg's own reader does (part of the import's identity when set).
+    strict: bool = False
     # The engine of a store this job creates (None: the default, the real BBG database).
     engine: str | None = None

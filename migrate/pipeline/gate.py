@@ -318,6 +318,10 @@ def _nonce_conflict(
             f"{job.content_check}"
         )
         repeat.append(f"--content-check {sealed_check}")
+    if bool(sealed.get("strict")) != job.strict:
+        was, now = ("with" if flag else "without" for flag in (sealed.get("strict"), job.strict))
+        differences.append(f"strict: sealed {was} --strict, this call {now}")
+        repeat.append("--strict" if sealed.get("strict") else "no --strict")
     if not differences:
         differences.append("the import's other inputs")
     how = f"To continue import {owner}, give {' and '.join(repeat)}; to" if repeat else "To"

@@ -50,6 +50,7 @@ def import_id(
     mapping: dict[str, Any] | None,
     nonce: str,
     content_check: str = "codec",
+    strict: bool = False,
 ) -> str:
     """The id of one import: the same inputs always give the same id.
 
@@ -59,6 +60,8 @@ def import_id(
     doc: dict[str, Any] = {"kind": kind, "source": fingerprint, "mapping": mapping, "nonce": nonce}
     if content_check != "codec":
         doc["content_check"] = content_check
+    if strict:  # bbg frame logs read by the strict decoder (left out by default, as above)
+        doc["strict"] = True
     return hashlib.sha256(b"bbg-migrate/import-id/1\x00" + canonical_json(doc).encode()).hexdigest()
 
 

@@ -87,10 +87,13 @@ class LegacyImport:
         fingerprint: dict[str, Any],
         *,
         accept_torn_tail: bool = False,
+        strict: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> LegacyImport:
         """Decode the whole source strictly, then derive every record and id (no writes)."""
-        found = scan(path, kind, accept_torn_tail=accept_torn_tail, progress=progress)
+        found = scan(
+            path, kind, accept_torn_tail=accept_torn_tail, strict=strict, progress=progress
+        )
         sha256, hemera_digest = _file_digests(path, kind)
         if sha256 != fingerprint["sha256"]:
             raise ValidationFailed(

@@ -163,6 +163,11 @@ def source_kind(job: Job) -> str:
             f"{job.source}: --content-check applies to cell.redb sources (this is a {kind})",
             path=str(job.source),
         )
+    if job.strict and kind != "bbg-frame-log":
+        raise UsageError(
+            f"{job.source}: --strict applies to bbg frame logs only (this is a {kind})",
+            path=str(job.source),
+        )
     if job.accept_torn_tail and kind not in LOG_KINDS:
         raise UsageError(
             f"{job.source}: --accept-torn-tail applies to frame logs only (this is a {kind})",
@@ -177,8 +182,9 @@ def _legacy_preflight(
     from migrate.pipeline.legacy import LegacyImport
 
     imp = LegacyImport.read(
-        job.source, kind, fp, accept_torn_tail=job.accept_torn_tail, progress=progress
-    )
+        job.source, kind, fp, accept_torn_tail=job.accept_torn_tail, strict=job.strict,
+        progress=progress,
+    )  # fmt: skip
     return imp.report(progress), imp
 
 
@@ -235,4 +241,4 @@ def import_of(job: Job, kind: str, fp: dict[str, Any]) -> tuple[str, str]:
     the seal alone decides, known before the source is read."""
     nonce = job.nonce or identity.default_nonce(fp["sha256"])
     mapping_doc = job.mapping.to_json() if job.mapping is not None else None
-    return nonce, identity.import_id(kind, fp, mapping_doc, nonce, job.content_check)
+    return nonce, identity.import_id(kind, fp, mapping_doc, nonce, job.content_check, job.strict)

@@ -66,6 +66,7 @@ def seal_doc(job: Job, pre: Preflight) -> dict[str, Any]:
         },
         # Part of the import's identity; named only when not the default (older seals match).
         **({"content_check": job.content_check} if job.content_check != CODEC else {}),
+        **({"strict": True} if job.strict else {}),
     }
 
 

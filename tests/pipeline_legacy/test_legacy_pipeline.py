@@ -367,3 +367,23 @@ def test_an_empty_bbg_cli_log_needs_its_kind(tmp_path: Path) -> None:
     empty = copy_fixture("signals-empty.log", tmp_path)
     receipt = run_json("run", str(empty), "--store", str(tmp_path / "a"), "--kind", "bbg-frame-log")
     assert receipt["legacy"]["kind"] == "bbg-frame-log" and receipt["legacy"]["items"] == 0
+
+
+def test_strict_keeps_the_refusals_and_is_part_of_the_import(tmp_path: Path) -> None:
+    """--strict: every frame bbg's reader would read leniently is refused (exit 3, the strict
+    decoder's code and offset); a strictly valid log imports the same rows either way, under
+    another import id; --strict on another kind is a usage error."""
+    src = copy_fixture("bbg-cli-bad-flag.log", tmp_path / "src")
+    store = tmp_path / "bbg"
+    err = expected(src)["strict"]["error"]
+    res = cli("run", str(src), "--store", str(store), "--strict")
+    assert res.returncode == 3, res.stderr
+    assert f"bad-flag at byte {err['offset']} (frame {err['frame_index']}" in res.stderr
+    assert not store.exists()
+    small = copy_fixture("bbg-cli-small.log", tmp_path / "small")
+    plain = run_json("run", str(small), "--store", str(tmp_path / "a"))
+    strict = run_json("run", str(small), "--store", str(tmp_path / "b"), "--strict")
+    assert plain["digests"] == strict["digests"] and plain["legacy"] == strict["legacy"]
+    assert plain["import_id"] != strict["import_id"]
+    text = copy_fixture("texts-small.jsonl", tmp_path / "t")
+    assert cli("plan", str(text), "--store", str(tmp_path / "c"), "--strict").returncode == 2
