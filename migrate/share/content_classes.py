@@ -21,19 +21,21 @@ hemera(``"cybergraph/application-transaction/1\\0"`` ‖ ns ‖ request ‖ 0x00
 ‖ head commit ‖ n u64 LE ‖ sorted ids ‖ 0 u64 LE ‖ m u64 LE ‖ claims), with no expected head,
 head (0, ns), n = 2 and no claims for a birth.
 
-The referenced ids are kept in a private scratch SQLite database (deleted on close), so the
-memory used does not grow with the store; the store itself is only read.
+The referenced ids are kept in a private scratch map (:class:`migrate.store.references.FirstClass`,
+deleted on close), so the memory used does not grow with the store; the store itself is only
+read, through :mod:`migrate.store.references`.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+from migrate.store import references
 from migrate.store.connection import Connection
+from migrate.store.references import FirstClass
 
 CLASSES = (
     "commit_items", "data_children", "record_payloads", "birth_content", "receipt_commits"
@@ -73,61 +75,21 @@ def _data_children(value: bytes) -> list[bytes]:
     return []
 
 
-class _Refs:
-    """A private scratch table id → class (first class wins)."""
-
-    def __init__(self) -> None:
-        self._db = sqlite3.connect("", isolation_level=None)
-        self._db.execute("CREATE TABLE refs (id BLOB PRIMARY KEY, cls INTEGER) WITHOUT ROWID")
-
-    def add(self, cls: int, ids: Iterable[bytes]) -> None:
-        self._db.executemany(
-            "INSERT OR IGNORE INTO refs (id, cls) VALUES (?, ?)", ((i, cls) for i in ids)
-        )
-
-    def of(self, key: bytes) -> int | None:
-        row = self._db.execute("SELECT cls FROM refs WHERE id = ?", (key,)).fetchone()
-        return None if row is None else int(row[0])
-
-    def close(self) -> None:
-        self._db.close()
-
-
-def _collect(conn: Connection, refs: _Refs) -> None:
+def _collect(conn: Connection, refs: FirstClass) -> None:
     # The commits of history entries, and of receipts whose entry nohistory dropped.
-    commits = conn.rows(
-        "SELECT value FROM application_content WHERE key IN "
-        "(SELECT value FROM application_history UNION "
-        "SELECT substr(value, 41, 32) FROM application_requests WHERE length(value) = 72)"
-    )
-    for (value,) in commits:
-        value = bytes(value)
+    for value in references.referenced_commits(conn):
         if value.startswith(COMMIT_PREFIX):
             refs.add(0, _commit_items(value))
         elif value.startswith(ITEM_PREFIX):
             refs.add(2, _record_payload(value))
-    pairs = conn.rows(
-        "SELECT value FROM application_content "
-        "WHERE substr(value, 1, 1) = x'00' AND length(value) IN (65, 66)"
-    )
-    for (value,) in pairs:
-        refs.add(1, _data_children(bytes(value)))
-    heads = conn.rows(
-        "SELECT substr(value, 41, 32) FROM application_requests WHERE length(value) = 72"
-    )
-    refs.add(4, (bytes(commit) for (commit,) in heads))
+    for value in references.data_pairs(conn):
+        refs.add(1, _data_children(value))
+    refs.add(4, references.receipt_heads(conn))
 
 
 def _births(conn: Connection) -> list[tuple[bytes, bytes, bytes]]:
     """(namespace, request, fingerprint) of every birth transaction's request."""
-    return [
-        (bytes(k)[:32], bytes(k)[32:], bytes(v)[:32])
-        for k, v in conn.rows(
-            "SELECT key, value FROM application_requests WHERE length(key) = 64 AND "
-            "length(value) = 72 AND substr(value, 33, 8) = zeroblob(8) AND "
-            "substr(value, 41, 32) = substr(key, 1, 32)"
-        )
-    ]
+    return [(k[:32], k[32:], v[:32]) for k, v in references.birth_receipts(conn)]
 
 
 def _birth_fingerprint(ns: bytes, request: bytes, other: bytes) -> bytes:
@@ -144,7 +106,7 @@ def classify(conn: Connection, candidates: Iterator[bytes], sample: int) -> dict
     """Classify the ``candidates`` (content ids that are no history commit, in key order):
     ``{"classes": {class: count, ..., "orphans": n}, "orphans": [first ids], "unchecked": n}``
     where ``unchecked`` orphans were too many to try against every birth fingerprint."""
-    refs = _Refs()
+    refs = FirstClass()
     try:
         _collect(conn, refs)
         counts = dict.fromkeys((*CLASSES, "orphans"), 0)

@@ -7,8 +7,9 @@ can never publish a row that ``doctor`` or a migration would reject.
 
 The check runs once the whole stream is in the (uncommitted) transaction, so a row may name
 rows that arrive later in the stream (a Data pair's children).  Memory stays bounded: the
-stream's content keys and their line numbers are kept in a TEMP table of the same SQLite
-connection (not in Python), and the rows are read back from the transaction in key order.
+stream's content keys and their line numbers are kept by the store
+(:class:`migrate.store.stream_keys.StreamKeys`, not in Python), and the rows are read back
+from the transaction in key order.
 """
 
 from __future__ import annotations
@@ -19,17 +20,18 @@ from typing import Any
 from bbg_core.errors import ValidationFailed
 from migrate.rules.shape import check_shape
 from migrate.store.codec import ARCHIVE_ORDER, CONTENT
+from migrate.store.stream_keys import StreamKeys
 from migrate.store.tx import Tx
 
-_LEDGER = "temp.bbg_stream_content"
 _MAX_MAPPED = 1000  # errors whose line is looked up (the earliest line among them is named)
 
 
 class _StreamContent:
     """The stream's content rows (with ``line < before``) as the RowSource check_shape reads."""
 
-    def __init__(self, tx: Tx, before: int) -> None:
+    def __init__(self, tx: Tx, keys: StreamKeys, before: int) -> None:
         self._tx = tx
+        self._keys = keys
         self._before = before
 
     def table_kinds(self) -> dict[str, str]:
@@ -38,13 +40,7 @@ class _StreamContent:
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         if table != CONTENT:
             return
-        for key, value in self._tx.rows(
-            f"SELECT c.key, c.value FROM {_LEDGER} AS s JOIN application_content AS c "
-            "ON c.key = s.key WHERE s.line < ? ORDER BY s.key",
-            (self._before,),
-            batch=1,  # a value may be 16 MiB: never hold a page of them
-        ):
-            yield bytes(key), bytes(value)
+        yield from self._keys.content_rows(self._before)
 
     def get(self, table: str, key: bytes) -> bytes | None:
         return self._tx.get(table, key)
@@ -57,22 +53,15 @@ class ContentLedger:
         self._tx = tx
         self._what = what  # "applied" / "restored": what the refusal says did not happen
         self._rows = 0
-        tx.scratch(
-            "CREATE TEMP TABLE IF NOT EXISTS bbg_stream_content "
-            "(key BLOB PRIMARY KEY, line INTEGER NOT NULL) WITHOUT ROWID"
-        )
-        tx.scratch(f"DELETE FROM {_LEDGER}")
+        self._keys = StreamKeys(tx)
 
     def add(self, key: bytes, line: int) -> None:
         """Record that ``line`` carried content ``key`` (the first line that did is kept)."""
-        self._tx.scratch(f"INSERT OR IGNORE INTO {_LEDGER} (key, line) VALUES (?, ?)", (key, line))
+        self._keys.add(key, line)
         self._rows += 1
 
     def add_many(self, keys: list[bytes], line: int) -> None:
-        self._tx.scratch_many(
-            f"INSERT OR IGNORE INTO {_LEDGER} (key, line) VALUES (?, ?)",
-            [(k, line) for k in keys],
-        )
+        self._keys.add_many(keys, line)
         self._rows += len(keys)
 
     def check(self, before: int | None = None) -> None:
@@ -81,18 +70,15 @@ class ContentLedger:
         if not self._rows:
             return
         limit = before if before is not None else 1 << 62
-        report = check_shape(_StreamContent(self._tx, limit), hemera_digest=False)
+        report = check_shape(_StreamContent(self._tx, self._keys, limit), hemera_digest=False)
         if not report.errors:
             return
         found: list[tuple[int, dict[str, Any]]] = []
         for error, position in list(zip(report.errors, report.positions, strict=True))[
             :_MAX_MAPPED
         ]:
-            row = self._tx.one(
-                f"SELECT line FROM {_LEDGER} WHERE line < ? ORDER BY key LIMIT 1 OFFSET ?",
-                (limit, int(position)),
-            )
-            found.append((int(row[0]) if row is not None else 0, error))
+            line = self._keys.line_at(limit, int(position))
+            found.append((line if line is not None else 0, error))
         line, first = min(found, key=lambda item: item[0])
         where = f"line {line}"
         raise ValidationFailed(

@@ -100,7 +100,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,41 +139,51 @@ def _holder(fd: int) -> tuple[str, int | None]:
     return lock_holder(fd)
 
 
+def _open_locked(
+    path: Path,
+    flags: int,
+    fds: list[int],
+    cannot: str,
+    busy: Callable[[str], str],
+    *,
+    root: Path | None = None,
+) -> int:
+    """Open ``path`` (appended to ``fds``) and take an exclusive non-blocking ``flock`` on
+    it: FjallError when it cannot be opened, Locked naming the holder (``busy(who)``, said of
+    ``root``, default ``path``) when another process holds the lock."""
+    where = root if root is not None else path
+    try:
+        fd = os.open(path, flags | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise FjallError(f"{path}: {cannot}: {exc.strerror}", path=str(path)) from exc
+    fds.append(fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        who, pid = _holder(fd)
+        raise Locked(f"{where}: {busy(who)}", path=str(where), holder_pid=pid) from None
+    return fd
+
+
 def _take_locks(root: Path, create_lock: bool) -> list[int]:
     """This toolkit's writer lock on the keyspace directory, then ``bbg.lock`` (created,
     mode 0600, when ``create_lock`` and absent; else taken only when it exists)."""
     fds: list[int] = []
     try:
-        try:
-            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise FjallError(f"{root}: cannot open the keyspace: {exc.strerror}",
-                             path=str(root)) from exc  # fmt: skip
-        fds.append(fd)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            who, pid = _holder(fd)
-            raise Locked(f"{root}: another bbg-migrate writer is writing this keyspace "
-                         f"({who})", path=str(root), holder_pid=pid) from None  # fmt: skip
+        _open_locked(
+            root,
+            os.O_RDONLY | os.O_DIRECTORY,
+            fds,
+            "cannot open the keyspace",
+            lambda who: f"another bbg-migrate writer is writing this keyspace ({who})",
+        )
         if not os.path.lexists(root / layout.VERSION_FILE):
             raise FjallError(f"{root}: not a Fjall keyspace (no version file)", path=str(root))
         lock = root / LOCK_FILE
         if create_lock or os.path.lexists(lock):
-            flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create_lock else 0)
-            try:
-                lfd = os.open(lock, flags, 0o600)
-            except OSError as exc:
-                raise FjallError(f"{lock}: cannot open: {exc.strerror}",
-                                 path=str(lock)) from exc  # fmt: skip
-            fds.append(lfd)
-            try:
-                fcntl.flock(lfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                who, pid = _holder(lfd)
-                raise Locked(f"{root}: the keyspace is open in its owner (bbg holds "
-                             f"{LOCK_FILE}: {who}); stop it first", path=str(root),
-                             holder_pid=pid) from None  # fmt: skip
+            _open_locked(lock, os.O_RDWR | (os.O_CREAT if create_lock else 0), fds,
+                         "cannot open", lambda who: f"the keyspace is open in its owner (bbg "
+                         f"holds {LOCK_FILE}: {who}); stop it first", root=root)  # fmt: skip
     except BaseException:
         for fd in reversed(fds):
             os.close(fd)
@@ -322,8 +332,11 @@ class KeyspaceWriter(Closing):
                 raise self._changed(path, f"the active journal is {stamp[1]} bytes, not "
                                     f"{a.size}")  # fmt: skip
             if not a.dirty and os.pread(a.fd, 64, a.tail).strip(b"\0"):
-                raise self._changed(path, f"the active journal holds data after offset "
-                                    f"{a.tail}, where this session's last batch ended")
+                raise self._changed(
+                    path,
+                    f"the active journal holds data after offset "
+                    f"{a.tail}, where this session's last batch ended",
+                )
         pfolder = self.root / layout.PARTITIONS
         names = _listing(pfolder)
         if names != self._pnames:
@@ -787,8 +800,6 @@ def flush_keyspace(
     """Flush the keyspace at ``path`` (a one-shot session; see :meth:`KeyspaceWriter.flush`)."""
     with open_writer(path) as session:
         return session.flush(progress=progress, created_at=created_at)
-
-
 
 
 def publish_segments(
