@@ -121,3 +121,26 @@ def test_windows_cut_batches_without_changing_the_bytes(graph: Path, monkeypatch
     assert tail_bytes(graph) == whole
     assert b"".join(canonical(e) for e in api.tail(graph, 3, skip=1)) == \
         whole[whole.index(tail_bytes(graph, 3)):].split(b"\n", 1)[1]
+
+
+def test_a_bulk_built_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run`` into a new Fjall store builds its rows as segments at seqno 0 (tx 1), then
+    bbg's converter's two status batches (seqnos 1 and 2): status is rewritten, so only the
+    newest (``complete``, tx 3) has an event."""
+    import gzip
+
+    from tests.conftest import FIXTURES
+    from tests.share.conftest import run_cli
+
+    src = tmp_path / "cell.redb"
+    src.write_bytes(gzip.decompress((FIXTURES / "legacy" / "cell-small.redb.gz").read_bytes()))
+    store = tmp_path / "fj"
+    done = run_cli("--engine", "fjall", "run", str(src), "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    data = tail_bytes(store)
+    events = check_event_lines(data)
+    assert {(e["tx"], e["kind"]) for e in events} == {(1, "commit"), (1, "rows"),
+                                                       (3, "generation")}  # fmt: skip
+    assert [e["kind"] for e in events].count("commit") == 50
+    assert tail_bytes(store, 1) == data[data.index(b'{"asserted":[{"fact":"status"'):]
+    round_trip(store, tmp_path / "copy", data, monkeypatch)
