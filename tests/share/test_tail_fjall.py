@@ -106,6 +106,14 @@ def test_the_real_crates_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert {e["tx"] for e in events} == {1}
     assert [e["kind"] for e in events].count("commit") == 50
     assert tail_bytes(real, 1) == b""
+    from migrate.share import events_fjall
+
+    with monkeypatch.context() as mp:  # streamed alone, its contents read 7 entries at a time
+        mp.setattr(events_fjall, "WINDOW_ROWS", 0)
+        mp.setattr(events_fjall, "CHUNK", 7)
+        assert tail_bytes(real) == data
+        mp.setattr(events_fjall, "WINDOW_BYTES", 500)
+        assert tail_bytes(real) == data
     round_trip(real, tmp_path / "copy", data, monkeypatch)
 
 
@@ -118,6 +126,9 @@ def test_windows_cut_batches_without_changing_the_bytes(graph: Path, monkeypatch
     monkeypatch.setattr(events_fjall, "WINDOW_ROWS", 2)
     assert tail_bytes(graph) == whole
     monkeypatch.setattr(events_fjall, "WINDOW_ROWS", 0)
+    assert tail_bytes(graph) == whole
+    monkeypatch.setattr(events_fjall, "CHUNK", 2)  # content read ahead, 2 entries at a time
+    monkeypatch.setattr(events_fjall, "WINDOW_BYTES", 1)  # ... and past the cap one by one
     assert tail_bytes(graph) == whole
     assert b"".join(canonical(e) for e in api.tail(graph, 3, skip=1)) == \
         whole[whole.index(tail_bytes(graph, 3)):].split(b"\n", 1)[1]
