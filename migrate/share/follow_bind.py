@@ -9,8 +9,10 @@ ours).  On a resume it checks, before appending anything:
 * the store id is the one recorded (a file of another store is refused, naming both ids);
 * the file's last event is this store's: the store, read now, has the same event line (the
   same id and the same SHA-256 of the canonical line) at the same place -- the same ``tx``
-  and position in it.  A store put back from a backup that has lost (or rewritten) that
-  transaction is refused, naming the file's event and what the store holds there.
+  and position in it (on a Fjall store the last event that is not a generation event: a
+  status rewritten later moves its generation event to the newer batch).  A store put back
+  from a backup that has lost (or rewritten) that transaction is refused, naming the file's
+  event and what the store holds there.
 
 The refusal is a UsageError (exit 2) and nothing is appended: name a new output file, or
 the store the file came from.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from bbg_core.errors import UsageError
 from bbg_core.files import atomic_write
 from migrate.share.common import canonical
 from migrate.share.tailing import tail
+from migrate.store.engine import FJALL, engine_of
 from migrate.store.readonly import open_readonly, store_identity
 
 SUFFIX = ".store.json"
@@ -62,19 +66,43 @@ def _recorded(path: Path) -> dict[str, Any] | None:
     return doc
 
 
-def _last_line(path: Path) -> bytes:
+def _lines_backwards(path: Path) -> Iterator[bytes]:
+    """The complete lines of ``path``, last first (each with its LF)."""
     with open(path, "rb") as fh:
-        size = fh.seek(0, 2)
-        pos, tail_bytes = size, b""
+        pos, rest = fh.seek(0, 2), b""
         while pos > 0:
             step = min(65536, pos)
             fh.seek(pos - step)
-            tail_bytes = fh.read(step) + tail_bytes
+            rest = fh.read(step) + rest
             pos -= step
-            cut = tail_bytes.rstrip(b"\n").rfind(b"\n")
-            if cut >= 0:
-                return tail_bytes[cut + 1 :]
-        return tail_bytes
+            parts = rest.split(b"\n")
+            rest = parts[0]
+            for part in reversed(parts[1:]):
+                if part:
+                    yield part + b"\n"
+        if rest:
+            yield rest + b"\n"
+
+
+def _anchor(path: Path, fjall: bool) -> tuple[int, int, bytes] | None:
+    """``(tx, number in it, line)`` of the file's last event to check.  On a Fjall store a
+    trailing generation event is passed over: it follows the status marker's newest write and
+    leaves its batch when a later batch writes the status again (docs/event1.md)."""
+    found: tuple[int, bytes] | None = None
+    number = 0
+    for line in _lines_backwards(path):
+        doc = json.loads(line)
+        if found is None:
+            if fjall and doc.get("kind") == "generation":
+                continue
+            found = (int(doc["tx"]), line)
+        elif int(doc["tx"]) != found[0]:
+            break
+        number += 1
+    if found is None:
+        return None
+    # ``number`` counted the anchor and the lines of its tx before it
+    return found[0], number, found[1]
 
 
 def _store_event_at(store_dir: Path, tx: int, number: int) -> bytes | None:
@@ -115,12 +143,15 @@ def check(store_dir: Path, path: Path, point: tuple[int, int] | None) -> None:
             "appended. Name a new --output file, or the store it came from",
             path=str(path), store=str(store_dir),
         )  # fmt: skip
-    since, count = point
-    mine = _last_line(path).rstrip(b"\n") + b"\n"
-    theirs = _store_event_at(store_dir, since + 1, count)
+    del point  # the resume point is the file's last line; the anchor may be before it
+    anchor = _anchor(path, engine_of(Path(store_dir)) == FJALL)
+    if anchor is None:  # only generation events of a Fjall store: nothing write-once to check
+        return
+    tx, count, mine = anchor
+    theirs = _store_event_at(store_dir, tx, count)
     if theirs != mine:
         raise UsageError(
-            f"{path}: its last event, {_describe(mine)} at tx {since + 1} #{count}, is not "
+            f"{path}: its last event, {_describe(mine)} at tx {tx} #{count}, is not "
             f"what {store_dir} holds there ({_describe(theirs)}): the store was replaced (a "
             "backup put in its place?) or the file is another store's; nothing was appended. "
             "Name a new --output file", path=str(path), store=str(store_dir),

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bbg_core.errors import UsageError
+from migrate import api
 from migrate.share.common import canonical
 from migrate.share.follow import follow, follow_into
 from migrate.share.follow_bind import sidecar
@@ -29,7 +30,6 @@ from tests.share.test_tail_fjall import fjall_graph, tail_bytes
 # FLUSH_EVERY of them.
 WRITER = """
 import sys, time
-from bbg_core.errors import UsageError
 from migrate import api
 path, n, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 with api.fjall_writer(path) as w:
@@ -155,3 +155,23 @@ def _more(store: Path, engine: str) -> None:
 
     with open_store(store) as handle:
         birth("more").apply(handle)
+
+
+@pytest.mark.engine("fjall")
+def test_a_follow_file_ending_in_a_moved_generation_event_resumes(tmp_path: Path) -> None:
+    """A Fjall stream often ends with the generation event of the status batch; a later batch
+    that writes the status again moves that event to itself, and the file still resumes: the
+    binding checks the last write-once event instead."""
+    from migrate.store import bbgdb
+
+    store = fjall_graph(tmp_path / "g")
+    out = tmp_path / "audit.ndjson"
+    _follow_once(store, out)
+    first = check_event_lines(out.read_bytes())
+    assert first[-1]["kind"] == "generation"
+    api.fjall_append(store, [(bbgdb.MIGRATION, bbgdb.STATUS, b"neuron-v1")])
+    _follow_once(store, out)
+    now = check_event_lines(out.read_bytes())
+    assert now[: len(first)] == first and len(now) == len(first) + 1
+    assert now[-1]["kind"] == "generation" and now[-1]["tx"] > first[-1]["tx"]
+    assert now[-1]["tx"] == check_event_lines(tail_bytes(store))[-1]["tx"]
