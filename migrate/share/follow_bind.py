@@ -49,7 +49,12 @@ def _identity(store_dir: Path) -> str | None:
 def _record(store_dir: Path, path: Path, ident: str | None) -> None:
     doc = {"kind": "bbg-follow-binding", "store": str(Path(store_dir).resolve()),
            "store_id": ident}  # fmt: skip
-    atomic_write(sidecar(path), canonical(doc))
+    try:
+        atomic_write(sidecar(path), canonical(doc))
+    except OSError as exc:
+        raise UsageError(f"{sidecar(path)}: cannot write the follow binding beside the output "
+                         f"file ({exc.strerror}); name an output file in a writable directory",
+                         path=str(path)) from exc  # fmt: skip
 
 
 def _recorded(path: Path) -> dict[str, Any] | None:
