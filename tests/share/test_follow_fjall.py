@@ -31,7 +31,7 @@ from tests.share.test_tail_fjall import fjall_graph, tail_bytes
 WRITER = """
 import sys, time
 from migrate import api
-path, n, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, n, every, pause = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 with api.fjall_writer(path) as w:
     print("locked", flush=True)
     for i in range(n):
@@ -40,14 +40,15 @@ with api.fjall_writer(path) as w:
                   ("application_unique_claims", bytes([9]) + key[1:], key)])
         if every and (i + 1) % every == 0:
             w.flush()
-        time.sleep(0.01)
+        time.sleep(pause)
 """
 
 
-def _writer(store: Path, batches: int, every: int) -> subprocess.Popen[str]:
+def _writer(store: Path, batches: int, every: int, pause: float = 0.01
+            ) -> subprocess.Popen[str]:  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(store), str(batches), str(every)],
-                            stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(store), str(batches), str(every),
+                             str(pause)], stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
     assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
     return proc
 
@@ -83,14 +84,16 @@ def test_a_killed_follower_resumes_exactly(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "migrate", "--store", str(store), "tail", "--follow",
            "--output", str(out), "--poll", "0.01"]  # fmt: skip
-    writer = _writer(store, 60, 9)
+    writer = _writer(store, 60, 9, 0.1)
     kills = 0
+    sizes = []
     try:
         while writer.poll() is None or kills < 2:
             follower = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
-            time.sleep(0.6 + 0.3 * kills)
+            time.sleep(1.5 + 0.2 * kills)
             follower.send_signal(signal.SIGKILL)  # at any point, maybe mid-line
             follower.wait(timeout=30)
+            sizes.append(out.stat().st_size if out.exists() else 0)
             kills += 1
             assert kills < 40
     finally:
@@ -105,6 +108,8 @@ def test_a_killed_follower_resumes_exactly(tmp_path: Path) -> None:
     final.send_signal(signal.SIGINT)
     final.wait(timeout=30)
     assert out.read_bytes() == expected  # every event once, in order
+    # the killed followers wrote, and resumed, while the writer was still writing
+    assert len({n for n in sizes if 0 < n < len(expected)}) >= 2, sizes
 
 
 def _follow_once(store: Path, out: Path) -> None:
