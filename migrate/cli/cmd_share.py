@@ -33,7 +33,8 @@ STREAM = typer.Argument(..., help="A file, or - for standard input.", show_defau
 OUTPUT = typer.Option(
     None, "--output", "-o",
     help="Append to this file and resume from what it holds (with --follow: a restarted "
-    "follower neither skips nor repeats an event).",
+    "follower neither skips nor repeats an event; FILE is bound to its store and another "
+    "store's file is refused).",
 )  # fmt: skip
 DEST = typer.Argument(
     ..., help="A new directory for the copy.", show_default=False, readable=False
@@ -113,7 +114,8 @@ def _summary(doc: dict[str, Any], as_json: bool, schema: str | None = None) -> N
 @app.command("tail")
 def tail_cmd(
     since: int = typer.Option(
-        0, "--since", min=0, help="Only the transactions after ledger transaction TX."
+        0, "--since", min=0, help="Only the transactions after transaction TX (a Fjall "
+        "store: its write batches with seqno >= TX)."
     ),
     follow: bool = typer.Option(False, "--follow", help="Keep streaming new commits (Ctrl-C)."),
     output: Path = OUTPUT,
@@ -121,7 +123,8 @@ def tail_cmd(
     store: Path = STORE,
 ) -> None:
     """History as canonical event/1 NDJSON in ledger (transaction) order, each event with its
-    `tx` and `at`; --since TX is stable forever (appending never renumbers)."""
+    `tx` and `at`; --since TX is stable forever (appending never renumbers).  On a Fjall store
+    one transaction per write batch: `tx` = seqno + 1, `at` = 0 (docs/event1.md)."""
     directory = _store(store)
     if output is not None:
         if not follow:

@@ -3,6 +3,7 @@
 | module | verb |
 |---|---|
 | :mod:`~migrate.share.events` | ``tail``: history as canonical event/1 NDJSON |
+| :mod:`~migrate.share.events_fjall` | ``tail`` on a Fjall store: its batches by seqno |
 | :mod:`~migrate.share.follow` | ``tail --follow``: then each new commit as it lands |
 | :mod:`~migrate.share.apply` | ``apply``: an event/1 stream merged in one transaction |
 | :mod:`~migrate.share.snapshot` | ``snapshot``: every retained row as bbg-snapshot/1 NDJSON |
@@ -16,11 +17,12 @@ only ``apply`` and ``restore`` write, through the store API.
 
 from migrate.share.apply import apply, apply_stream
 from migrate.share.backup import backup
-from migrate.share.events import iter_events, tail
+from migrate.share.events import iter_events
 from migrate.share.follow import follow
 from migrate.share.health import doctor
 from migrate.share.restore import restore
 from migrate.share.snapshot import write_snapshot
+from migrate.share.tailing import tail
 
 __all__ = [
     "apply",

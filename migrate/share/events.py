@@ -34,7 +34,7 @@ store and ``apply`` refuses it.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -312,25 +312,33 @@ def redacted_event(namespace: bytes, first: int, last: int) -> Event:
 def tx_rows_events(conn: Connection, tx: int) -> Iterator[Event]:
     """The rows events of ledger transaction ``tx`` (see the module docstring)."""
     for table in (CONTENT, CLAIMS):
-        chunk: list[tuple[bytes, bytes | None]] = []
-        size = 0
-        for key, value in conn.rows(
-            f"SELECT r.key, t.value FROM {ledger.ROWS} AS r LEFT JOIN {table} AS t "
-            "ON t.key = r.key WHERE r.tx = ? AND r.tbl = ? ORDER BY r.key",
-            (tx, ORDINAL[table]),
-        ):
-            key = bytes(key)
-            value = None if value is None else bytes(value)
-            if chunk and (
-                key[0] != chunk[0][0][0] or len(chunk) >= ROWS_PER_EVENT
-                or size + len(value or b"") > BYTES_PER_EVENT
-            ):  # fmt: skip
-                yield rows_event(table, chunk)
-                chunk, size = [], 0
-            chunk.append((key, value))
-            size += len(value or b"")
-        if chunk:
+        yield from grouped_rows_events(table, (
+            (bytes(key), None if value is None else bytes(value)) for key, value in conn.rows(
+                f"SELECT r.key, t.value FROM {ledger.ROWS} AS r LEFT JOIN {table} AS t "
+                "ON t.key = r.key WHERE r.tx = ? AND r.tbl = ? ORDER BY r.key",
+                (tx, ORDINAL[table]),
+            )
+        ))  # fmt: skip
+
+
+def grouped_rows_events(
+    table: str, rows: Iterable[tuple[bytes, bytes | None]]
+) -> Iterator[Event]:
+    """The rows events of ``rows`` (one transaction's, of ``table``, in key order): a new
+    group at a new first key byte, at 256 rows, or before the values pass 4 MiB."""
+    chunk: list[tuple[bytes, bytes | None]] = []
+    size = 0
+    for key, value in rows:
+        if chunk and (
+            key[0] != chunk[0][0][0] or len(chunk) >= ROWS_PER_EVENT
+            or size + len(value or b"") > BYTES_PER_EVENT
+        ):  # fmt: skip
             yield rows_event(table, chunk)
+            chunk, size = [], 0
+        chunk.append((key, value))
+        size += len(value or b"")
+    if chunk:
+        yield rows_event(table, chunk)
 
 
 def rows_event(table: str, rows: list[tuple[bytes, bytes | None]]) -> Event:

@@ -31,6 +31,7 @@ from migrate.share.common import (
 )
 from migrate.share.events import Event, entry_events, iter_events
 from migrate.store import ledger
+from migrate.store.engine import FJALL, engine_of
 from migrate.store.readonly import open_sqlite_readonly
 
 
@@ -43,7 +44,13 @@ def follow(
     stop: Callable[[], bool] = lambda: False,
 ) -> Iterator[Event]:
     """Events of the transactions after ``since`` (skipping the first ``skip`` events of the
-    first one), then of every transaction committed later, until ``stop()`` or Ctrl-C."""
+    first one), then of every transaction committed later, until ``stop()`` or Ctrl-C.
+    On a Fjall store: its batches (:func:`migrate.share.events_fjall.follow`)."""
+    if engine_of(Path(store_dir)) == FJALL:
+        from migrate.share.events_fjall import follow as follow_batches
+
+        yield from follow_batches(store_dir, since, skip=skip, poll=poll, stop=stop)
+        return
     with open_sqlite_readonly(store_dir, live=True) as conn, damaged_reads(conn.path):
         last = since
         with conn.read():
@@ -147,6 +154,9 @@ def follow_into(
     used only when it holds nothing)."""
     point = resume_point(path)
     start, skip = (since, 0) if point is None else point
+    from migrate.share.follow_bind import check
+
+    check(store_dir, path, point)  # the file must be this store's stream
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         for event in follow(store_dir, start, skip=skip, poll=poll, stop=stop):

@@ -97,6 +97,18 @@ class KeyspaceRows:
         rows = self._ks.scan(table, prefix=prefix, after=after)
         return rows if limit is None else islice(rows, limit)
 
+    def versions(
+        self, table: str, *, prefix: bytes = b"", min_seqno: int = 0
+    ) -> Iterator[tuple[bytes, bytes, int]]:
+        """Live rows of partition ``table`` in key order with the seqno of the batch that
+        wrote each (its newest version); only those with seqno >= ``min_seqno`` (the
+        segments entirely below it are not read: :meth:`Keyspace.entries`)."""
+        if table not in self._parts:
+            return
+        for entry in self._ks.entries(table, prefix=prefix, min_seqno=min_seqno):
+            if not entry.tombstone:
+                yield entry.key, entry.value, entry.seqno
+
     def status(self) -> tuple[str | None, str]:
         """``(status marker, generation it stands for -- or the marker itself)``."""
         marker = decode_status(self.live_get(bbgdb.MIGRATION, bbgdb.STATUS))

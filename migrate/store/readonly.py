@@ -88,7 +88,7 @@ def refuse_fjall(store_dir: Path) -> None:
     if engine_of(Path(store_dir)) == FJALL:
         raise StoreRefused(
             f"{store_dir}: a BBG store on the Fjall engine (the real BBG database); this command "
-            "works on SQLite stores only in this version (tail, apply, snapshot, restore, "
+            "works on SQLite stores only in this version (apply, snapshot, restore, "
             "backup, mcp, nohistory, excise)", path=str(store_dir), engine=FJALL,
         )  # fmt: skip
 
@@ -155,3 +155,15 @@ def store_info(conn: ReadHandle, store_dir: Path) -> dict[str, Any]:
         last = conn.live_get(METADATA, LAST_TRANSACTION)
         doc.update(engine=FJALL, bbg_last_transaction=None if last is None else last.hex())
     return doc
+
+
+def store_identity(handle: ReadHandle) -> str | None:
+    """The store id in the records (``bbg_storage_v1.store_id``); None for a Fjall store
+    without records of ours (one the cyber code wrote has no id of this toolkit's)."""
+    from migrate.store.keyspace import FjallView
+
+    if isinstance(handle, FjallView) and str(handle.records.path) == ":memory:":
+        return None
+    from migrate.store.layout import store_id_of
+
+    return store_id_of(handle)

@@ -1,7 +1,8 @@
 """The share commands on a Fjall store: refused by name, never a traceback, nothing written.
 
-tail, follow, apply, snapshot, restore, backup, mcp, nohistory and excise work on
-SQLite stores only in this version (sharing a Fjall store is the sharing issue).  Given a
+apply, snapshot, restore, backup, mcp, nohistory and excise work on
+SQLite stores only in this version (tail and follow read a Fjall store:
+test_tail_fjall.py) (sharing a Fjall store is the sharing issue).  Given a
 Fjall store each exits 1 (store error) with the named refusal of
 :func:`migrate.store.readonly.refuse_fjall`; apply and restore, which create the store they
 are given when it does not exist, refuse to create a Fjall one (exit 2, naming
@@ -46,9 +47,7 @@ def fjall_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 COMMANDS: dict[str, list[str]] = {
-    "tail": ["tail"],
     "backup --json": ["backup", "{dest}", "--json"],
-    "follow": ["tail", "--follow"],
     "apply": ["apply", "-"],
     "snapshot": ["snapshot"],
     "restore": ["restore", "-"],

@@ -403,13 +403,17 @@ class Keyspace(Closing):
             last = (entry[0], entry[2])
             yield self._journal_entry(entry)
 
-    def _sources(self, view: PartitionView, start: bytes | None) -> list[merge.Source]:
+    def _sources(
+        self, view: PartitionView, start: bytes | None, min_seqno: int = 0
+    ) -> list[merge.Source]:
         """Journal first, then each level: a disjoint level as one chain in key order,
-        any other segment by segment in lsm-tree's order (newest first)."""
+        any other segment by segment in lsm-tree's order (newest first).  ``min_seqno``:
+        leave out the segments whose highest seqno is below it (see :meth:`entries`)."""
         sources: list[merge.Source] = []
         if view.journal:
             sources.append(self._journal_source(view, start))
-        for level in view.levels:
+        for full in view.levels:
+            level = [s for s in full if s.meta.seqno_max >= min_seqno]
             summary = [levels.Summary(s.id, s.meta.key_min, s.meta.key_max, 0) for s in level]
             if len(level) > 1 and not levels.is_disjoint(summary):
                 sources.extend(self._segment_source([s], start) for s in level)
@@ -451,12 +455,12 @@ class Keyspace(Closing):
         return sorted(level, key=lambda s: s.meta.key_min)
 
     def _runs(
-        self, partition: str, prefix: bytes, after: bytes | None
+        self, partition: str, prefix: bytes, after: bytes | None, min_seqno: int = 0
     ) -> Iterator[list[tuple[Any, ...]]]:
         view = self.view(partition)
         start = self._start(prefix, after)
         stop = merge.prefix_end(prefix) if prefix else None
-        runs = merge.merged(self._sources(view, start))
+        runs = merge.merged(self._sources(view, start, min_seqno))
         return merge.clip(runs, prefix or None, after, stop)
 
     def scan_runs(
@@ -486,12 +490,20 @@ class Keyspace(Closing):
             yield from run
 
     def entries(
-        self, partition: str, *, prefix: bytes = b"", after: bytes | None = None
+        self, partition: str, *, prefix: bytes = b"", after: bytes | None = None,
+        min_seqno: int = 0,
     ) -> Iterator[Entry]:
-        """The newest version of every key (tombstones included) in key order."""
-        for run in merge.newest(self._runs(partition, prefix, after)):
+        """The newest version of every key (tombstones included) in key order; with
+        ``min_seqno``, only the keys whose newest version has a seqno at least that.
+
+        The segments whose highest seqno is below ``min_seqno`` are not read: a key whose
+        newest version reaches ``min_seqno`` has it in a source that is read (that version's
+        seqno is at most its source's highest), and every version read of a key whose newest
+        version is below ``min_seqno`` is below it too -- so the answer is exact."""
+        for run in merge.newest(self._runs(partition, prefix, after, min_seqno)):
             for key, value, seqno, vtype, *_ in run:
-                yield Entry(key, value, seqno, vtype >= TOMBSTONE)
+                if seqno >= min_seqno:
+                    yield Entry(key, value, seqno, vtype >= TOMBSTONE)
 
     def get(self, partition: str, key: bytes) -> bytes | None:
         """The live value of ``key`` in ``partition``, or None."""
