@@ -456,7 +456,9 @@ def validate(
 ) -> Outcome | TransferOutcome:
     """Step 3: check the staged rows against the source and the destination."""
     from migrate import pipeline, transfer
+    from migrate.store.layout import existing_store_dir
 
+    existing_store_dir(job.store)  # a step, not a creation: a missing store is refused first
     return _step(job, "validate", progress, pipeline.validate, transfer.validate)
 
 
@@ -465,7 +467,9 @@ def activate(
 ) -> Outcome | TransferOutcome:
     """Step 4: publish the validated import in one transaction; returns the receipt."""
     from migrate import pipeline, transfer
+    from migrate.store.layout import existing_store_dir
 
+    existing_store_dir(job.store)  # a step, not a creation: a missing store is refused first
     return _step(job, "activate", progress, pipeline.activate, transfer.activate)
 
 
