@@ -130,6 +130,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "fleet_report_dir": ("migrate.fleet", "ensure_report_dir"),
     "fleet_html": ("migrate.fleet", "write_html"),
     "fleet_default_workers": ("migrate.fleet", "default_workers"),
+    "fleet_torn_tail": ("migrate.fleet.run", "torn_tail"),
 }
 
 __getattr__ = lazy_names(__name__, _EXPORTS)
@@ -139,6 +140,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     import migrate.demo as _migrate_demo
     import migrate.fixtures.check as _migrate_fixtures_check
     import migrate.fleet as _migrate_fleet
+    import migrate.fleet.run as _migrate_fleet_run
     import migrate.job as _migrate_job
     import migrate.pipeline as _migrate_pipeline
     import migrate.pipeline.listing as _migrate_pipeline_listing
@@ -223,6 +225,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     fleet_report_dir = _migrate_fleet.ensure_report_dir
     fleet_html = _migrate_fleet.write_html
     fleet_default_workers = _migrate_fleet.default_workers
+    fleet_torn_tail = _migrate_fleet_run.torn_tail
 
 
 def inspect(
@@ -458,7 +461,9 @@ def validate(
 ) -> Outcome | TransferOutcome:
     """Step 3: check the staged rows against the source and the destination."""
     from migrate import pipeline, transfer
+    from migrate.store.layout import existing_store_dir
 
+    existing_store_dir(job.store)  # a step, not a creation: a missing store is refused first
     return _step(job, "validate", progress, pipeline.validate, transfer.validate)
 
 
@@ -467,7 +472,9 @@ def activate(
 ) -> Outcome | TransferOutcome:
     """Step 4: publish the validated import in one transaction; returns the receipt."""
     from migrate import pipeline, transfer
+    from migrate.store.layout import existing_store_dir
 
+    existing_store_dir(job.store)  # a step, not a creation: a missing store is refused first
     return _step(job, "activate", progress, pipeline.activate, transfer.activate)
 
 

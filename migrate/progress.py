@@ -28,6 +28,13 @@ class Observer(Protocol):
 RowsCallback = Callable[[int, int], None]
 
 
+class CountsCallback(Protocol):
+    """``callback(rows, nbytes, total)``: a :data:`RowsCallback` that may also hear the
+    current stage's total (the fleet's worker pipe)."""
+
+    def __call__(self, rows: int, nbytes: int, total: int | None = None) -> None: ...
+
+
 def phase(
     observer: Observer | None, stage: str, total: int | None = None, *, unit: str = "rows"
 ) -> RowsCallback | None:
@@ -110,14 +117,15 @@ def source_rows(path: str | os.PathLike[str]) -> int | None:
         return None
 
 
-def as_observer(callback: RowsCallback) -> Observer:
-    """An observer feeding an older ``callback(rows, nbytes)`` (the fleet's worker pipe):
-    row counts as rows, byte counts as bytes, steps not at all."""
+def as_observer(callback: CountsCallback) -> Observer:
+    """An observer feeding a ``callback(rows, nbytes, total)`` (the fleet's worker pipe): row
+    counts as rows, byte counts as bytes (``total``: the stage's, in that unit), steps not at
+    all."""
 
     def observe(stage: str, done: int, total: int | None, unit: str = "rows") -> None:
         if unit == "rows":
-            callback(done, 0)
+            callback(done, 0, total)
         elif unit == "bytes":
-            callback(0, done)
+            callback(0, done, total)
 
     return observe

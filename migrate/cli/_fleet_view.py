@@ -3,15 +3,21 @@
 Jobs done/running/failed/waiting, rows for the whole fleet, elapsed time and an ETA, and one
 line per running job in the unit its current stage counts: rows (staging, a transfer), or
 the source's bytes read (sealing a Signal log or a TextArchive reads it whole before any row
-exists) -- never "0 rows" for a job that is reading.  The ETA scales the elapsed time by the
-source bytes still to go over the source bytes done in this run (jobs kept from an earlier run
-do not count as speed).
+exists) -- never "0 rows" for a job that is reading -- with the stage's total and percentage
+when it is known, and never more than the total (a count past it is shown without one).
+
+The ETA: the source bytes still to go at the speed of the jobs finished in this run (source
+bytes over the time up to the last finish; jobs kept from an earlier run do not count as
+speed), counted down from that finish.  While one large job runs nothing finishes, so the ETA
+counts down instead of growing with the elapsed time; once it has run out while jobs still
+run it is ``?``.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
@@ -26,18 +32,28 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
+def _of(done: int, total: int | None, unit: str) -> str:
+    """``done of total unit (NN %)``; without the total when unknown or already passed."""
+    if total is None or done > total:
+        return f"{done:,} {unit}"
+    percent = 100 * done // total if total else 100
+    return f"{done:,} of {total:,} {unit} ({percent} %)"
+
+
 class FleetView(Closing):
     """A :class:`migrate.fleet.Watcher` that draws on a rich console."""
 
-    def __init__(self, console: Console, jobs: list[Any], label: str) -> None:
+    def __init__(self, console: Console, jobs: list[Any], label: str,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self.label = label
         self.total = len(jobs)
         self.size = {j.key: self._size(j.source) for j in jobs}
         self.left_bytes = sum(self.size.values())
-        self.running: dict[str, list[Any]] = {}  # key -> [name, rows, bytes read]
+        self.running: dict[str, list[Any]] = {}  # key -> [name, rows, bytes read, total]
         self.done = self.failed = self.rows = 0
         self.bytes_done = 0
-        self.t0 = time.monotonic()
+        self.clock = clock
+        self.t0 = self.last_finish = clock()
         self.live = Live(console=console, transient=True, auto_refresh=False)
 
     @staticmethod
@@ -57,23 +73,22 @@ class FleetView(Closing):
 
     # -- Watcher ------------------------------------------------------------------------
     def started(self, job: Any) -> None:
-        self.running[job.key] = [job.name, 0, 0]
+        self.running[job.key] = [job.name, 0, 0, None]
 
-    def progress(self, job: Any, rows: int, nbytes: int) -> None:
+    def progress(self, job: Any, rows: int, nbytes: int, total: int | None = None) -> None:
         # A stage counts rows or bytes (migrate.progress.as_observer sends the other as 0);
         # a stage's first report (0, 0) keeps what the job showed so far.
         entry = self.running.get(job.key)
         if entry is not None and (rows or nbytes):
-            entry[1], entry[2] = rows, nbytes
+            entry[1], entry[2], entry[3] = rows, nbytes, total
 
     def doing(self, key: str) -> str:
         """What a running job has done so far, in the unit its stage counts."""
-        _, rows, nbytes = self.running[key]
+        _, rows, nbytes, total = self.running[key]
         if rows:
-            return f"{rows:,} rows"
+            return _of(rows, total, "rows")
         if nbytes:
-            total = self.size.get(key, 0)
-            return f"{nbytes:,} of {total:,} bytes read" if total else f"{nbytes:,} bytes read"
+            return _of(nbytes, total or self.size.get(key) or None, "bytes read")
         return "starting"
 
     def finished(self, job: Any, result: dict[str, Any]) -> None:
@@ -85,21 +100,23 @@ class FleetView(Closing):
         self.left_bytes -= size
         if ran:
             self.bytes_done += size
+            self.last_finish = self.clock()
 
     def tick(self) -> None:
         self.live.update(self.render(), refresh=True)
 
     # -- drawing ------------------------------------------------------------------------
     def eta(self) -> str:
-        elapsed = time.monotonic() - self.t0
         if self.done >= self.total:
             return "0:00:00"
         if self.bytes_done <= 0:
             return "?"
-        return _clock(elapsed * self.left_bytes / self.bytes_done)
+        speed_time = self.last_finish - self.t0  # the time the finished bytes took
+        left = speed_time * self.left_bytes / self.bytes_done - (self.clock() - self.last_finish)
+        return _clock(left) if left > 0 else "?"
 
     def render(self) -> Group:
-        live_rows = sum(r for _, r, _ in self.running.values())
+        live_rows = sum(entry[1] for entry in self.running.values())
         waiting = self.total - self.done - len(self.running)
         head = Text.assemble(
             (f"{self.label}: ", "bold"),
@@ -107,10 +124,10 @@ class FleetView(Closing):
             (f"{self.failed} failed", "red" if self.failed else ""),
             f", {len(self.running)} running, {waiting} waiting; "
             f"{self.rows + live_rows:,} rows; "
-            f"{_clock(time.monotonic() - self.t0)} elapsed, ETA {self.eta()}",
+            f"{_clock(self.clock() - self.t0)} elapsed, ETA {self.eta()}",
         )
         lines = [head] + [
             Text(f"  running: {name} ({self.doing(key)})", overflow="fold")
-            for key, (name, _, _) in self.running.items()
+            for key, (name, *_) in self.running.items()
         ]
         return Group(*lines)

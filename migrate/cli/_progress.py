@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +25,11 @@ from migrate.cli._render import err, stderr_console
 from migrate.cli._state import state
 
 JSON_INTERVAL = 1.0  # seconds between JSON lines within a stage
+#: A rate (and an ETA from it) is shown once a stage has run this long: before, a stage that
+#: counted its rows in a millisecond would claim billions of rows a second.
+MIN_RATE_SECONDS = 1.0
+#: Said of a stage whose count is complete while its work is not (a commit, a flush).
+FINISHING = "finishing"
 
 
 @dataclass
@@ -37,16 +42,19 @@ class _Stage:
     task: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def rate(self, now: float) -> float:
+    def rate(self, now: float) -> float | None:
+        """Units a second, None until the stage has run :data:`MIN_RATE_SECONDS`."""
         elapsed = now - self.started
-        return self.done / elapsed if elapsed > 0 else 0.0
+        return self.done / elapsed if elapsed >= MIN_RATE_SECONDS else None
 
     def doc(self, now: float, status: str) -> dict[str, Any]:
         """The stage as a ``progress`` JSON line."""
         rate = self.rate(now)
         left = None
-        if self.total is not None and rate > 0:
-            left = round(max(self.total - self.done, 0) / rate, 3)
+        if self.total is not None and self.done >= self.total:
+            left = 0.0
+        elif self.total is not None and rate:
+            left = round((self.total - self.done) / rate, 3)
         percent = None
         if self.total:
             percent = round(100.0 * min(self.done, self.total) / self.total, 2)
@@ -55,7 +63,7 @@ class _Stage:
         return {
             "format": "bbg-migrate/progress/1", "stage": self.name, "status": status,
             "done": self.done, "total": self.total, "unit": self.unit, "percent": percent,
-            "rate_per_second": round(rate, 3), "eta_seconds": left,
+            "rate_per_second": None if rate is None else round(rate, 3), "eta_seconds": left,
             "elapsed_seconds": round(now - self.started, 3),
         }  # fmt: skip
 
@@ -63,15 +71,17 @@ class _Stage:
 class _Watcher:
     """The observer: keeps one :class:`_Stage` per stage name and draws it."""
 
-    def __init__(self, bar: Any, json_lines: bool) -> None:
+    def __init__(self, bar: Any, json_lines: bool,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self._bar = bar
         self._json = json_lines
+        self._clock = clock
         self._stages: dict[str, _Stage] = {}
         self._current: _Stage | None = None
         self._last_line = 0.0
 
     def __call__(self, stage: str, done: int, total: int | None, unit: str = "rows") -> None:
-        now = time.monotonic()
+        now = self._clock()
         s = self._stages.get(stage)
         fresh = s is None
         if s is None:
@@ -79,7 +89,7 @@ class _Watcher:
             s = self._stages[stage] = _Stage(stage, unit, now)
             self._current = s
             if self._bar is not None:
-                s.task = self._bar.add_task(stage, total=total, unit=unit)
+                s.task = self._bar.add_task(stage, total=total, unit=unit, note="")
         s.done = max(s.done, done)
         if total is not None:
             s.total = max(total, s.done)
@@ -87,7 +97,9 @@ class _Watcher:
             self._line(s, now, "started")
             return
         if self._bar is not None:
-            self._bar.update(s.task, completed=s.done, total=s.total)
+            # A complete count whose stage has not ended says so, rather than sit at 100 %.
+            note = FINISHING if s.total is not None and s.done >= s.total else ""
+            self._bar.update(s.task, completed=s.done, total=s.total, note=note)
         if self._json and now - self._last_line >= JSON_INTERVAL:
             self._line(s, now, "running")
 
@@ -98,7 +110,7 @@ class _Watcher:
         if s.total is None:
             s.total = s.done
         if self._bar is not None:
-            self._bar.update(s.task, completed=s.done, total=s.total)
+            self._bar.update(s.task, completed=s.done, total=s.total, note="")
         self._line(s, now, status)
         self._current = None
 
@@ -116,7 +128,7 @@ class _Watcher:
             self._json = False
 
     def close(self, status: str = "finished") -> None:
-        self._finish(time.monotonic(), status)
+        self._finish(self._clock(), status)
 
 
 def _columns() -> list[Any]:
@@ -142,15 +154,19 @@ def _columns() -> list[Any]:
             return Text(f"{done:,}/{int(task.total):,} {unit}")
 
     class Rate(ProgressColumn):
+        """Units a second once the stage has run :data:`MIN_RATE_SECONDS` (blank before)."""
+
         def render(self, task: Any) -> Text:
             speed = task.finished_speed or task.speed
             unit = task.fields.get("unit", "rows")
-            return Text("" if speed is None else f"{speed:,.0f} {unit}/s")
+            if speed is None or (task.elapsed or 0.0) < MIN_RATE_SECONDS:
+                return Text("")
+            return Text(f"{speed:,.0f} {unit}/s")
 
     return [
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=24),
         TaskProgressColumn(), Counts(), Rate(), TimeElapsedColumn(), TextColumn("ETA"),
-        TimeRemainingColumn(),
+        TimeRemainingColumn(), TextColumn("{task.fields[note]}"),
     ]  # fmt: skip
 
 

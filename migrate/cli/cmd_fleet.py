@@ -83,6 +83,10 @@ def _job_lines(j: dict[str, Any], manifest: str | None) -> Text:
             f" ({j['status']})",
             f"\n      import {j['receipt']['import_id']}",
         )  # fmt: skip
+        torn = api.fleet_torn_tail(j)
+        if torn is not None:
+            line.append(f"\n      torn tail accepted: {torn['discarded_bytes']:,} bytes after "
+                        f"byte {torn['valid_prefix_end']:,} left out", style="yellow")
     else:
         line = Text.assemble(
             ("FAIL  ", "bold red"), where, f"  exit {j['exit_code']} {j['error']['code']}",
@@ -100,9 +104,13 @@ def _report_human(doc: dict[str, Any], title: str) -> None:
     t = doc["totals"]
     codes = ", ".join(f"exit {c}: {n}" for c, n in t["by_exit_code"].items())
     codes = f" ({codes})" if codes else ""
+    torn = ""
+    if t.get("torn_tails"):
+        torn = (f"; {t['torn_tails']} torn tail{'s' if t['torn_tails'] != 1 else ''} accepted "
+                f"({t['torn_bytes_dropped']:,} bytes dropped)")  # fmt: skip
     err.print(
         f"{t['jobs']} jobs: {t['ok']} ok, {t['failed']} failed{codes}; "
-        f"{t['rows']:,} rows; exit status {doc['exit_code']}",
+        f"{t['rows']:,} rows{torn}; exit status {doc['exit_code']}",
         markup=False,
     )
 

@@ -161,6 +161,11 @@ def upgrade_cmd(store: Path = STORE, as_json: bool = JSON) -> None:
 
 def upgrade_line(doc: dict[str, Any]) -> str:
     """``upgrade`` for a human: what was upgraded, from what to what, and what changed."""
+    if doc.get("engine") == "fjall":
+        return (f"nothing to do: {doc['path']} is a Fjall store (the real BBG database); "
+                "upgrade brings SQLite stores of schema version 1 to version 2, and a Fjall "
+                "store has no version 1 (its records are made with the transaction ledger); "
+                "nothing written")  # fmt: skip
     if not doc["upgraded"]:
         return (f"nothing to do: {doc['path']} is already at store schema version {doc['to']} "
                 "(it has the transaction ledger); nothing written")  # fmt: skip

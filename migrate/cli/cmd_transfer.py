@@ -79,7 +79,10 @@ def plan_report(doc: dict[str, Any], as_json: bool) -> None:
         emit_json(doc, "transfer-plan")
         return
     rows: list[tuple[str, Any]] = [
-        ("action", doc["action"]), ("nonce", doc["nonce"]), ("rows", doc["rows"]),
+        ("action", doc["action"]),
+        ("nonce", doc["nonce"] or "made at the seal (the source has no store id yet; "
+                                  "--nonce fixes it)"),
+        ("rows", doc["rows"]),
         ("key+value bytes", size(doc["key_value_bytes"])),
         ("generation after", doc["generation_after"]), ("namespaces", len(doc["namespaces"])),
         ("source sealed", doc["source"]["sealed"]),

@@ -13,6 +13,7 @@ from typing import Any
 
 from bbg_core.errors import EXIT_CODES, UsageError
 from migrate.fleet.results import atomic_write_text
+from migrate.fleet.run import torn_tail
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5rem;color:#1b1f23}
@@ -60,6 +61,10 @@ def _job_row(job: dict[str, Any]) -> str:
             else ("source store", str(src.get("store_id", ""))),
             ("archive digest", receipt["digests"]["source_archive_sha256"]),
         )
+        torn = torn_tail(job)
+        if torn is not None:
+            detail += _lines(("torn tail", f"{torn['discarded_bytes']:,} bytes after byte "
+                                           f"{torn['valid_prefix_end']:,} left out"))  # fmt: skip
     else:
         detail = escape(error["message"] if error else "")
     cells = [
@@ -114,6 +119,9 @@ def render(doc: dict[str, Any], *, title: str = "bbg-migrate fleet report") -> s
         f"<tr><th>succeeded</th>{_cell(t['ok'], 'num')}</tr>",
         f"<tr><th>failed</th>{_cell(t['failed'], 'num')}</tr>",
         f"<tr><th>rows imported</th>{_cell(t['rows'], 'num')}</tr>",
+        f"<tr><th>torn tails accepted</th>{_cell(t.get('torn_tails', 0), 'num')}</tr>",
+        f"<tr><th>bytes dropped (torn tails)</th>"
+        f"{_cell(t.get('torn_bytes_dropped', 0), 'num')}</tr>",
         f"<tr><th>anomalies</th>{_cell(len(doc['anomalies']), 'num')}</tr>",
         "</tbody></table>",
         "<h2>Exit codes</h2><table><thead><tr><th>code</th><th>meaning</th><th>jobs</th></tr>"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from bbg_core.errors import error_document
 from migrate.fleet import sources
 from migrate.fleet.manifest import FleetJob, Manifest, select
 from migrate.fleet.scheduler import Watcher, default_workers, schedule
+from migrate.progress import CountsCallback
 
 PLAN_FORMAT = "bbg-migrate/fleet-plan/1"
 
@@ -47,7 +47,7 @@ def _predicted(doc: dict[str, Any]) -> tuple[int, list[str]]:
     return 0, problems
 
 
-def plan_job(job: FleetJob, progress: Callable[[int, int], None]) -> dict[str, Any]:
+def plan_job(job: FleetJob, progress: CountsCallback) -> dict[str, Any]:
     """The worker's task: one plan row."""
     row: dict[str, Any] = {
         "job": job.key,

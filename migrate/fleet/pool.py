@@ -10,7 +10,8 @@ inherit the parent's threads or locks (fork + threads is unsafe), and they ignor
 that Ctrl-C is handled once, by the parent, which then stops them.  Killing a worker at any
 point is safe because every job is the crash-safe, resumable ``run``.
 
-Messages from a worker: ``("progress", rows, nbytes)`` any number of times, then
+Messages from a worker: ``("progress", rows, nbytes, total)`` any number of times (``total``:
+the current stage's total in the unit it counts, None while unknown), then
 ``("done", result)``.
 """
 
@@ -26,8 +27,9 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from bbg_core.closing import Closing
+from migrate.progress import CountsCallback
 
-Task = Callable[[Any, Callable[[int, int], None]], Any]
+Task = Callable[[Any, CountsCallback], Any]
 PROGRESS_EVERY = 0.2  # seconds between progress messages of one job
 PRELOAD = ("migrate.fleet.run", "migrate.fleet.plan", "migrate.pipeline")
 
@@ -44,12 +46,12 @@ def _worker(conn: Connection) -> None:
         task, arg = item
         last = 0.0
 
-        def progress(rows: int, nbytes: int) -> None:
+        def progress(rows: int, nbytes: int, total: int | None = None) -> None:
             nonlocal last
             now = time.monotonic()
             if now - last >= PROGRESS_EVERY:
                 last = now
-                conn.send(("progress", rows, nbytes))
+                conn.send(("progress", rows, nbytes, total))
 
         conn.send(("done", task(arg, progress)))
 
@@ -97,7 +99,7 @@ class Pool(Closing):
         slot.conn.send((task, arg))
 
     def events(self, timeout: float) -> list[tuple[Any, str, Any]]:
-        """``(token, "progress", (rows, nbytes))``, ``(token, "done", result)`` or
+        """``(token, "progress", (rows, nbytes, total))``, ``(token, "done", result)`` or
         ``(token, "died", exitcode)`` for whatever happened within ``timeout`` seconds."""
         busy = [s for s in self._slots if s.busy is not None]
         if not busy:
@@ -115,7 +117,7 @@ class Pool(Closing):
                     died = True
                     break
                 if msg[0] == "progress":
-                    out.append((token, "progress", (msg[1], msg[2])))
+                    out.append((token, "progress", tuple(msg[1:])))
                 else:
                     slot.busy = None
                     out.append((token, "done", msg[1]))

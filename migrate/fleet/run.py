@@ -30,6 +30,7 @@ from bbg_core.errors import Interrupted, UsageError, error_document
 from migrate.fleet import results, sources
 from migrate.fleet.manifest import FleetJob, Manifest, select
 from migrate.fleet.scheduler import Watcher, default_workers, schedule
+from migrate.progress import CountsCallback
 
 REPORT_FORMAT = "bbg-migrate/fleet-report/1"
 
@@ -60,7 +61,7 @@ class RunArg:
     report_dir: Path | None
 
 
-def run_job(arg: RunArg, progress: Callable[[int, int], None]) -> dict[str, Any]:
+def run_job(arg: RunArg, progress: CountsCallback) -> dict[str, Any]:
     """The worker's task: ``run`` one job; its result document (written when asked)."""
     job = arg.job
     doc = _base(job)
@@ -105,12 +106,23 @@ def _died(report_dir: Path | None) -> Callable[[FleetJob, int | None], dict[str,
     return result
 
 
+def torn_tail(job: dict[str, Any]) -> dict[str, Any] | None:
+    """The torn tail a job's import accepted (``--accept-torn-tail``: bytes dropped), or None."""
+    legacy = (job.get("receipt") or {}).get("legacy") or {}
+    torn: dict[str, Any] | None = legacy.get("torn_tail")
+    return torn if job["exit_code"] == 0 else None
+
+
 def totals(jobs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts by outcome and exit code, and rows imported."""
+    """Counts by outcome and exit code, rows imported, and the torn tails accepted (a job
+    that imported a log's valid prefix dropped bytes: the fleet says so, not only its job)."""
     by_code: dict[str, int] = {}
     for j in jobs:
         by_code[str(j["exit_code"])] = by_code.get(str(j["exit_code"]), 0) + 1
+    torn = [t for t in map(torn_tail, jobs) if t is not None]
     return {
+        "torn_tails": len(torn),
+        "torn_bytes_dropped": sum(int(t["discarded_bytes"]) for t in torn),
         "jobs": len(jobs),
         "ok": sum(1 for j in jobs if j["exit_code"] == 0),
         "failed": sum(1 for j in jobs if j["exit_code"] != 0),

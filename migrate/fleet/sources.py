@@ -9,16 +9,15 @@ the other bounds (``max_rows``, ``max_bytes``, ``max_namespaces``) do not apply 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import schemas
 from migrate import pipeline, transfer
 from migrate.fleet.manifest import FleetJob
 from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
-from migrate.progress import as_observer
+from migrate.progress import CountsCallback, as_observer
 
-Progress = Callable[[int, int], None]
+Progress = CountsCallback
 STORE_KIND = "bbg"
 _ROW_OVERHEAD = 48  # as the pipeline's plan counts a row's overhead in SQLite
 

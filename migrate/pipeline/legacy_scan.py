@@ -193,9 +193,11 @@ def scan(
         if progress is not None and items % 4096 == 0:
             progress(items, offset)
 
-    if kind in LOG_KINDS:
-        return _scan_log(path, kind, accept_torn_tail, tick, strict)
-    return _scan_archive(path, tick)
+    found = _scan_log(path, kind, accept_torn_tail, tick, strict) if kind in LOG_KINDS \
+        else _scan_archive(path, tick)  # fmt: skip
+    if progress is not None:  # the whole file was read (a torn tail's bytes too)
+        progress(found.items, path.stat().st_size)
+    return found
 
 
 def decode_item(kind: str, raw: bytes, index: int, start: int, path: Path) -> dict[str, Any]:

@@ -84,3 +84,13 @@ def records_dir(directory: Path) -> Path:
     """``<store>.bbg-migrate``: where the toolkit keeps its records of a Fjall store."""
     full = Path(os.path.abspath(directory))
     return full.with_name(full.name + RECORDS_SUFFIX)
+
+
+def has_store_id(directory: Path) -> bool:
+    """False for a Fjall store without records (one the cyber code wrote): it has no store
+    id yet -- this toolkit makes one (at random) when it first writes the records beside it
+    -- so nothing derived from its id (a transfer's default nonce) can be known before.
+    Reads a name only."""
+    if engine_of(directory) != FJALL:
+        return True
+    return os.path.lexists(records_dir(directory) / SQLITE_FILE)

@@ -19,14 +19,13 @@ from __future__ import annotations
 import os
 import shutil
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import CommitUnknown, FjallError, FjallRefused, Locked, StoreRefused
-from bbg_core.files import fsync_dir, fsync_file
+from bbg_core.files import fsync_dir, fsync_file, owned_tempdir, sweep
 from fences import generations
 from migrate.store import bbgdb, creation, guard, layout, sanity
 from migrate.store.codec import ARCHIVE_ORDER
@@ -44,28 +43,36 @@ _POLL = 0.05
 
 
 def create_keyspace(directory: Path) -> None:
-    """A new empty BBG database at ``directory`` (absent, or an empty directory)."""
+    """A new empty BBG database at ``directory`` (absent, or an empty directory).
+
+    Built inside a temporary sibling ``.NAME.bbg-new-*`` that this process marks as its own
+    and keeps locked while it lives (:func:`bbg_core.files.owned_tempdir`); what a killed
+    creation left is removed by the next one (:func:`bbg_core.files.sweep`: only a marked
+    directory whose owner is gone -- never a folder that merely matches the name)."""
     parent = directory.parent if str(directory.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)  # as a SQLite store's creation does
-    tmp = parent / f".{directory.name}.bbg-new-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    try:
-        build_keyspace(tmp, {name: () for name in bbgdb.PARTITIONS}, dir_mode=bbgdb.DIR_MODE)
-        lock = tmp / bbgdb.LOCK_NAME
-        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, bbgdb.LOCK_MODE)
-        os.close(fd)
-        fsync_file(lock)
-        fsync_dir(tmp)
+    prefix = f".{directory.name}.bbg-new-"
+    sweep(parent, prefix)
+    with owned_tempdir(parent, prefix) as work:
         try:
-            os.rename(tmp, directory)  # replaces an empty directory, never a full one
-        except OSError as exc:
-            raise StoreRefused(
-                f"{directory}: not empty and not a BBG store; a store is created only in a new "
-                "or empty directory. Name another --store", path=str(directory),
-            ) from exc  # fmt: skip
-        fsync_dir(parent)
-    finally:
-        if os.path.lexists(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)
+            tmp = work / "keyspace"
+            build_keyspace(tmp, {name: () for name in bbgdb.PARTITIONS}, dir_mode=bbgdb.DIR_MODE)
+            lock = tmp / bbgdb.LOCK_NAME
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                         bbgdb.LOCK_MODE)  # fmt: skip
+            os.close(fd)
+            fsync_file(lock)
+            fsync_dir(tmp)
+            try:
+                os.rename(tmp, directory)  # replaces an empty directory, never a full one
+            except OSError as exc:
+                raise StoreRefused(
+                    f"{directory}: not empty and not a BBG store; a store is created only in a "
+                    "new or empty directory. Name another --store", path=str(directory),
+                ) from exc  # fmt: skip
+            fsync_dir(parent)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 class FjallStore(Store):

@@ -78,6 +78,19 @@ def no_store(directory: Path, detail: str = "", *, create_hint: bool = False) ->
     return StoreRefused(f"{directory}: no BBG store here{detail}; {hint}", path=str(directory))
 
 
+def existing_store_dir(named: str | Path | None, *, cwd: Path | None = None) -> Path:
+    """The store directory of a step that needs a store already there (``validate``,
+    ``activate``): :func:`resolve_store_dir` without creating, and the :func:`no_store` error
+    (``cannot read`` for a path that does not exist, exit 1) when it holds no store of either
+    engine.  Reads names only; creates nothing."""
+    from migrate.store.engine import engine_of
+
+    directory = resolve_store_dir(named, create=False, cwd=cwd)
+    if engine_of(directory) is None:
+        raise no_store(directory)
+    return directory
+
+
 def require_writable(directory: Path) -> None:
     """StoreError unless this process may create or change the store in ``directory``.
 

@@ -302,6 +302,15 @@ def upgrade_store(path: str | Path | None, *, cwd: Path | None = None,
     the store.  Running it on a version-2 store changes nothing.
     """
     directory = layout.resolve_store_dir(path, create=False, cwd=cwd)
+    from migrate.store.engine import FJALL, engine_of
+
+    if engine_of(directory) == FJALL:
+        # A Fjall store (the real BBG database) has no schema version 1: its records beside
+        # it are made with the ledger, and a store the cyber code wrote has no records to
+        # upgrade.  Nothing to do, nothing read beyond the name, no lock taken.
+        return {"kind": "bbg-upgrade", "path": str(directory), "engine": FJALL,
+                "from": layout.SCHEMA_VERSION, "to": layout.SCHEMA_VERSION,
+                "upgraded": False, "tx": None}  # fmt: skip
     lock = creation.acquire(directory, create=False, hash_suite=layout.DEFAULT_HASH_SUITE,
                             timeout=busy_timeout)  # fmt: skip
     try:

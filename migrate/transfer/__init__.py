@@ -29,7 +29,7 @@ from fences import generations
 from migrate.job import MAX_PAGE_ROWS, Bounds, Job
 from migrate.pipeline.preflight import Preflight
 from migrate.store import imports, open_store
-from migrate.store.engine import FJALL, engine_of, records_dir
+from migrate.store.engine import FJALL, engine_of, has_store_id, records_dir
 from migrate.store.layout import resolve_store_dir, store_id_of
 from migrate.store.store import Store
 from migrate.transfer import target as tgt
@@ -319,7 +319,10 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
     with open_readonly(Path(job.source)) as conn:
         state = read_state(conn, Path(job.source), progress, job.content_check)
     state.check()
-    nonce = job.nonce_bytes(state)
+    # A Fjall source the cyber code wrote has no records, so no store id yet: the seal makes
+    # one (at random), and the default nonce derives from it.  The plan does not invent one.
+    unknown = job.nonce is None and state.seal is None and not has_store_id(Path(job.source))
+    nonce = None if unknown else job.nonce_bytes(state)
     directory = _target_dir(job)
     exists = engine_of(directory) is not None
     target_doc: dict[str, Any] = {"path": str(directory), "exists": exists}
@@ -334,14 +337,17 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
                     f"{directory}: the target is the source store", path=str(directory)
                 )
             target = tgt.target_id(store_id)
-            check_same_seal(state.seal, target, nonce, state.path)
-            manifest = (
-                state.seal.manifest
-                if state.seal is not None
-                else _would_be_manifest(state, target, nonce)
-            )
-            iid = manifest.hex()
-            cursor = tgt.cursor_of(db, iid)
+            # No seal and no import of it can exist yet when the nonce is unknown.
+            iid = "(its id is made when the source is sealed)"
+            if nonce is not None:
+                check_same_seal(state.seal, target, nonce, state.path)
+                manifest = (
+                    state.seal.manifest
+                    if state.seal is not None
+                    else _would_be_manifest(state, target, nonce)
+                )
+                iid = manifest.hex()
+                cursor = tgt.cursor_of(db, iid)
             if cursor is None:
                 tgt.refuse_collisions(db, iid, target, state)
             elif imports.import_state(db, iid) == "active":
@@ -365,14 +371,14 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
         "action": action,
         "source": {
             "path": str(job.source),
-            "store_id": state.store_id,
+            "store_id": None if unknown else state.store_id,
             "status": state.marker,
             "sealed": state.seal is not None,
             "seal": None if state.seal is None else state.seal.to_json(),
             "last_transaction": state.last_transaction,
         },
         "target": target_doc,
-        "nonce": nonce.hex(),
+        "nonce": None if nonce is None else nonce.hex(),
         "namespaces": [
             {"namespace": ns.hex(), "index": h.index, "commit": h.commit.hex()}
             for ns, h in state.sources
