@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from bbg_core.files import cannot_read
+from bbg_core.twins import Twins
 from hashing.hemera import _python
 from hashing.hemera._api import Backend, HasherFactory, HasherLike, HashFn, StreamHasher
 from hashing.hemera._params import DIGEST_SIZE, LEGACY_SUITES, SUITE, SUITES, BytesLike
@@ -54,18 +55,11 @@ __all__ = [
     "python_impl",
 ]
 
-python_impl: Backend = _python
-c_impl: Backend | None
-try:
-    from hashing.hemera import _c
-
-    c_impl = _c
-except ImportError:  # extension not built: the twin takes over (setup.py's fallback rule)
-    c_impl = None
-
-_pure = os.environ.get("BBG_MIGRATE_PURE") == "1"
-impl: Backend = python_impl if c_impl is None or _pure else c_impl
-BACKEND = "c" if impl is c_impl else "python"
+_twins: Twins[Backend] = Twins("hemera", _python, "hashing.hemera._c")  # bbg_core.twins' rule
+python_impl: Backend = _twins.python
+c_impl: Backend | None = _twins.c
+impl: Backend = _twins.default
+BACKEND = _twins.name
 
 Hasher = impl.Hasher
 hash = impl.hash  # the specification's own name

@@ -13,15 +13,16 @@ def fjall_backend() -> str:
     """``c`` or ``python``: the Fjall twin this process uses, found without importing
     ``migrate.store`` (``--version`` loads no store code): the extension beside the package
     is loaded on its own and asked its interface version."""
-    import os
     import sys
     from importlib import machinery, util
     from pathlib import Path
 
+    from bbg_core.twins import pure
+
     loaded = sys.modules.get("migrate.store.fjall.backend")
     if loaded is not None:
         return str(loaded.BACKEND)
-    if os.environ.get("BBG_MIGRATE_PURE") == "1":
+    if pure():
         return "python"
     folder = Path(__file__).resolve().parent.parent / "store" / "fjall"
     for suffix in machinery.EXTENSION_SUFFIXES:

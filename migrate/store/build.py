@@ -38,16 +38,15 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
 from bbg_core.files import fsync_dir, fsync_file
 from migrate.store import layout
-from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
 from migrate.store.opening import open_store
+from migrate.store.pages import PageLoader
 from migrate.store.store import Store
 
 _MARK = ".bbg-build-"
@@ -260,7 +259,7 @@ class Build(Closing):
         return fd, made
 
 
-class Loader:
+class Loader(PageLoader):
     """Rows into the five tables of a store being built, one bounded page per transaction,
     written on a thread of their own (SQLite works without the GIL), so loading overlaps the
     checks of the pass that reads the source.
@@ -273,60 +272,19 @@ class Loader:
     QUEUED = 2
 
     def __init__(self, db: Path, page_rows: int, page_bytes: int) -> None:
+        super().__init__(page_rows, page_bytes)
         self._db = db
-        self._page_rows = page_rows
-        self._page_bytes = page_bytes
-        self.rows: dict[str, int] = dict.fromkeys(ARCHIVE_ORDER, 0)
-        self.cursor: bytes = b""
-        self._left_rows = self._left_bytes = -1
         self._queue: queue.Queue[tuple[str, list[tuple[bytes, bytes]]] | None] = queue.Queue(
             self.QUEUED
         )
-        self._error: BaseException | None = None
         self._thread: threading.Thread | None = threading.Thread(
             target=self._write, name="bbg-build-writer", daemon=True
         )
         self._thread.start()
 
-    @property
-    def complete(self) -> bool:
-        """False once loading stopped at a bound or failed (the build then lacks rows)."""
-        return self._error is None and not (self._left_rows == 0 and self._left_bytes == 0)
-
-    def limit(self, max_rows: int, max_bytes: int) -> None:
-        """Stop loading (rows still pass) once more than these were seen: the source is over
-        a bound and will be refused, so the build need not hold it all."""
-        self._left_rows, self._left_bytes = max_rows, max_bytes
-
-    def tee(
-        self, ordinal: int, rows: Iterable[tuple[bytes, bytes]]
-    ) -> Iterator[tuple[bytes, bytes]]:
-        """``rows`` of table ``ordinal`` (archive order), each loaded as it passes."""
-        table = ARCHIVE_ORDER[ordinal]
-        batch: list[tuple[bytes, bytes]] = []
-        size = 0
-        for row in rows:
-            n = len(row[0]) + len(row[1])
-            if batch and (len(batch) >= self._page_rows or size + n > self._page_bytes):
-                self._load(ordinal, table, batch)
-                batch, size = [], 0
-            batch.append(row)
-            size += n
-            yield row
-        if batch:
-            self._load(ordinal, table, batch)
-
-    def _load(self, ordinal: int, table: str, batch: list[tuple[bytes, bytes]]) -> None:
-        if self._error is not None:
-            return  # the pass goes on: what it finds wrong with the source is said first
-        if self._left_rows >= 0:
-            self._left_rows -= len(batch)
-            self._left_bytes -= sum(len(k) + len(v) for k, v in batch)
-            if self._left_rows < 0 or self._left_bytes < 0:
-                self._left_rows = self._left_bytes = 0
-                return
+    def _deliver(self, table: str, batch: list[tuple[bytes, bytes]]) -> bool:
         self._queue.put((table, batch))
-        self.cursor = bytes([ordinal]) + bytes(batch[-1][0])
+        return True
 
     def _write(self) -> None:
         conn: Connection | None = None
@@ -360,12 +318,6 @@ class Loader:
             self._queue.put(None)
             self._thread.join()
             self._thread = None
-
-    def check(self) -> None:
-        """Wait for the writer; raise what it met."""
-        self.finish()
-        if self._error is not None:
-            raise self._error
 
 
 def open_build(directory: Path) -> Build:

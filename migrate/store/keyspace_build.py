@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bbg_core.closing import Closing
 from bbg_core.errors import StoreRefused
 from bbg_core.files import fsync_dir, fsync_file
 from migrate.store import bbgdb, build
-from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
 from migrate.store.engine import FJALL, engine_of, records_dir
 from migrate.store.fjall.writer import KeyspaceBuilder
+from migrate.store.pages import PageLoader
 from migrate.store.store import Store
 
 
@@ -63,69 +62,24 @@ def conversion_batches() -> list[list[tuple[str, bytes, bytes | None]]]:
     return out
 
 
-class KeyspaceLoader:
+class KeyspaceLoader(PageLoader):
     """Rows into the keyspace being built, one bounded page at a time, while the checking pass
-    reads them (the interface of :class:`migrate.store.build.Loader`)."""
+    reads them (the pages of :class:`~migrate.store.pages.PageLoader`, each a copy)."""
+
+    COPY_ROWS = True
 
     def __init__(self, builder: KeyspaceBuilder, page_rows: int, page_bytes: int) -> None:
+        super().__init__(page_rows, page_bytes)
         self._builder = builder
-        self._page_rows = page_rows
-        self._page_bytes = page_bytes
-        self.rows: dict[str, int] = dict.fromkeys(ARCHIVE_ORDER, 0)
-        self.cursor: bytes = b""
-        self._left_rows = self._left_bytes = -1
-        self._error: BaseException | None = None
 
-    @property
-    def complete(self) -> bool:
-        """False once loading stopped at a bound or failed."""
-        return self._error is None and not (self._left_rows == 0 and self._left_bytes == 0)
-
-    def limit(self, max_rows: int, max_bytes: int) -> None:
-        """Stop loading (rows still pass) past these: the source will be refused."""
-        self._left_rows, self._left_bytes = max_rows, max_bytes
-
-    def tee(self, ordinal: int, rows: Iterable[tuple[bytes, bytes]]
-            ) -> Iterator[tuple[bytes, bytes]]:  # fmt: skip
-        """``rows`` of table ``ordinal`` (archive order), each loaded as it passes."""
-        table = ARCHIVE_ORDER[ordinal]
-        batch: list[tuple[bytes, bytes]] = []
-        size = 0
-        for row in rows:
-            n = len(row[0]) + len(row[1])
-            if batch and (len(batch) >= self._page_rows or size + n > self._page_bytes):
-                self._load(ordinal, table, batch)
-                batch, size = [], 0
-            batch.append((bytes(row[0]), bytes(row[1])))
-            size += n
-            yield row
-        if batch:
-            self._load(ordinal, table, batch)
-
-    def _load(self, ordinal: int, table: str, batch: list[tuple[bytes, bytes]]) -> None:
-        if self._error is not None:
-            return
-        if self._left_rows >= 0:
-            self._left_rows -= len(batch)
-            self._left_bytes -= sum(len(k) + len(v) for k, v in batch)
-            if self._left_rows < 0 or self._left_bytes < 0:
-                self._left_rows = self._left_bytes = 0
-                return
+    def _deliver(self, table: str, batch: list[tuple[bytes, bytes]]) -> bool:
         try:
             self._builder.push(table, batch)
         except BaseException as exc:  # what the pass finds wrong with the source comes first
             self._error = exc
-            return
+            return False
         self.rows[table] += len(batch)
-        self.cursor = bytes([ordinal]) + batch[-1][0]
-
-    def finish(self) -> None:
-        """Nothing runs in the background here."""
-
-    def check(self) -> None:
-        """Raise what loading met."""
-        if self._error is not None:
-            raise self._error
+        return True
 
 
 class FjallBuild(Closing):

@@ -1,0 +1,91 @@
+"""``migrate.store.pages.PageLoader``: the one page cutter of both engines' loaders (the
+SQLite build's writer queue and the keyspace builder differ only in where a page goes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from migrate.store.build import Loader
+from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.keyspace_build import KeyspaceLoader
+from migrate.store.pages import PageLoader
+
+
+class _Recorder(PageLoader):
+    def __init__(self, page_rows: int, page_bytes: int, refuse: bool = False) -> None:
+        super().__init__(page_rows, page_bytes)
+        self.pages: list[tuple[str, list[tuple[bytes, bytes]]]] = []
+        self._refuse = refuse
+
+    def _deliver(self, table: str, batch: list[tuple[bytes, bytes]]) -> bool:
+        if self._refuse:
+            self._error = RuntimeError("refused")
+            return False
+        self.pages.append((table, batch))
+        return True
+
+
+def _rows(n: int, size: int = 4) -> list[tuple[bytes, bytes]]:
+    return [(b"k%03d" % i, b"v" * size) for i in range(n)]
+
+
+def test_rows_pass_unchanged_and_pages_are_cut_at_the_row_bound() -> None:
+    loader = _Recorder(page_rows=3, page_bytes=1 << 20)
+    rows = _rows(7)
+    assert list(loader.tee(1, rows)) == rows
+    assert [len(batch) for _, batch in loader.pages] == [3, 3, 1]
+    assert {table for table, _ in loader.pages} == {ARCHIVE_ORDER[1]}
+    assert loader.cursor == bytes([1]) + b"k006"
+    assert loader.complete
+
+
+def test_pages_are_cut_before_the_byte_bound_is_passed() -> None:
+    loader = _Recorder(page_rows=100, page_bytes=16)  # a row is 4 + 4 bytes: two fit exactly
+    list(loader.tee(0, _rows(5)))
+    assert [len(batch) for _, batch in loader.pages] == [2, 2, 1]
+
+
+def test_a_row_larger_than_a_page_is_a_page_of_its_own() -> None:
+    loader = _Recorder(page_rows=100, page_bytes=10)
+    list(loader.tee(0, _rows(2, size=50)))
+    assert [len(batch) for _, batch in loader.pages] == [1, 1]
+
+
+def test_loading_stops_past_the_limit_while_rows_still_pass() -> None:
+    loader = _Recorder(page_rows=2, page_bytes=1 << 20)
+    loader.limit(3, 1 << 20)
+    rows = _rows(6)
+    assert list(loader.tee(0, rows)) == rows
+    assert [len(batch) for _, batch in loader.pages] == [2]  # the second page passes 3 rows
+    assert not loader.complete
+    assert loader.cursor == bytes([0]) + b"k001"
+
+
+def test_a_limit_reached_exactly_still_loads_the_page_that_reaches_it() -> None:
+    loader = _Recorder(page_rows=2, page_bytes=1 << 20)
+    loader.limit(4, 1 << 20)
+    list(loader.tee(0, _rows(6)))
+    assert [len(batch) for _, batch in loader.pages] == [2, 2]
+    assert not loader.complete  # the third page went past it
+
+
+def test_a_refused_page_is_kept_for_check_and_nothing_more_is_delivered() -> None:
+    loader = _Recorder(page_rows=2, page_bytes=1 << 20, refuse=True)
+    assert len(list(loader.tee(0, _rows(5)))) == 5
+    assert loader.pages == [] and loader.cursor == b"" and not loader.complete
+    with pytest.raises(RuntimeError, match="refused"):
+        loader.check()
+
+
+def test_the_keyspace_loader_keeps_copies_the_sqlite_loader_the_rows() -> None:
+    assert KeyspaceLoader.COPY_ROWS and not Loader.COPY_ROWS
+    assert issubclass(KeyspaceLoader, PageLoader) and issubclass(Loader, PageLoader)
+
+    class _Copying(_Recorder):
+        COPY_ROWS = True
+
+    key, value = bytearray(b"key"), memoryview(b"value")
+    loader = _Copying(page_rows=10, page_bytes=1 << 20)
+    list(loader.tee(0, [(key, value)]))  # type: ignore[list-item]
+    (_, [(k, v)]), = loader.pages
+    assert (type(k), type(v), k, v) == (bytes, bytes, b"key", b"value")
