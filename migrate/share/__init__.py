@@ -16,11 +16,10 @@ only ``apply`` and ``restore`` write, through the store API.
 
 from migrate.share.apply import apply, apply_stream
 from migrate.share.backup import backup
+from migrate.share.copies import restore, write_snapshot
 from migrate.share.events import iter_events, tail
 from migrate.share.follow import follow
 from migrate.share.health import doctor
-from migrate.share.restore import restore
-from migrate.share.snapshot import write_snapshot
 
 __all__ = [
     "apply",
