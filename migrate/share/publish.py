@@ -51,6 +51,20 @@ def clear_abandoned_records(dest: Path) -> None:
         sweep(records.parent, records.name)
 
 
+def new_destination(dest: Path, what: str) -> None:
+    """UsageError unless ``dest`` (and a Fjall store's records beside it) is absent and its
+    parent is a directory: ``what`` (a backup) never overwrites."""
+    for path in (dest, records_dir(dest)):
+        if os.path.lexists(path):
+            raise UsageError(
+                f"{path}: already exists; {what} never overwrites, name a new directory",
+                path=str(dest),
+            )
+    parent = dest.parent if str(dest.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{parent}: no such directory for the {what}", path=str(dest))
+
+
 class Aside:
     """A temporary directory beside ``dest`` to build a store in (module docstring)."""
 
@@ -78,11 +92,13 @@ class Aside:
         finally:
             self._owned.__exit__(None, None, None)
 
-    def publish(self, what: str) -> None:
+    def publish(self, what: str, *, into_empty: bool = True) -> None:
         """Rename what was built into place (module docstring); ``what`` names the command
-        in the refusal when ``DEST`` is no longer free."""
+        in the refusal when ``DEST`` is no longer free (``into_empty`` False: when it exists
+        at all)."""
         dest = self.dest
-        if not is_free(dest) or os.path.lexists(records_dir(dest)):
+        taken = not is_free(dest) or (not into_empty and os.path.lexists(dest))
+        if taken or os.path.lexists(records_dir(dest)):
             raise UsageError(f"{dest}: appeared during the {what}; not overwritten",
                              path=str(dest))  # fmt: skip
         moved = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import subprocess
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from migrate.store.engine import ENGINE_ENV
+from migrate.store.engine import ENGINE_ENV, FJALL, records_dir
 from tests.conftest import ROOT
+from tests.fjall.conftest import extract
 from tests.share.stores import cell_small_store, graph_store
 
 # The share commands (tail, follow, apply, snapshot, restore, backup, doctor, mcp, nohistory,
@@ -105,3 +107,29 @@ def spawn_writer() -> Iterator[Callable[..., subprocess.Popen[str]]]:
         if p.poll() is None:
             p.kill()
         p.communicate(timeout=30)
+
+
+# -- Fjall stores, for the tests here that run on the Fjall engine ------------------------
+
+CELL_SMALL = ROOT / "fixtures" / "legacy" / "cell-small.redb.gz"
+
+
+@pytest.fixture(scope="session")
+def fjall_migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("fjall-stores")
+    source = base / "cell.redb"
+    source.write_bytes(gzip.decompress(CELL_SMALL.read_bytes()))
+    dest = base / "bbg"
+    done = run_cli("--engine", FJALL, "run", str(source), "--store", str(dest))
+    assert done.returncode == 0, done.stderr
+    return dest
+
+
+@pytest.fixture(params=["migrated", "bbg-small"])
+def fjall_source(request: pytest.FixtureRequest, fjall_migrated: Path, tmp_path: Path) -> Path:
+    """A Fjall store ``run`` made (with our records), or bbg-small (none)."""
+    if request.param == "bbg-small":
+        return extract("bbg-small", tmp_path / "src")
+    shutil.copytree(fjall_migrated, tmp_path / "bbg")
+    shutil.copytree(records_dir(fjall_migrated), records_dir(tmp_path / "bbg"))
+    return tmp_path / "bbg"

@@ -1,11 +1,12 @@
 """The share commands on a Fjall store: refused by name, never a traceback, nothing written.
 
-tail, follow, apply, backup, mcp, nohistory and excise work on SQLite stores only in this
-version (sharing a Fjall store is the sharing issue; ``snapshot`` and ``restore`` work on
-both engines: tests/share/test_snapshot_fjall.py).  Given a Fjall store each exits 1 (store
-error) with the named refusal of :func:`migrate.store.readonly.refuse_fjall`; apply, which
-creates the store it is given when it does not exist, refuses to create a Fjall one (exit 2,
-naming ``--engine sqlite``) and leaves nothing behind.
+tail, follow, apply, mcp, nohistory and excise work on SQLite stores only in this version
+(sharing a Fjall store is the sharing issue; ``snapshot``, ``restore`` and ``backup`` work on
+both engines: tests/share/test_snapshot_fjall.py, test_backup_fjall.py).  Given a Fjall
+store each exits 1 (store error) with the named refusal of
+:func:`migrate.store.readonly.refuse_fjall`; apply, which creates the store it is given
+when it does not exist, refuses to create a Fjall one (exit 2, naming ``--engine sqlite``)
+and leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -47,10 +48,9 @@ def fjall_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 COMMANDS: dict[str, list[str]] = {
     "tail": ["tail"],
-    "backup --json": ["backup", "{dest}", "--json"],
+    "apply --json": ["apply", "-", "--json"],
     "follow": ["tail", "--follow"],
     "apply": ["apply", "-"],
-    "backup": ["backup", "{dest}"],
     "mcp": ["mcp"],
     "nohistory": ["nohistory", "{ns}"],
     "excise": ["excise", "--namespace", "{ns}"],

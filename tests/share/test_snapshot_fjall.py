@@ -9,55 +9,24 @@ store the real crates wrote, no records of ours) goes both ways too.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-import shutil
 import stat
 from pathlib import Path
 
 import pytest
 
 from migrate import api
-from migrate.share.snapshot import IN_FLIGHT
 from migrate.store import bbgdb
 from migrate.store.engine import FJALL, SQLITE, records_dir
-from tests.conftest import ROOT
-from tests.fjall.conftest import extract, real_dump
+from tests.fjall.conftest import real_dump
 from tests.share.conftest import run_cli
+from tests.share.fjall_stores import retained
 from tests.support import stores
 
 pytestmark = pytest.mark.engine(FJALL)
 
-CELL_SMALL = ROOT / "fixtures" / "legacy" / "cell-small.redb.gz"
 CLOCK = "1700000000000000"
-
-
-@pytest.fixture(scope="module")
-def _migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("snapshot-fjall")
-    source = base / "cell.redb"
-    source.write_bytes(gzip.decompress(CELL_SMALL.read_bytes()))
-    dest = base / "bbg"
-    done = run_cli("--engine", FJALL, "run", str(source), "--store", str(dest))
-    assert done.returncode == 0, done.stderr
-    return dest
-
-
-@pytest.fixture(params=["migrated", "bbg-small"])
-def source(request: pytest.FixtureRequest, _migrated: Path, tmp_path: Path) -> Path:
-    """A Fjall store ``run`` made (with our records), or bbg-small (none)."""
-    if request.param == "bbg-small":
-        return extract("bbg-small", tmp_path / "src")
-    shutil.copytree(_migrated, tmp_path / "bbg")
-    shutil.copytree(records_dir(_migrated), records_dir(tmp_path / "bbg"))
-    return tmp_path / "bbg"
-
-
-def _retained(store: Path) -> dict[str, list[tuple[object, ...]]]:
-    """:func:`stores.dump` without an import's in-flight machinery (not retained state:
-    docs/snapshot1.md; ``run`` leaves its copy cursors behind)."""
-    return {t: rows for t, rows in stores.dump(store).items() if t not in IN_FLIGHT}
 
 
 def _snapshot(store: Path, *engine: str) -> bytes:
@@ -81,7 +50,10 @@ def _restore(snap: bytes, dest: Path, *engine: str) -> dict[str, object]:
     return doc
 
 
-def test_a_fjall_snapshot_restores_into_fjall_identically(source: Path, tmp_path: Path) -> None:
+def test_a_fjall_snapshot_restores_into_fjall_identically(
+    fjall_source: Path, tmp_path: Path
+) -> None:
+    source = fjall_source
     before = stores.dump(source), stores.store_files(source)  # (dump opens the records)
     snap = _snapshot(source)
     assert (stores.dump(source), stores.store_files(source)) == before  # read-only
@@ -93,7 +65,7 @@ def test_a_fjall_snapshot_restores_into_fjall_identically(source: Path, tmp_path
     doc = _restore(snap, dest)
     assert doc["engine"] == FJALL and doc["source_records"] == header["records"]
     assert stores.engine_of(dest) == FJALL
-    assert _retained(dest) == _retained(source)  # every partition, and our records
+    assert retained(dest) == retained(source)  # every partition, and our records
     assert records_dir(dest).exists() == has_records
     dumped = list(api.fjall_dump(dest))
     assert dumped == list(api.fjall_dump(source))
@@ -109,7 +81,8 @@ def test_a_fjall_snapshot_restores_into_fjall_identically(source: Path, tmp_path
     assert health.returncode == 0, health.stdout
 
 
-def test_a_fjall_snapshot_restores_into_sqlite(source: Path, tmp_path: Path) -> None:
+def test_a_fjall_snapshot_restores_into_sqlite(fjall_source: Path, tmp_path: Path) -> None:
+    source = fjall_source
     snap = _snapshot(source)
     dest = tmp_path / "restored"
     doc = _restore(snap, dest, "--engine", SQLITE)
@@ -124,9 +97,9 @@ def test_a_fjall_snapshot_restores_into_sqlite(source: Path, tmp_path: Path) -> 
         json.loads(snap.splitlines()[-1])["archive_digest_sha256"]  # fmt: skip
 
 
-def test_a_sqlite_snapshot_is_not_restored_into_fjall(tmp_path: Path, _migrated: Path) -> None:
+def test_a_sqlite_snapshot_is_not_restored_into_fjall(tmp_path: Path, fjall_migrated: Path) -> None:
     sqlite_store = tmp_path / "sq"
-    _restore(_snapshot(_migrated), sqlite_store, "--engine", SQLITE)
+    _restore(_snapshot(fjall_migrated), sqlite_store, "--engine", SQLITE)
     snap = _snapshot(sqlite_store)
     assert json.loads(snap.splitlines()[0])["format"] == 2
     dest = tmp_path / "new"
@@ -142,9 +115,9 @@ def _lines(snap: bytes) -> list[bytes]:
 
 
 def test_a_changed_partition_line_is_refused_and_nothing_published(
-    _migrated: Path, tmp_path: Path
+    fjall_migrated: Path, tmp_path: Path
 ) -> None:
-    lines = _lines(_snapshot(_migrated))
+    lines = _lines(_snapshot(fjall_migrated))
     at = next(i for i, line in enumerate(lines) if b'"partition"' in line)
     lines[at] = lines[at].replace(b'"value":"', b'"value":"00', 1)
     dest = tmp_path / "new"
@@ -154,12 +127,12 @@ def test_a_changed_partition_line_is_refused_and_nothing_published(
     assert os.listdir(tmp_path) == []
 
 
-def test_keys_out_of_order_are_refused(_migrated: Path, tmp_path: Path) -> None:
+def test_keys_out_of_order_are_refused(fjall_migrated: Path, tmp_path: Path) -> None:
     """A snapshot re-sealed line by line with two rows swapped: every line is valid, the
     order the segments need is not."""
     from migrate.share.snapshot import sealed
 
-    lines = _lines(_snapshot(_migrated))
+    lines = _lines(_snapshot(fjall_migrated))
     lines[2], lines[3] = lines[3], lines[2]
     body = lines[:-1]
     import hashlib
