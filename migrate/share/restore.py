@@ -13,6 +13,13 @@ directory and names the line (``line=``); the directory stays locked while the r
 so what a killed restore left is removed by the next restore into ``dest`` (and reported by
 ``doctor``).  The restored store gets a new store id; everything else the snapshot carries
 (including ``last_transaction``) is restored exactly.
+
+A Fjall store's snapshot (format 3: partition lines, records present or absent) restores
+here into SQLite (:meth:`_Loader.partition_row`: the status marker and fences kept as a
+SQLite store keeps them, bbg's change ids not kept, anything else refused;
+:func:`_ledger_catch_up`), and into a new Fjall store by :mod:`.restore_fjall`, which reuses
+the line checks, the loader and the footer checks here.  :mod:`.copies` picks the engine;
+:mod:`.publish` builds aside and publishes.
 """
 
 from __future__ import annotations

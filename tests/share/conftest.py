@@ -17,10 +17,11 @@ from tests.conftest import ROOT
 from tests.fjall.conftest import extract
 from tests.share.stores import cell_small_store, graph_store
 
-# The share commands (tail, follow, apply, snapshot, restore, backup, doctor, mcp, nohistory,
-# excise) work on SQLite stores only in this version; a Fjall store is refused by name
-# (migrate.store.readonly.open_sqlite_readonly, test_fjall_refused.py).  Sharing a Fjall
-# store is the sharing issue; until it lands every test here runs on the SQLite engine: each
+# The share commands (tail, follow, apply, mcp, nohistory, excise) work on SQLite stores
+# only in this version; a Fjall store is refused by name
+# (migrate.store.readonly.open_sqlite_readonly, test_fjall_refused.py).  doctor, snapshot,
+# restore and backup work on both (their Fjall tests carry engine("fjall") and use the
+# fjall_* fixtures at the end).  Until the rest lands every test here runs on SQLite: each
 # test gets the engine("sqlite") marker (unless it names an engine itself), and the stores
 # built once for the package and by module fixtures are made on SQLite too.
 ENGINE = "sqlite"
