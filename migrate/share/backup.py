@@ -60,7 +60,7 @@ def backup(store_dir: Path, dest: Path, *, progress: Observer | None = None) -> 
 
         return backup_fjall(Path(store_dir), dest, progress=progress)
     db_file(store_dir)  # StoreRefused when there is no store to back up
-    new_destination(dest, "backup")
+    new_destination(dest, "backup", fjall=False)
     start = time.monotonic()
     with Aside(dest, "backup") as aside:
         try:

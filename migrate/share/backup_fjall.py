@@ -61,7 +61,7 @@ def backup_fjall(store_dir: Path, dest: Path, *, progress: Observer | None = Non
                  ) -> dict[str, Any]:  # fmt: skip
     """Back the Fjall store in ``store_dir`` up into the new store directory ``dest``
     (module docstring).  ``progress``: unused for now (the copy reports no stages)."""
-    new_destination(dest, "backup")
+    new_destination(dest, "backup", fjall=True)
     start = time.monotonic()
     with Aside(dest, "backup") as aside:
         try:

@@ -12,8 +12,9 @@ it back, then :meth:`Aside.publish`:
 1. the destination must still be free (absent or an empty directory, and for a Fjall store
    no records directory ``DEST.bbg-migrate``): never overwrite;
 2. everything built is fsynced (files by their builders; the directories here);
-3. a Fjall store's records are renamed into place first, still carrying the mark, then the
-   store directory (``rename(2)``), the parent fsynced, and the records' mark removed.  A
+3. a Fjall store's records are renamed into place first, still carrying the mark (and
+   locked, so no other run's sweep takes them meanwhile), then the store directory
+   (``rename(2)``), the parent fsynced, and the records' mark removed.  A
    kill between the two renames leaves ``DEST`` free and the marked records beside it, which
    the next run removes (they are ours, their owner gone) before building again.
 
@@ -22,6 +23,7 @@ On any failure the temporary directory is removed and ``DEST`` never appears.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -51,10 +53,13 @@ def clear_abandoned_records(dest: Path) -> None:
         sweep(records.parent, records.name)
 
 
-def new_destination(dest: Path, what: str) -> None:
-    """UsageError unless ``dest`` (and a Fjall store's records beside it) is absent and its
-    parent is a directory: ``what`` (a backup) never overwrites."""
-    for path in (dest, records_dir(dest)):
+def new_destination(dest: Path, what: str, *, fjall: bool) -> None:
+    """UsageError unless ``dest`` (and, ``fjall``, the records beside it) is absent and its
+    parent is a directory: ``what`` (a backup) never overwrites.  Records a killed
+    publication left (marked, unlocked, ``dest`` absent) are removed first."""
+    if fjall:
+        clear_abandoned_records(dest)
+    for path in (dest, records_dir(dest)) if fjall else (dest,):
         if os.path.lexists(path):
             raise UsageError(
                 f"{path}: already exists; {what} never overwrites, name a new directory",
@@ -102,9 +107,13 @@ class Aside:
             raise UsageError(f"{dest}: appeared during the {what}; not overwritten",
                              path=str(dest))  # fmt: skip
         moved = False
+        held: int | None = None
         try:
             with_records = os.path.lexists(self.records)
             if with_records:
+                # Locked until the mark is gone: no sweep takes them while we publish.
+                held = os.open(self.records, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                fcntl.flock(held, fcntl.LOCK_EX)
                 fsync_dir(self.records)
                 mark = self.records / OWNER_MARK  # ours until the store is in place
                 mark.write_bytes(b"bbg-migrate: records of a store being published\n")
@@ -127,3 +136,6 @@ class Aside:
             if moved:  # the records went, the store did not: take them back out
                 shutil.rmtree(records_dir(dest), ignore_errors=True)
             raise StoreError(f"{dest}: {what} failed: {exc}", path=str(dest)) from exc
+        finally:
+            if held is not None:
+                os.close(held)
