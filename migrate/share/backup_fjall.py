@@ -7,7 +7,7 @@ directory its owner keeps changing:
 2. open the store read-only (:func:`~migrate.store.keyspace_store.open_fjall_view`): one
    point-in-time snapshot of the keyspace, without taking ``bbg.lock`` -- the owner (bbg, or
    this toolkit's writer) keeps appending meanwhile -- and one read transaction of the
-   toolkit's records when they exist;
+   toolkit's records when they exist, taken just before it (``records_first``);
 3. stream that state as snapshot/1 lines (:mod:`.snapshot_fjall`) straight into a restore
    into a new Fjall store (:mod:`.restore_fjall`), built aside in a temporary sibling
    ``.DEST.backup-*`` marked as ours (:class:`.publish.Aside`): bulk segments, bbg's layout
@@ -65,7 +65,7 @@ def backup_fjall(store_dir: Path, dest: Path, *, progress: Observer | None = Non
     start = time.monotonic()
     with Aside(dest, "backup") as aside:
         try:
-            with open_fjall_view(store_dir) as view, view.read():
+            with open_fjall_view(store_dir, records_first=True) as view:
                 state = records_state(view)
                 marker = view.live_get(bbgdb.METADATA, bbgdb.LAST_TRANSACTION)
                 stream = _Lines(fjall_snapshot_lines(view, clock.now_us()))

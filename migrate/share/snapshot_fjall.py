@@ -14,7 +14,10 @@ docs/snapshot1.md) with three differences, so that the snapshot restores into ei
   included); ``records`` counts them too.
 
 Everything is read from one point-in-time snapshot of the keyspace (no lock taken: the
-owner may keep writing) and one read transaction of the records.
+owner may keep writing) and one read transaction of the records, taken just before it
+(:func:`~migrate.store.keyspace_store.open_fjall_view` ``records_first``: the keyspace may
+hold rows of a transaction the records do not name yet, as after a crash, never the other
+way round).
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ def records_state(view: FjallView) -> str:
 
 
 def fjall_snapshot_lines(view: FjallView, created_at: int) -> Iterator[bytes]:
-    """Every line of the snapshot of the Fjall store ``view`` reads (call inside
-    ``view.read()``)."""
+    """Every line of the snapshot of the Fjall store ``view`` reads (inside a read of its
+    records: ``view.read()``, or a view opened ``records_first``)."""
     generations.require_readable(view)
     state = records_state(view)
     records = view.records
@@ -127,7 +130,7 @@ def write_fjall_snapshot(
     """Write the snapshot of the Fjall store in ``store_dir`` to ``out``; returns a summary
     (``records``: whether the toolkit's records were there to carry)."""
     when = clock.now_us() if created_at is None else created_at
-    with open_fjall_view(store_dir) as view, view.read():
+    with open_fjall_view(store_dir, records_first=True) as view:
         total = None if progress is None else fjall_line_count(view)
         state = records_state(view)
         lines, size = write_lines(fjall_snapshot_lines(view, when), out, progress, total)
