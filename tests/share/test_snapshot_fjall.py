@@ -145,3 +145,33 @@ def test_keys_out_of_order_are_refused(fjall_migrated: Path, tmp_path: Path) -> 
     assert done.returncode == 3, done.stderr
     assert b"out of order" in done.stderr and b"line 4" in done.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_bbg_keys_sqlite_cannot_hold_go_into_fjall_and_refuse_sqlite(tmp_path: Path) -> None:
+    """A fence (neuron's 64-byte value) becomes a SQLite fence record; a row of another of
+    bbg's partitions has no place in SQLite: that restore is refused naming it, and the
+    restore into Fjall keeps both byte for byte."""
+    from tests.fjall.conftest import extract
+
+    store = extract("bbg-small", tmp_path / "src")
+    namespace = bytes(range(32))
+    fence = b"neuron-fence\x00" + namespace
+    stores.put_raw(store, bbgdb.MIGRATION, fence, b"\x01" * 64, markers=True)
+    snap = _snapshot(store)
+    fenced = tmp_path / "fenced"
+    _restore(snap, fenced, "--engine", SQLITE)
+    with stores.records(fenced) as conn:
+        rows = conn.execute("SELECT namespace FROM bbg_import_v1_fences").fetchall()
+    assert rows == [(namespace,)]
+    stores.put_raw(store, "particles", b"k", b"v")
+    snap = _snapshot(store)
+    refused = run_cli("--engine", SQLITE, "--store", str(tmp_path / "sq"), "restore", "-",
+                      stdin=snap)  # fmt: skip
+    assert refused.returncode == 2, refused.stderr
+    assert b"partition particles" in refused.stderr and b"Fjall" in refused.stderr
+    assert not (tmp_path / "sq").exists()
+    kept = tmp_path / "kept"
+    _restore(snap, kept)
+    assert stores.live_get(kept, "particles", b"k") == b"v"
+    assert stores.live_get(kept, bbgdb.MIGRATION, fence) == b"\x01" * 64
+    assert list(api.fjall_dump(kept)) == list(api.fjall_dump(store))
