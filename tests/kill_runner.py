@@ -16,6 +16,10 @@ itself a real SIGINT (a Ctrl-C landing at a known point of the work).
 process creates the file FLAG and sleeps SECONDS, then goes on (two-process race tests: a
 second run starts while the first is paused half-way).
 
+``python -m tests.kill_runner share-op:N ARGS...``: the N-th file operation of a Fjall
+store's build and publication by ``restore`` / ``backup`` (:mod:`migrate.store.fjall.writer`,
+:mod:`migrate.share.publish`) is never made: the process is SIGKILLed just before it.
+
 The hooks live here, in the tests, not in the product.
 """
 
@@ -83,6 +87,13 @@ def main() -> None:
                 files.os = os
 
         retire.retire = retiring  # type: ignore[assignment]
+    elif spec.startswith("share-op:"):
+        from migrate.share import publish
+        from migrate.store.fjall import writer
+
+        killing = _KillingOs(int(spec.removeprefix("share-op:")))
+        publish.os = killing  # type: ignore[assignment]
+        writer.os = killing  # type: ignore[assignment]
     else:
         pause: tuple[float, str] | None = None
         sig = signal.SIGKILL

@@ -7,8 +7,13 @@
 | :mod:`~migrate.share.follow` | ``tail --follow``: then each new commit as it lands |
 | :mod:`~migrate.share.apply` | ``apply``: an event/1 stream merged in one transaction |
 | :mod:`~migrate.share.snapshot` | ``snapshot``: every retained row as bbg-snapshot/1 NDJSON |
+| :mod:`~migrate.share.snapshot_fjall` | ``snapshot`` of a Fjall store (format 3) |
 | :mod:`~migrate.share.restore` | ``restore``: a snapshot into a pristine store, validated first |
+| :mod:`~migrate.share.restore_fjall` | ``restore`` into a new Fjall store (bulk segments) |
+| :mod:`~migrate.share.copies` | ``snapshot`` / ``restore`` on either engine: which code runs |
 | :mod:`~migrate.share.backup` | ``backup``: SQLite online backup, verified, atomically published |
+| :mod:`~migrate.share.backup_fjall` | ``backup`` of a live Fjall store: a new keyspace |
+| :mod:`~migrate.share.publish` | building aside and publishing by rename (restore, backup) |
 | :mod:`~migrate.share.health` | ``doctor``: read-only health report, on either engine |
 
 Every reader here opens the store file read-only (:func:`migrate.store.readonly.open_readonly`);
@@ -17,11 +22,10 @@ only ``apply`` and ``restore`` write, through the store API.
 
 from migrate.share.apply import apply, apply_stream
 from migrate.share.backup import backup
+from migrate.share.copies import restore, write_snapshot
 from migrate.share.events import iter_events
 from migrate.share.follow import follow
 from migrate.share.health import doctor
-from migrate.share.restore import restore
-from migrate.share.snapshot import write_snapshot
 from migrate.share.tailing import tail
 
 __all__ = [

@@ -13,34 +13,41 @@ directory and names the line (``line=``); the directory stays locked while the r
 so what a killed restore left is removed by the next restore into ``dest`` (and reported by
 ``doctor``).  The restored store gets a new store id; everything else the snapshot carries
 (including ``last_transaction``) is restored exactly.
+
+A Fjall store's snapshot (format 3: partition lines, records present or absent) restores
+here into SQLite (:meth:`_Loader.partition_row`: the status marker and fences kept as a
+SQLite store keeps them, bbg's change ids not kept, anything else refused;
+:func:`_ledger_catch_up`), and into a new Fjall store by :mod:`.restore_fjall`, which reuses
+the line checks, the loader and the footer checks here.  :mod:`.copies` picks the engine;
+:mod:`.publish` builds aside and publishes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from bbg_core.errors import StoreError, UsageError, ValidationFailed
-from bbg_core.files import fsync_dir, fsync_file, owned_tempdir, sweep
-from migrate.progress import Observer, counter, stream_size
+from bbg_core.errors import UsageError, ValidationFailed
+from bbg_core.files import fsync_file
+from fences import generations
 from migrate.rules.links import validate_links
 from migrate.share.apply import read_line
-from migrate.share.common import MAX_LINE, canonical, schema_problem
+from migrate.share.common import canonical, schema_problem
+from migrate.share.publish import Aside
 from migrate.share.snapshot import REPORT_EVERY, STORAGE, columns, line_hash, retained_tables
+from migrate.share.snapshot_fjall import ABSENT, FJALL_FORMAT
 from migrate.share.verify import ContentLedger
-from migrate.store import ledger, open_store
+from migrate.store import bbgdb, ledger, open_store
 from migrate.store.codec import ARCHIVE_ORDER, CONTENT
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
-from migrate.store.engine import SQLITE
+from migrate.store.engine import FJALL, SQLITE
+from migrate.store.keyspace import FENCE_PREFIX, FENCE_VALUE_LEN, decode_status
 from migrate.store.layout import DB_NAME
-from migrate.store.readonly import refuse_fjall, refuse_fjall_creation
 from migrate.store.tables import StoreTables
 from migrate.store.tx import Tx
 
@@ -128,7 +135,7 @@ def _decode(raw: bytes, number: int, schema: str | None = None) -> dict[str, Any
     return doc
 
 
-def _pristine(dest: Path) -> None:
+def pristine(dest: Path) -> None:
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
         raise UsageError(
             f"{dest}: restore needs a pristine destination (absent, or an empty directory)",
@@ -139,7 +146,8 @@ def _pristine(dest: Path) -> None:
 class _Loader:
     """Inserts records into the new store inside one transaction, checking table shapes."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, header: dict[str, Any]) -> None:
+        self.conn = conn
         self.tx = Tx(conn, 0, ledgered=False)  # the snapshot carries the ledger
         self.content = ContentLedger(self.tx, "restored")
         self.columns = {t: columns(conn, t) for t in retained_tables(conn)}
@@ -147,9 +155,27 @@ class _Loader:
         self.pending: dict[str, list[tuple[bytes, bytes]]] = {t: [] for t in ARCHIVE_ORDER}
         self.pending_bytes: dict[str, int] = dict.fromkeys(ARCHIVE_ORDER, 0)
         self.storage: dict[str, Any] | None = None
+        # A Fjall store's snapshot (format 3): its partition lines, and whether it has records.
+        self.fjall = header["format"] == FJALL_FORMAT
+        self.with_records = header.get("records") != ABSENT
+        self.parts: dict[str, int] = {}
+        self.status: bytes | None = None
+        self.fences: list[bytes] = []
+        self.not_kept: list[str] = []
+        self.caught_up: int | None = None  # the ledger transaction a SQLite restore added
 
     def add(self, doc: dict[str, Any], number: int) -> None:
+        if "partition" in doc:
+            if not self.fjall:
+                raise _bad(number, "a partition line in a snapshot of a SQLite store")
+            self.parts[doc["partition"]] = self.parts.get(doc["partition"], 0) + 1
+            self.partition_row(doc["partition"], bytes.fromhex(doc["key"]),
+                               bytes.fromhex(doc["value"]), number)  # fmt: skip
+            return
         table = doc["table"]
+        if not self.with_records and "row" in doc:
+            raise _bad(number, f"a {table} record in a snapshot that says its store has no "
+                       "records")  # fmt: skip
         self.counts[table] = self.counts.get(table, 0) + 1
         if table in self.pending:
             batch = self.pending[table]
@@ -176,6 +202,34 @@ class _Loader:
             raise _bad(number, f"table {table} is not retained by this store schema (or its "
                        "columns differ); the snapshot comes from another schema version")
 
+    def partition_row(self, partition: str, key: bytes, value: bytes, number: int) -> None:
+        """One of bbg's keys outside the five tables, into a SQLite store: the status marker
+        and the fences are kept as a SQLite store keeps them, bbg's change ids are not kept
+        (a SQLite store has none); anything else has no place in a SQLite store."""
+        if partition == bbgdb.MIGRATION and key == bbgdb.STATUS:
+            self.status = value
+        elif (partition == bbgdb.MIGRATION and key.startswith(FENCE_PREFIX)
+              and len(value) == FENCE_VALUE_LEN):  # fmt: skip
+            self.fences.append(key[len(FENCE_PREFIX):])
+        elif partition == bbgdb.METADATA and key in (bbgdb.LAST_TRANSACTION, bbgdb.LAST_COMMIT):
+            self.not_kept.append(f"{partition}[{key.decode()}]")
+        else:
+            raise UsageError(
+                f"snapshot line {number}: bbg's key {key.hex()} of partition {partition} has no "
+                "place in a SQLite store; restore this snapshot into a store on the Fjall engine "
+                "(the default); nothing was restored", line=number, partition=partition,
+            )  # fmt: skip
+
+    def finish(self, footer: dict[str, Any], sha: str, number: int) -> None:
+        """The checks at the footer (module docstring); then the storage row is set."""
+        self.flush()
+        self.content.check()  # as a migration checks content: codec, Blob/Data ids
+        check_counts(self, footer, sha, number)
+        check_tables(StoreTables(self.conn), footer, number)
+        check_ledger_end(self.conn, self, number)
+        if self.fjall:
+            _markers_into_sqlite(self.conn, self)
+
     def flush(self, table: str | None = None) -> None:
         for name in [table] if table else list(self.pending):
             self.tx.put_many(name, self.pending[name])
@@ -187,58 +241,8 @@ def _cell(value: Any) -> Any:
     return bytes.fromhex(value["hex"]) if isinstance(value, dict) else value
 
 
-def restore(
-    stream: BinaryIO,
-    dest: Path,
-    *,
-    max_line: int = MAX_LINE,
-    progress: Observer | None = None,
-) -> dict[str, Any]:
-    """Restore the snapshot read from ``stream`` into the new store directory ``dest``.
-    ``progress``: an observer (stage ``restore``, bytes read out of the stream's size when it
-    is a regular file, unknown for a pipe)."""
-    dest = Path(dest)
-    refuse_fjall(dest)
-    _pristine(dest)
-    refuse_fjall_creation(dest, "restore")
-    parent = dest.parent
-    if not parent.is_dir():
-        raise UsageError(f"{parent}: no such directory for the restore", path=str(dest))
-    prefix = f".{dest.name}.restore-"
-    try:
-        sweep(parent, prefix)  # what killed restores into DEST left (their owners are gone)
-        aside = owned_tempdir(parent, prefix)
-        tmp = aside.__enter__()
-    except OSError as exc:
-        raise StoreError(f"{parent}: cannot create a temporary directory: {exc}") from exc
-    # The store is built in a directory inside the locked one: the store's own directory
-    # lock (migrate.store.creation) is a different lock from the one that says "alive".
-    built = tmp / "store"
-    try:
-        report = counter(progress, "restore", stream_size(stream), "bytes")
-        summary = _load(stream, built, max_line, report)
-        fsync_file(built / DB_NAME)
-        fsync_dir(built)
-        _pristine(dest)  # still pristine: never replace what appeared meanwhile
-        if dest.exists():
-            dest.rmdir()  # empty, checked just above; rename cannot replace it portably
-        os.rename(built, dest)
-        fsync_dir(parent)
-        shutil.rmtree(tmp, ignore_errors=True)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise StoreError(f"{dest}: restore failed: {exc}", path=str(dest)) from exc
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        aside.__exit__(None, None, None)
-    return {**summary, "dest": str(dest)}
-
-
-def _load(
-    stream: BinaryIO, directory: Path, max_line: int, report: Callable[[int], None] | None
-) -> dict[str, Any]:
+def read_head(stream: BinaryIO, max_line: int) -> tuple[dict[str, Any], Any, int]:
+    """The header and time lines: ``(header, the footer's running SHA-256, bytes read)``."""
     first = read_line(stream, 1, max_line)
     if first is None:
         raise _bad(1, "empty stream: no snapshot header")
@@ -248,61 +252,98 @@ def _load(
     if second is None:
         raise _bad(2, "the stream ends after the header (truncated)")
     _decode(second, 2, "snapshot-time")  # the creation time: not in the footer's digest
+    return header, digest, len(first) + len(second)
+
+
+def load_sqlite(
+    stream: BinaryIO, aside: Aside, header: dict[str, Any], digest: Any, read: int,
+    max_line: int, report: Callable[[int], None] | None,
+) -> dict[str, Any]:  # fmt: skip
+    """Read the rest of the snapshot into a new SQLite store in ``aside``."""
+    directory = aside.store
     open_store(directory, create=True, engine=SQLITE).close()
     conn = Connection(directory / DB_NAME)
     try:
         with conn.write(action="restore"):
-            # The snapshot carries the whole ledger, creation included: it replaces ours.
-            for table in ledger.TABLES:
-                conn.execute(f"DELETE FROM {table}")
-            conn.execute(f"UPDATE {STORAGE} SET store_id = ? WHERE id = 1", (header["store_id"],))
-            loader = _Loader(conn)
-            number = 2
-            read = len(first) + len(second)
-            while True:
-                number += 1
-                raw = read_line(stream, number, max_line)
-                if raw is None:
-                    raise _bad(number, "the stream ends without a footer (truncated)")
-                if report is not None:
-                    read += len(raw)
-                    if not number % REPORT_EVERY:
-                        report(read)
-                doc = _decode(raw, number)
-                if doc.get("bbg") == "end":
-                    footer = doc
-                    break
-                loader.add(doc, number)
-                digest.update(raw)
-            if read_line(stream, number + 1, max_line) is not None:
-                raise _bad(number + 1, "data after the footer")
-            if report is not None:
-                report(read)
-            loader.flush()
-            loader.content.check()  # as a migration checks content: codec, Blob/Data ids
-            _check_footer(conn, loader, footer, digest.hexdigest(), number)
+            prepare_records(conn, header)
+            loader = _Loader(conn, header)
+            footer, number = read_body(stream, loader, digest, read, max_line, report)
+            loader.finish(footer, digest.hexdigest(), number)
     finally:
         conn.close()
-    return {
+    fsync_file(directory / DB_NAME)
+    return summary(header, footer, SQLITE, loader.not_kept, loader.caught_up)
+
+
+def prepare_records(conn: Connection, header: dict[str, Any]) -> None:
+    """In the new store's write transaction: the snapshot's ledger and store id replace the
+    new store's, unless the snapshot carries no records (a Fjall store the cyber code
+    wrote: the new store keeps its own)."""
+    if header.get("records") != ABSENT:
+        for table in ledger.TABLES:  # the snapshot carries the whole ledger, creation included
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute(f"UPDATE {STORAGE} SET store_id = ? WHERE id = 1", (header["store_id"],))
+
+
+def read_body(
+    stream: BinaryIO, loader: _Loader, digest: Any, read: int, max_line: int,
+    report: Callable[[int], None] | None,
+) -> tuple[dict[str, Any], int]:  # fmt: skip
+    """Every line after the time line into ``loader``; ``(footer, its line number)``."""
+    number = 2
+    while True:
+        number += 1
+        raw = read_line(stream, number, max_line)
+        if raw is None:
+            raise _bad(number, "the stream ends without a footer (truncated)")
+        if report is not None:
+            read += len(raw)
+            if not number % REPORT_EVERY:
+                report(read)
+        doc = _decode(raw, number)
+        if doc.get("bbg") == "end":
+            break
+        loader.add(doc, number)
+        digest.update(raw)
+    if read_line(stream, number + 1, max_line) is not None:
+        raise _bad(number + 1, "data after the footer")
+    if report is not None:
+        report(read)
+    return doc, number
+
+
+def summary(header: dict[str, Any], footer: dict[str, Any], engine: str,
+            not_kept: list[str], ledger_tx: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """The report of a restore."""
+    doc = {
         "kind": "bbg-restore",
         "basis_tx": header["basis_tx"],
         "store_id": header["store_id"],
         "records": footer["records"],
         "archive_digest_sha256": footer["archive_digest_sha256"],
     }
+    if header["format"] == FJALL_FORMAT:
+        doc.update(engine=engine, source_engine=FJALL, source_records=header["records"],
+                   not_kept=not_kept, ledger_tx=ledger_tx)  # fmt: skip
+    return doc
 
 
-def _check_footer(
-    conn: Connection, loader: _Loader, footer: dict[str, Any], sha: str, number: int
-) -> None:
+def check_counts(loader: _Loader, footer: dict[str, Any], sha: str, number: int) -> None:
+    """The footer's digest and counts against what was read (rows and partition lines)."""
     if footer["sha256"] != sha:
         raise _bad(number, "footer sha256 does not match the lines before it")
     counts = {t: n for t, n in footer["counts"].items() if n}
-    if counts != loader.counts or footer["records"] != sum(loader.counts.values()):
-        raise _bad(number, f"footer counts {counts} do not match the records {loader.counts}")
-    if loader.storage is None:
+    parts = {p: n for p, n in footer.get("partitions", {}).items() if n}
+    total = sum(loader.counts.values()) + sum(loader.parts.values())
+    if counts != loader.counts or parts != loader.parts or footer["records"] != total:
+        raise _bad(number, f"footer counts {counts} {parts} do not match the records "
+                   f"{loader.counts} {loader.parts}")  # fmt: skip
+    if loader.storage is None and loader.with_records:
         raise _bad(number, "no storage record")
-    tables = StoreTables(conn)
+
+
+def check_tables(tables: Any, footer: dict[str, Any], number: int) -> None:
+    """The restored five tables' links and archive digest (against the footer's)."""
     errors = validate_links(tables)
     if errors:
         raise ValidationFailed(
@@ -313,6 +354,12 @@ def _check_footer(
         )
     if archive_digest(tables).hex() != footer["archive_digest_sha256"]:
         raise _bad(number, "the restored tables' archive digest differs from the footer's")
+
+
+def check_ledger_end(conn: Connection, loader: _Loader, number: int) -> None:
+    """The restored ledger ends where the storage record says; the storage row set."""
+    if loader.storage is None:
+        return  # no records in the snapshot: the new store keeps its own ledger
     if ledger.last_tx(conn) != loader.storage["last_transaction"]:
         raise _bad(number, f"the ledger ends at transaction {ledger.last_tx(conn)}, the storage "
                    f"record says {loader.storage['last_transaction']}")  # fmt: skip
@@ -320,3 +367,59 @@ def _check_footer(
         f"UPDATE {STORAGE} SET hash_suite = ?, last_transaction = ? WHERE id = 1",
         (loader.storage["hash_suite"], loader.storage["last_transaction"]),
     )
+
+
+def _markers_into_sqlite(conn: Connection, loader: _Loader) -> None:
+    """bbg's status marker and fences of a Fjall store's snapshot, as a SQLite store keeps
+    them: the status row (its generation and transaction kept from the records when they
+    carry one) and a fence record per fenced namespace (the records' own when present)."""
+    now = ledger.last_tx(conn)
+    if loader.status is None:
+        conn.execute("DELETE FROM bbg_import_v1")
+    else:
+        marker = decode_status(loader.status) or ""
+        generation = generations.generation_of(marker) or "original"
+        conn.execute(
+            "INSERT INTO bbg_import_v1 (id, status, generation, transaction_no) "
+            "VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = excluded.status",
+            (marker, generation, now),
+        )
+    _ledger_catch_up(conn, loader)
+    for namespace in loader.fences:
+        conn.execute(
+            "INSERT INTO bbg_import_v1_fences (namespace, import_id, reason, transaction_no) "
+            "VALUES (?, '', ?, ?) ON CONFLICT (namespace) DO NOTHING",
+            (namespace, "fenced in bbg_import_v1 (neuron-fence)", now),
+        )
+
+
+def _ledger_catch_up(conn: Connection, loader: _Loader) -> None:
+    """A SQLite store's ledger names every head move and every content or claim row it
+    added (the Fjall engine's records do not, for rows published in bulk): one ledger
+    transaction (kind ``upgrade``, as ``upgrade`` records a store from before the ledger)
+    records the heads not where the ledger left them and the rows no transaction names."""
+    number = ledger.last_tx(conn) + 1
+    heads = conn.execute(
+        f"INSERT INTO {ledger.HEADS} (tx, namespace, before, after, request) "
+        f"SELECT ?, h.key, (SELECT l.after FROM {ledger.HEADS} AS l WHERE l.namespace = h.key "
+        "ORDER BY l.tx DESC LIMIT 1), h.value, NULL FROM application_heads AS h "
+        f"WHERE h.value IS NOT (SELECT l.after FROM {ledger.HEADS} AS l "
+        "WHERE l.namespace = h.key ORDER BY l.tx DESC LIMIT 1)",
+        (number,),
+    ).rowcount
+    rows = conn.execute(
+        f"INSERT INTO {ledger.ROWS} (tx, tbl, key) SELECT ?, 0, key FROM application_content "
+        "WHERE key NOT IN (SELECT value FROM application_history) "
+        f"AND key NOT IN (SELECT key FROM {ledger.ROWS} WHERE tbl = 0)",
+        (number,),
+    ).rowcount
+    rows += conn.execute(
+        f"INSERT INTO {ledger.ROWS} (tx, tbl, key) SELECT ?, 1, key "
+        f"FROM application_unique_claims WHERE key NOT IN (SELECT key FROM {ledger.ROWS} "
+        "WHERE tbl = 1)",
+        (number,),
+    ).rowcount
+    if heads or rows:
+        ledger.append(conn, number, "upgrade", None, [])
+        conn.execute(f"UPDATE {STORAGE} SET last_transaction = ? WHERE id = 1", (number,))
+        loader.caught_up = number

@@ -29,7 +29,7 @@ transaction on a read-only connection.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -92,15 +92,7 @@ def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
     """Every line of the snapshot of ``conn`` (call inside a read transaction)."""
     generations.require_readable(conn)
     require_ledger(conn)
-    staging = conn.one("SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging'")
-    if staging is not None:
-        raise StoreRefused(
-            f"{conn.path}: import {staging[0]} is still staging; finish it, or give it up "
-            f"with {imports.discard_command(conn.path.parent, staging[0])}, before taking a "
-            "snapshot (staged rows are not retained state)",
-            path=str(conn.path),
-            import_id=staging[0],
-        )
+    staging_refused(conn)
     digest = hashlib.sha256()
     counts: dict[str, int] = {}
 
@@ -109,8 +101,7 @@ def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
         digest.update(line)
         return line
 
-    info = conn.one(f"SELECT store_id, hash_suite FROM {STORAGE} WHERE id = 1")
-    assert info is not None
+    info = storage_info(conn)
     yield emit({"bbg": FORMAT, "format": SNAPSHOT_FORMAT, "basis_tx": ledger.last_tx(conn),
                 "store_id": info[0], "hash_suite": info[1]})  # fmt: skip
     yield sealed({"created_at": created_at})  # the time line: not in the footer's digest
@@ -120,6 +111,43 @@ def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
         for key, value in tables.rows(table):
             counts[table] += 1
             yield emit({"table": table, "key": key.hex(), "value": value.hex()})
+    yield from record_lines(conn, emit, counts)
+    yield sealed(
+        {
+            "bbg": "end",
+            "counts": counts,
+            "records": sum(counts.values()),
+            "archive_digest_sha256": archive_digest(tables).hex(),
+            "sha256": digest.hexdigest(),
+        }
+    )
+
+
+def storage_info(conn: Any) -> tuple[Any, ...]:
+    """``(store_id, hash_suite)`` of the store's storage row."""
+    info = conn.one(f"SELECT store_id, hash_suite FROM {STORAGE} WHERE id = 1")
+    assert info is not None
+    return tuple(info)
+
+
+def staging_refused(conn: Any) -> None:
+    """StoreRefused when an import of the store is still staging (staged rows are not
+    retained state)."""
+    staging = conn.one("SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging'")
+    if staging is not None:
+        raise StoreRefused(
+            f"{conn.path}: import {staging[0]} is still staging; finish it, or give it up "
+            f"with {imports.discard_command(conn.path.parent, staging[0])}, before taking a "
+            "snapshot (staged rows are not retained state)",
+            path=str(conn.path),
+            import_id=staging[0],
+        )
+
+
+def record_lines(
+    conn: Any, emit: Callable[[dict[str, Any]], bytes], counts: dict[str, int]
+) -> Iterator[bytes]:
+    """The lines of every other retained table (lines 4), then the storage record (line 5)."""
     for table in retained_tables(conn):
         names = columns(conn, table)
         counts[table] = 0
@@ -133,15 +161,6 @@ def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
     counts[STORAGE] = 1
     suite = {"hash_suite": storage[0], "last_transaction": storage[1]}
     yield emit({"table": STORAGE, "row": suite})
-    yield sealed(
-        {
-            "bbg": "end",
-            "counts": counts,
-            "records": sum(counts.values()),
-            "archive_digest_sha256": archive_digest(tables).hex(),
-            "sha256": digest.hexdigest(),
-        }
-    )
 
 
 def line_count(conn: Connection) -> int:
@@ -154,28 +173,36 @@ def line_count(conn: Connection) -> int:
     return rows + 4
 
 
-def write_snapshot(
+def write_sqlite_snapshot(
     store_dir: Path,
     out: BinaryIO,
     *,
     created_at: int | None = None,
     progress: Observer | None = None,
 ) -> dict[str, Any]:
-    """Write the snapshot of the store in ``store_dir`` to ``out``; returns a summary.
+    """Write the snapshot of the SQLite store in ``store_dir`` to ``out``; returns a summary.
     ``progress``: an observer (stage ``snapshot``, lines written out of the lines due)."""
     when = clock.now_us() if created_at is None else created_at
-    lines = size = 0
     with open_sqlite_readonly(store_dir) as conn, conn.read(), damaged_reads(conn.path):
         require_sound(conn, "exported")
-        report = None if progress is None else counter(
-            progress, "snapshot", line_count(conn), "lines")  # fmt: skip
-        for line in snapshot_lines(conn, when):
-            out.write(line)
-            lines += 1
-            size += len(line)
-            if report is not None and not lines % REPORT_EVERY:
-                report(lines)
-        if report is not None:
-            report(lines)
-    out.flush()
+        total = None if progress is None else line_count(conn)
+        lines, size = write_lines(snapshot_lines(conn, when), out, progress, total)
     return {"kind": "bbg-snapshot", "lines": lines, "bytes": size}
+
+
+def write_lines(
+    source: Iterator[bytes], out: BinaryIO, progress: Observer | None, total: int | None
+) -> tuple[int, int]:
+    """Write the lines of ``source`` to ``out``; ``(lines, bytes)``."""
+    lines = size = 0
+    report = None if progress is None else counter(progress, "snapshot", total, "lines")
+    for line in source:
+        out.write(line)
+        lines += 1
+        size += len(line)
+        if report is not None and not lines % REPORT_EVERY:
+            report(lines)
+    if report is not None:
+        report(lines)
+    out.flush()
+    return lines, size

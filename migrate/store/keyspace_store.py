@@ -20,7 +20,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -291,9 +291,17 @@ def refuse_guarded(directory: Path) -> None:
 
 
 @contextmanager
-def open_fjall_view(directory: Path, *, check: bool = True) -> Iterator[FjallView]:
+def open_fjall_view(
+    directory: Path, *, check: bool = True, records_first: bool = False
+) -> Iterator[FjallView]:
     """A read-only handle of the Fjall store at ``directory`` (no lock taken, nothing
-    written; see the module docstring)."""
+    written; see the module docstring).
+
+    ``records_first``: the records' read transaction is taken *before* the keyspace's
+    snapshot and held for the handle's life (do not call ``view.read()`` then), so the two
+    agree as a crash would leave them: the toolkit writes the keyspace first, so the
+    keyspace may hold rows of a transaction the records do not name yet, never the other
+    way round (``snapshot`` and ``backup`` of a live store)."""
     records = records_dir(directory)
     conn: Connection
     if (records / layout.DB_NAME).exists():
@@ -309,16 +317,23 @@ def open_fjall_view(directory: Path, *, check: bool = True) -> Iterator[FjallVie
             raise
     else:
         conn = empty_records()
+    held = ExitStack()
     try:
+        if records_first:
+            held.enter_context(conn.read())
         ks = open_keyspace(directory)
     except BaseException:
+        held.close()
         conn.close()
         raise
     view = FjallView(ks, directory, conn)
     try:
         yield view
     finally:
-        view.close()
+        try:
+            held.close()
+        finally:
+            view.close()
 
 
 def is_records_dir(directory: Path) -> Path | None:

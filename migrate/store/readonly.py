@@ -88,13 +88,13 @@ def refuse_fjall(store_dir: Path) -> None:
     if engine_of(Path(store_dir)) == FJALL:
         raise StoreRefused(
             f"{store_dir}: a BBG store on the Fjall engine (the real BBG database); this command "
-            "works on SQLite stores only in this version (apply, snapshot, restore, "
-            "backup, mcp, nohistory, excise)", path=str(store_dir), engine=FJALL,
+            "works on SQLite stores only in this version (apply, mcp, nohistory, excise)",
+            path=str(store_dir), engine=FJALL,
         )  # fmt: skip
 
 
 def refuse_fjall_creation(store_dir: Path, command: str) -> None:
-    """UsageError for a command that creates SQLite stores only (``apply``, ``restore``) when
+    """UsageError for a command that creates SQLite stores only (``apply``) when
     it would create the store (``store_dir`` absent or an empty directory) and a new store
     would be made on the Fjall engine.  Anything else there is left to the store's own
     checks (a non-empty directory that is no store is refused as such)."""

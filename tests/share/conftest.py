@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import subprocess
@@ -11,14 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from migrate.store.engine import ENGINE_ENV
+from migrate.store.engine import ENGINE_ENV, FJALL, records_dir
 from tests.conftest import ROOT
+from tests.fjall.conftest import extract
 from tests.share.stores import cell_small_store, graph_store
 
-# The share commands (tail, follow, apply, snapshot, restore, backup, doctor, mcp, nohistory,
-# excise) work on SQLite stores only in this version; a Fjall store is refused by name
-# (migrate.store.readonly.open_sqlite_readonly, test_fjall_refused.py).  Sharing a Fjall
-# store is the sharing issue; until it lands every test here runs on the SQLite engine: each
+# The share commands (tail, follow, apply, mcp, nohistory, excise) work on SQLite stores
+# only in this version; a Fjall store is refused by name
+# (migrate.store.readonly.open_sqlite_readonly, test_fjall_refused.py).  doctor, snapshot,
+# restore and backup work on both (their Fjall tests carry engine("fjall") and use the
+# fjall_* fixtures at the end).  Until the rest lands every test here runs on SQLite: each
 # test gets the engine("sqlite") marker (unless it names an engine itself), and the stores
 # built once for the package and by module fixtures are made on SQLite too.
 ENGINE = "sqlite"
@@ -105,3 +108,29 @@ def spawn_writer() -> Iterator[Callable[..., subprocess.Popen[str]]]:
         if p.poll() is None:
             p.kill()
         p.communicate(timeout=30)
+
+
+# -- Fjall stores, for the tests here that run on the Fjall engine ------------------------
+
+CELL_SMALL = ROOT / "fixtures" / "legacy" / "cell-small.redb.gz"
+
+
+@pytest.fixture(scope="session")
+def fjall_migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("fjall-stores")
+    source = base / "cell.redb"
+    source.write_bytes(gzip.decompress(CELL_SMALL.read_bytes()))
+    dest = base / "bbg"
+    done = run_cli("--engine", FJALL, "run", str(source), "--store", str(dest))
+    assert done.returncode == 0, done.stderr
+    return dest
+
+
+@pytest.fixture(params=["migrated", "bbg-small"])
+def fjall_source(request: pytest.FixtureRequest, fjall_migrated: Path, tmp_path: Path) -> Path:
+    """A Fjall store ``run`` made (with our records), or bbg-small (none)."""
+    if request.param == "bbg-small":
+        return extract("bbg-small", tmp_path / "src")
+    shutil.copytree(fjall_migrated, tmp_path / "bbg")
+    shutil.copytree(records_dir(fjall_migrated), records_dir(tmp_path / "bbg"))
+    return tmp_path / "bbg"

@@ -1,12 +1,12 @@
 """The share commands on a Fjall store: refused by name, never a traceback, nothing written.
 
-apply, snapshot, restore, backup, mcp, nohistory and excise work on
-SQLite stores only in this version (tail and follow read a Fjall store:
-test_tail_fjall.py) (sharing a Fjall store is the sharing issue).  Given a
-Fjall store each exits 1 (store error) with the named refusal of
-:func:`migrate.store.readonly.refuse_fjall`; apply and restore, which create the store they
-are given when it does not exist, refuse to create a Fjall one (exit 2, naming
-``--engine sqlite``) and leave nothing behind.
+apply, mcp, nohistory and excise work on SQLite stores only in this version (sharing a Fjall
+store is the sharing issue; ``tail`` and ``follow`` read a Fjall store: test_tail_fjall.py;
+``snapshot``, ``restore`` and ``backup`` work on both engines: test_snapshot_fjall.py,
+test_backup_fjall.py).  Given a Fjall store each exits 1 (store error) with the named refusal
+of :func:`migrate.store.readonly.refuse_fjall`; apply, which creates the store it is given
+when it does not exist, refuses to create a Fjall one (exit 2, naming ``--engine sqlite``)
+and leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -47,11 +47,8 @@ def fjall_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 COMMANDS: dict[str, list[str]] = {
-    "backup --json": ["backup", "{dest}", "--json"],
+    "apply --json": ["apply", "-", "--json"],
     "apply": ["apply", "-"],
-    "snapshot": ["snapshot"],
-    "restore": ["restore", "-"],
-    "backup": ["backup", "{dest}"],
     "mcp": ["mcp"],
     "nohistory": ["nohistory", "{ns}"],
     "excise": ["excise", "--namespace", "{ns}"],
@@ -81,12 +78,12 @@ def test_share_command_refuses_a_fjall_store_by_name(
 
 
 @pytest.mark.parametrize("empty_dir", [False, True], ids=["absent", "empty-dir"])
-@pytest.mark.parametrize("command", ["apply", "restore"])
+@pytest.mark.parametrize("command", ["apply"])
 def test_share_command_does_not_create_a_fjall_store(
     tmp_path: Path, command: str, empty_dir: bool
 ) -> None:
-    """apply and restore create their store when it is absent (or an empty directory); on
-    the Fjall engine (here asked for by name, as by default) they refuse before writing."""
+    """apply creates its store when it is absent (or an empty directory); on the Fjall
+    engine (here asked for by name, as by default) it refuses before writing."""
     store = tmp_path / "new"
     if empty_dir:
         store.mkdir()
