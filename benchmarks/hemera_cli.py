@@ -21,7 +21,8 @@ in-process hash; ``command, N files, 1 thread`` against ``command, 1 file``; ``c
 files`` against ``command, N files, 1 thread`` (same start-up, same bytes): the scaling the
 goal asks of several files (>= 1.8x on 2 cores); the second sha256sum row against the
 first.  Every row reports min / median / max over the rounds: on a loaded machine the spread
-is wide.
+is wide.  ``cores``: the median CPU seconds (this process and the commands it ran) per wall
+second -- how many cores a row kept busy, which a loaded machine caps below the core count.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -70,10 +72,16 @@ def sha256sum(names: list[Path], at_once: int) -> Callable[[], object]:
     return run
 
 
-def wall(fn: Callable[[], object]) -> float:
-    t = time.perf_counter()
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process and the children it waited for)."""
+    def cpu() -> float:
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+            resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    c, t = cpu(), time.perf_counter()
     fn()
-    return time.perf_counter() - t
+    return time.perf_counter() - t, cpu() - c
 
 
 def main() -> None:
@@ -106,9 +114,12 @@ def main() -> None:
             (f"sha256sum x {n}, 2 at once", n * size, sha256sum(names, 2)),
         ]
         rates: dict[str, list[float]] = {name: [] for name, _, _ in rows}
+        cores: dict[str, list[float]] = {name: [] for name, _, _ in rows}
         for _ in range(args.repeat):
             for name, nbytes, fn in rows:
-                rates[name].append(nbytes / wall(fn) / 1e6)
+                secs, cpu = timed(fn)
+                rates[name].append(nbytes / secs / 1e6)
+                cores[name].append(cpu / secs)
     med = {k: statistics.median(v) for k, v in rates.items()}
     against = {"command, 1 file": "in-process hash", "command, long input": "in-process hash",
                f"command, {n} files, 1 thread": "command, 1 file",
@@ -118,7 +129,7 @@ def main() -> None:
     doc: dict[str, Any] = {
         "backend": hemera.BACKEND, "details": hemera.details(), "load_average_1min": load,
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "rows": [{"what": k, "mb_s": v, "median_mb_s": med[k],
+        "rows": [{"what": k, "mb_s": v, "median_mb_s": med[k], "cores_used": cores[k],
                   "ratio": med[k] / med[against[k]] if k in against else None,
                   "against": against.get(k)} for k, v in rates.items()],
     }  # fmt: skip
@@ -127,11 +138,12 @@ def main() -> None:
         return
     print(f"hemera command: backend {doc['backend']} ({doc['details']}); {doc['cores']} cores, "
           f"load average {load}; {args.repeat} rounds; MB = 10^6 bytes")
-    print(f"{'':<30} {'min':>7} {'median':>7} {'max':>7} MB/s   ratio (medians)")
+    print(f"{'':<30} {'min':>7} {'median':>7} {'max':>7} MB/s  cores  ratio (medians)")
     for r in doc["rows"]:
         lo, hi = min(r["mb_s"]), max(r["mb_s"])
         ratio = f"{r['ratio']:.2f}x {r['against']}" if r["ratio"] else "baseline"
-        print(f"{r['what']:<30} {lo:7.1f} {r['median_mb_s']:7.1f} {hi:7.1f}        {ratio}")
+        used = statistics.median(r["cores_used"])
+        print(f"{r['what']:<30} {lo:7.1f} {r['median_mb_s']:7.1f} {hi:7.1f}  {used:9.2f}  {ratio}")
 
 
 if __name__ == "__main__":
