@@ -22,6 +22,7 @@
 | :func:`schema_titles`, :func:`schema_text` | the shipped JSON Schemas |
 | :func:`versions`, :func:`version_text` | this build's version and each hot path's backend |
 | :func:`hemera_file`, :func:`hemera_leaf`, :func:`hemera_node` | hemera, tree leaf, tree node |
+| :func:`hemera_files` | hemera of several files at once (every core), in input order |
 | :func:`nox_data_id` | the content id of a nox Data payload (Model B or tagged-v0) |
 | :func:`tail`, :func:`follow`, :func:`follow_into` | event/1 history out, in ledger order |
 | :func:`upgrade` | schema version 1 → 2 (the transaction ledger), in place, once |
@@ -75,6 +76,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "versions": ("migrate.probe.versions", "versions"),
     "version_text": ("migrate.probe.versions", "version_text"),
     "hemera_file": ("migrate.probe.hashes", "file_digest"),
+    "hemera_files": ("migrate.probe.hashes", "file_digests"),
     "hemera_leaf": ("migrate.probe.hashes", "tree_leaf"),
     "hemera_node": ("migrate.probe.hashes", "tree_node"),
     "nox_data_id": ("migrate.probe.hashes", "data_id"),
@@ -174,6 +176,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     versions = _migrate_probe_versions.versions
     version_text = _migrate_probe_versions.version_text
     hemera_file = _migrate_probe_hashes.file_digest
+    hemera_files = _migrate_probe_hashes.file_digests
     hemera_leaf = _migrate_probe_hashes.tree_leaf
     hemera_node = _migrate_probe_hashes.tree_node
     nox_data_id = _migrate_probe_hashes.data_id

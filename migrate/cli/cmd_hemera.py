@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from contextlib import closing
+from typing import Annotated, Any
 
 import typer
 
@@ -90,15 +92,46 @@ def _data(payloads: list[str], root: bool) -> None:
 
 
 def _files(names: list[str], tree: str | None, counter: int, root: bool) -> None:
+    if tree == "leaf":
+        _each(names, lambda name: _leaf(name, counter, root))
+        return
+    # Several files are hashed at once (every core); results and progress come in order.
+    watcher: list[Any] = [None]  # the watcher of the file whose turn it is
+
+    def observe(name: str) -> Any:
+        def report(stage: str, done: int, total: int | None, unit: str = "rows") -> None:
+            shown = labelled(watcher[0], name)
+            if shown is not None:
+                shown(stage, done, total, unit)
+
+        return report
+
+    with closing(api.hemera_files(names, observers=observe)) as digests:
+
+        def next_digest(name: str) -> bytes:
+            with watch() as progress:  # one watcher, so one task, per file
+                watcher[0] = progress
+                got, result = next(digests)
+                assert got == name
+                if isinstance(result, SourceError):
+                    raise result
+                return result
+
+        _each(names, next_digest)
+
+
+def _leaf(name: str, counter: int, root: bool) -> bytes:
+    with working(f"hemera {name}"):
+        return api.hemera_leaf(name, counter, root)
+
+
+def _each(names: list[str], digest_of: Callable[[str], bytes]) -> None:
+    """``<hex>  <name>`` of each input in order; an unreadable one is reported on stderr and
+    the others still hashed, as sha256sum does (exit 1 at the end)."""
     unreadable = 0
     for name in names:
         try:
-            if tree == "leaf":
-                with working(f"hemera {name}"):
-                    digest = api.hemera_leaf(name, counter, root)
-            else:
-                with watch() as progress:  # one watcher, so one task, per file
-                    digest = api.hemera_file(name, progress=labelled(progress, name))
+            digest = digest_of(name)
         except SourceError as exc:  # report it and go on with the other files, as sha256sum
             if len(names) == 1:
                 raise  # one input: its one-line error is the whole story
