@@ -459,14 +459,33 @@ def stage(
     )  # fmt: skip
 
 
+def _needs_store(job: Job | TransferJob) -> None:
+    """A later step (``validate``, ``activate``) is not a creation: an unreadable source is
+    named first (as every step names it), then a missing store is refused -- before any
+    seal or store is made."""
+    import os
+
+    from bbg_core.files import cannot_read
+    from migrate.store.layout import existing_store_dir
+
+    source = Path(job.source)
+    try:
+        if source.is_dir():
+            os.listdir(source)
+        else:
+            os.close(os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as exc:
+        raise cannot_read(source, exc) from None
+    existing_store_dir(job.store)
+
+
 def validate(
     job: Job | TransferJob, progress: Observer | None = None
 ) -> Outcome | TransferOutcome:
     """Step 3: check the staged rows against the source and the destination."""
     from migrate import pipeline, transfer
-    from migrate.store.layout import existing_store_dir
 
-    existing_store_dir(job.store)  # a step, not a creation: a missing store is refused first
+    _needs_store(job)
     return _step(job, "validate", progress, pipeline.validate, transfer.validate)
 
 
@@ -475,9 +494,8 @@ def activate(
 ) -> Outcome | TransferOutcome:
     """Step 4: publish the validated import in one transaction; returns the receipt."""
     from migrate import pipeline, transfer
-    from migrate.store.layout import existing_store_dir
 
-    existing_store_dir(job.store)  # a step, not a creation: a missing store is refused first
+    _needs_store(job)
     return _step(job, "activate", progress, pipeline.activate, transfer.activate)
 
 
