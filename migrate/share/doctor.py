@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 from bbg_core.errors import StoreError
 from fences import generations
+from hashing import hemera
 from migrate.progress import Observer, phase, step
 from migrate.rules.report import cell_report
 from migrate.share.common import DAMAGE as READ_DAMAGE
@@ -50,7 +51,7 @@ from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION
 from migrate.store.readonly import db_file, open_sqlite_readonly
-from migrate.store.sanity import column_problems
+from migrate.store.sanity import column_problems, missing_tables
 from migrate.store.tables import StoreTables
 
 SAMPLE = 20  # ids listed per finding (counts are exact)
@@ -102,14 +103,15 @@ def _ledger_section(
             "detail": f"the ledger holds {count} transactions up to {last}; the store "
             f"counts {last_transaction}",
         })
-    # Every live head must be the last head the ledger moved it to.
-    bad = _count(conn,
-        "SELECT count(*) FROM application_heads AS h WHERE h.value IS NOT (SELECT l.after FROM "
-        f"{ledger.HEADS} AS l WHERE l.namespace = h.key ORDER BY l.tx DESC LIMIT 1)")  # fmt: skip
-    if bad:
-        problems.append({"code": "ledger-mismatch", "detail": f"{bad} namespace heads are not "
-                         "where the ledger's last transaction on them left them (a write "
-                         "bypassed the ledger)"})  # fmt: skip
+    # Every row of the five tables must be one the ledger accounts for (tail derives its
+    # events from the ledger), and every live head where the ledger's last move left it.
+    gap = ledger.describe_uncovered(ledger.uncovered(conn))
+    if gap is not None:
+        problems.append({"code": "ledger-mismatch", "detail": gap})
+    bad, sample = ledger.bad_rows(conn, SAMPLE)
+    problems.extend({"code": "bad-ledger-row", "detail": d} for d in sample)
+    if bad > len(sample):
+        problems.append({"code": "bad-ledger-row", "detail": f"{bad - len(sample)} more"})
     return {
         "schema_version": schema_version(conn),
         "transactions": count,
@@ -194,6 +196,23 @@ def _storage(conn: Connection) -> dict[str, Any]:
     return {"store_id": store_id, "hash_suite": suite, "last_transaction": last}
 
 
+def _schema_problems(conn: Connection) -> list[dict[str, str]]:
+    """Tables the schema requires that the file lacks (every command that reads or writes
+    one fails on it)."""
+    return [{"code": "missing-table", "detail": f"table {name} is missing: the commands that "
+             "read or write it fail; restore the store from a backup"}
+            for name in missing_tables(conn, schema_version(conn))]  # fmt: skip
+
+
+def _hash_suite(storage: dict[str, Any], problems: list[dict[str, str]]) -> None:
+    """A hash suite this build does not compute: every writer refuses the store."""
+    suite = storage["hash_suite"]
+    if suite is not None and suite not in hemera.SUITES:
+        problems.append({"code": "unknown-hash-suite", "detail": f"the store's content ids "
+                         f"were made with hash suite {suite!r}; this build computes "
+                         f"{' / '.join(hemera.SUITES)} and every writer refuses it"})  # fmt: skip
+
+
 def _fences(conn: Connection) -> list[dict[str, Any]]:
     out = []
     for ns, iid, reason in conn.rows(
@@ -224,6 +243,7 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
         finish = step(progress, "integrity")
         sqlite_doc = _sqlite_checks(conn, problems)
         problems.extend(f.read("column values", lambda: column_problems(conn), []))
+        problems.extend(f.read("schema", lambda: _schema_problems(conn), []))
         finish()
         sound = sqlite_doc["integrity"] == ["ok"]
         if sound:
@@ -237,6 +257,7 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
         null_store: dict[str, Any] = {"store_id": None, "hash_suite": None,
                                       "last_transaction": None}  # fmt: skip
         storage = f.read("bbg_storage_v1", lambda: _storage(conn), null_store)
+        _hash_suite(storage, problems)
         unknown: tuple[str | None, str | None] = (None, None)
         marker, reached = f.read("status marker", lambda: generations.read_status(conn),
                                  unknown)  # fmt: skip

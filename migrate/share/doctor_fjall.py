@@ -31,7 +31,9 @@ from migrate.rules.report import cell_report
 from migrate.share.doctor import (
     SAMPLE,
     _Findings,
+    _hash_suite,
     _leftovers,
+    _schema_problems,
     _sealed_source,
     _sqlite_checks,
     stray_files,
@@ -114,7 +116,9 @@ def doctor_fjall(store_dir: Path, *, progress: Observer | None = None) -> dict[s
             if has_records:
                 records = view.records
                 sqlite_doc = _sqlite_checks(records, problems)
+                problems.extend(f.read("schema", lambda: _schema_problems(records), []))
                 storage = f.read("records", lambda: _records_storage(records), storage)
+                _hash_suite(storage, problems)
                 leftovers = f.read("leftovers", lambda: _leftovers(
                     records, Path(store_dir), problems, warnings), _NO_LEFTOVERS)  # fmt: skip
                 transfer = f.read("transfer", lambda: transfer_section(view), transfer)

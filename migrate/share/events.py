@@ -64,7 +64,7 @@ from migrate.store.readonly import open_sqlite_readonly
 FORMAT = "event/1"
 ROWS_PER_EVENT = 256
 BYTES_PER_EVENT = 4 * 1024 * 1024
-META_KINDS = ("fence", "generation", "import", "nohistory", "excise")
+META_KINDS = ledger.EVENT_KINDS
 # Requests of one namespace in head-index order: the index is u64 LE at value[32:40], so
 # its bytes taken last-to-first compare as a big-endian number.
 _BY_INDEX = ", ".join(f"substr(value, {40 - i}, 1)" for i in range(8))
