@@ -27,41 +27,20 @@ memory used does not grow with the store; the store itself is only read.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import struct
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from migrate.store.codec import COMMIT_PREFIX, ITEM_PREFIX, commit_items, record_payload
 from migrate.store.connection import Connection
 
 CLASSES = (
     "commit_items", "data_children", "record_payloads", "birth_content", "receipt_commits"
 )  # fmt: skip
-COMMIT_PREFIX = b"\x01cell/commit/1\x00"
-ITEM_PREFIX = b'\x01{"format":"bbg-migrate/legacy-item/1"'
 TX_DOMAIN = b"cybergraph/application-transaction/1\x00"
-_ITEMS_AT = len(COMMIT_PREFIX) + 32 + 8 + 32  # n u32 LE follows ns, index, previous
 # Hemera calls the birth check may spend (unresolved rows x birth transactions).
 MAX_BIRTH_TRIALS = 200_000
-
-
-def _commit_items(value: bytes) -> list[bytes]:
-    if len(value) < _ITEMS_AT + 4:
-        return []
-    (n,) = struct.unpack_from("<I", value, _ITEMS_AT)
-    start = _ITEMS_AT + 4
-    if len(value) < start + 32 * n:
-        return []
-    return [value[start + 32 * i : start + 32 * (i + 1)] for i in range(n)]
-
-
-def _record_payload(value: bytes) -> list[bytes]:
-    try:
-        raw = json.loads(value[1:])["raw"]["id"]
-        return [bytes.fromhex(raw)] if isinstance(raw, str) and len(raw) == 64 else []
-    except (ValueError, KeyError, TypeError):
-        return []
 
 
 def _data_children(value: bytes) -> list[bytes]:
@@ -103,9 +82,9 @@ def _collect(conn: Connection, refs: _Refs) -> None:
     for (value,) in commits:
         value = bytes(value)
         if value.startswith(COMMIT_PREFIX):
-            refs.add(0, _commit_items(value))
+            refs.add(0, commit_items(value))
         elif value.startswith(ITEM_PREFIX):
-            refs.add(2, _record_payload(value))
+            refs.add(2, record_payload(value))
     pairs = conn.rows(
         "SELECT value FROM application_content "
         "WHERE substr(value, 1, 1) = x'00' AND length(value) IN (65, 66)"

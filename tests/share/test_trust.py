@@ -87,3 +87,92 @@ def test_tail_refuses_bogus_ledger_rows(graph: Path, sql: str) -> None:
     done = run_cli("--store", str(graph), "tail")
     assert done.returncode == 3 and done.stdout == b"", done.stderr
     assert b"ledger rows cannot be read back" in done.stderr
+
+
+# -- item 7: excise --namespace removes the namespace's item and record payloads -------------
+
+
+def _heads(store: Path) -> list[tuple[bytes, int]]:
+    db = sqlite3.connect(store / DB_NAME)
+    try:
+        return [(bytes(k), int.from_bytes(bytes(v)[:8], "little"))
+                for k, v in db.execute("SELECT key, value FROM application_heads ORDER BY key")]
+    finally:
+        db.close()
+
+
+def _content_ids(store: Path) -> set[bytes]:
+    db = sqlite3.connect(store / DB_NAME)
+    try:
+        return {bytes(k) for (k,) in db.execute("SELECT key FROM application_content")}
+    finally:
+        db.close()
+
+
+def _named(store: Path, namespace: bytes) -> set[bytes]:
+    """Item and record payload ids the namespace's commits name (read with plain SQLite)."""
+    from migrate.store.codec import commit_items, record_payload
+
+    db = sqlite3.connect(store / DB_NAME)
+    try:
+        def value(cid: bytes) -> bytes:
+            row = db.execute("SELECT value FROM application_content WHERE key = ?",
+                             (cid,)).fetchone()  # fmt: skip
+            return b"" if row is None else bytes(row[0])
+
+        out: set[bytes] = set()
+        for (cid,) in db.execute("SELECT value FROM application_history WHERE substr(key, 1, 32)"
+                                 " = ?", (namespace,)):  # fmt: skip
+            items = commit_items(value(bytes(cid)))
+            out.update(items, record_payload(value(bytes(cid))))
+            for item in items:
+                out.update(record_payload(value(item)))
+        return out
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("which", [1, 2])
+def test_excise_namespace_removes_its_payloads(cell_store: Path, which: int) -> None:
+    from migrate.share.retention import excise
+
+    ns, head = _heads(cell_store)[which]
+    named = _named(cell_store, ns)
+    assert named  # cell-small's commits list items (events) and their raw payloads
+    plan = excise(cell_store, [], [ns.hex()], dry_run=True)
+    before = _content_ids(cell_store)
+    done = excise(cell_store, [], [ns.hex()])
+    assert done["contents"] == plan["contents"]  # the dry run lists every row that goes
+    gone = before - _content_ids(cell_store)
+    assert {c.hex() for c in gone} == set(done["contents"])
+    assert not named & _content_ids(cell_store)  # no payload of the namespace is left
+    assert len(gone) > head + 1  # more than the namespace's commits
+    assert doctor(cell_store)["healthy"]
+
+
+def test_excise_keeps_a_payload_another_namespace_names(tmp_path: Path) -> None:
+    from migrate.share.retention import excise
+    from migrate.store import Head, open_store
+    from migrate.store.codec import COMMIT_PREFIX
+    from tests.share.stores import birth, blob, follow
+
+    store = tmp_path / "shared"
+    a, b = birth("shared-a"), birth("shared-b")
+    item, item_value = blob(b"an item both namespaces name")
+    own, own_value = blob(b"an item only namespace a has")
+    a1 = follow(a, a.namespace, "a1")
+    a1.contents.update({item: item_value, own: own_value})
+    record = (COMMIT_PREFIX[1:] + b.namespace + (1).to_bytes(8, "little") + b.new_head.commit
+              + (1).to_bytes(4, "little") + item + (0).to_bytes(8, "little"))  # fmt: skip
+    commit, commit_value = blob(record)
+    b1 = follow(b, b.namespace, "b1")
+    b1.new_head = Head(1, commit)
+    b1.contents = {commit: commit_value}
+    with open_store(store, create=True) as s:
+        for w in (a, b, a1, b1):
+            w.apply(s)
+    done = excise(store, [], [a.namespace.hex()])
+    left = _content_ids(store)
+    assert item in left  # namespace b's commit record still names it
+    assert own not in left and own.hex() in done["contents"]
+    assert doctor(store)["healthy"]
