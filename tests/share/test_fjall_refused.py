@@ -54,8 +54,8 @@ COMMANDS: dict[str, list[str]] = {
     "restore": ["restore", "-"],
     "backup": ["backup", "{dest}"],
     "mcp": ["mcp"],
-    "nohistory": ["nohistory", "{ns}"],
-    "excise": ["excise", "--namespace", "{ns}"],
+    "nohistory": ["nohistory", "{ns}", "--yes"],
+    "excise": ["excise", "--namespace", "{ns}", "--yes"],
 }
 
 

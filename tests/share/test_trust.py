@@ -176,3 +176,58 @@ def test_excise_keeps_a_payload_another_namespace_names(tmp_path: Path) -> None:
     assert item in left  # namespace b's commit record still names it
     assert own not in left and own.hex() in done["contents"]
     assert doctor(store)["healthy"]
+
+
+# -- item 7: irreversible commands ask on a terminal and need --yes in a script --------------
+
+
+@pytest.mark.parametrize("verb", ["nohistory", "excise"])
+def test_irreversible_needs_yes_off_a_terminal(graph: Path, verb: str) -> None:
+    from tests.share.helpers import digest
+
+    ns = _heads(graph)[0][0].hex()
+    args = [verb, ns] if verb == "nohistory" else [verb, "--namespace", ns]
+    before = digest(graph)
+    done = run_cli("--store", str(graph), *args)
+    assert done.returncode == 2, done.stderr
+    assert b"pass --yes" in done.stderr and b"nothing was done" in done.stderr
+    assert digest(graph) == before
+    assert run_cli("--store", str(graph), *args, "--dry-run").returncode == 0  # no question
+    assert digest(graph) == before
+    done = run_cli("--store", str(graph), *args, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert digest(graph) != before
+
+
+@pytest.mark.parametrize(("answer", "code"), [("n", 2), ("y", 0)])
+def test_excise_asks_on_a_terminal(graph: Path, answer: str, code: int) -> None:
+    """Run under a pseudo-terminal: the plan is shown, then the question."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    ns = _heads(graph)[0][0].hex()
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "migrate", "--store", str(graph), "excise",
+                             "--namespace", ns], stdin=follower, stdout=subprocess.PIPE,
+                            stderr=follower, env=env)  # fmt: skip
+    os.close(follower)
+    seen = b""
+    while b"for good?" not in seen:
+        chunk = os.read(leader, 4096)
+        assert chunk, seen
+        seen += chunk
+    assert f"namespace {ns}: would remove".encode() in seen
+    os.write(leader, answer.encode() + b"\n")
+    assert proc.wait(timeout=60) == code
+    try:
+        while os.read(leader, 4096):
+            pass
+    except OSError:
+        pass
+    os.close(leader)
+    proc.stdout.close()  # type: ignore[union-attr]
