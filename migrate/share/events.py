@@ -389,7 +389,7 @@ def entry_events(conn: Connection, entry: ledger.Entry) -> Iterator[Event]:
 def iter_events(conn: Connection, since: int = 0, skip: int = 0) -> Iterator[Event]:
     """Every event of the transactions after ``since`` (inside the caller's read snapshot);
     ``skip``: leave out the first ``skip`` events of the first such transaction."""
-    generations.require_readable(conn)
+    generations.require_readable(conn, sealed_ok=True)
     require_ledger(conn)
     for entry in ledger.entries(conn, since):
         for event in entry_events(conn, entry):

@@ -231,3 +231,30 @@ def test_excise_asks_on_a_terminal(graph: Path, answer: str, code: int) -> None:
         pass
     os.close(leader)
     proc.stdout.close()  # type: ignore[union-attr]
+
+
+# -- item 6: a sealed transfer source whose target was lost is still read ------------------
+
+
+def test_sealed_source_with_a_lost_target_is_read_and_moved(cell_store: Path,
+                                                            tmp_path: Path) -> None:
+    import shutil
+
+    from tests.share.helpers import digest
+
+    want = digest(cell_store)
+    target = tmp_path / "target"
+    done = run_cli("transfer", str(cell_store), "--store", str(target), "--pages", "1")
+    assert done.returncode == 5, done.stderr  # sealed, copying not complete
+    shutil.rmtree(target)  # the target is lost: the transfer cannot finish
+    events = run_cli("--store", str(cell_store), "tail")
+    assert events.returncode == 0, events.stderr
+    snap = run_cli("--store", str(cell_store), "snapshot")
+    assert snap.returncode == 0, snap.stderr
+    # The way out (docs/operations.md): the sealed source's events into a new store.
+    new = tmp_path / "new"
+    done = run_cli("--store", str(new), "apply", "-", stdin=events.stdout)
+    assert done.returncode == 0, done.stderr
+    assert digest(new) == want
+    assert doctor(new)["healthy"]
+    assert run_cli("--store", str(cell_store), "doctor").returncode == 0  # still sealed, a warning
