@@ -232,7 +232,8 @@ def _retention(doc: dict[str, Any], as_json: bool) -> None:
         err.print(f"events of ledger transactions {show(doc['redacted_transactions'])} "
                   f"{'would be' if doc['dry_run'] else 'are'} redacted", markup=False)
     if not doc["dry_run"]:
-        err.print(f"ledger transaction {doc['tx']}", markup=False)
+        err.print(f"ledger transaction {doc['tx']}" if doc["tx"] is not None
+                  else "nothing left to do (already done)", markup=False)  # fmt: skip
     err.print("cannot reach: " + "; ".join(doc["cannot_reach"]), markup=False)
 
 

@@ -258,3 +258,55 @@ def test_sealed_source_with_a_lost_target_is_read_and_moved(cell_store: Path,
     assert digest(new) == want
     assert doctor(new)["healthy"]
     assert run_cli("--store", str(cell_store), "doctor").returncode == 0  # still sealed, a warning
+
+
+# -- excise reruns finish the job (after a kill, or a lost receipt) --------------------------
+
+
+def test_excise_rerun_after_it_committed_finishes(cell_store: Path) -> None:
+    from tests.share.helpers import digest
+
+    ns = _heads(cell_store)[1][0].hex()
+    content = sorted(_content_ids(cell_store))[0].hex()
+    args = ("--store", str(cell_store), "excise", "--namespace", ns, "--content", content,
+            "--yes")  # fmt: skip
+    assert run_cli(*args).returncode == 0
+    after = digest(cell_store)
+    again = run_cli(*args)  # what a rerun after a kill past the commit meets
+    assert again.returncode == 0, again.stderr
+    assert b"already done" in again.stderr
+    assert digest(cell_store) == after
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.3, 0.6, 0.9, 1.2, 1.5, 2.0])
+def test_excise_killed_then_rerun_finishes(cell_store: Path, tmp_path: Path,
+                                           delay: float) -> None:
+    """kill -9 at some point of ``excise``; the rerun exits 0 and the store ends as one
+    excise that was never interrupted leaves it."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+    from tests.share.helpers import digest
+
+    ns = _heads(cell_store)[2][0].hex()
+    reference = tmp_path / "reference"
+    shutil.copytree(cell_store, reference)
+    assert run_cli("--store", str(reference), "excise", "--namespace", ns, "--yes").returncode == 0
+    args = [sys.executable, "-m", "migrate", "--store", str(cell_store), "excise",
+            "--namespace", ns, "--yes"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    again = run_cli("--store", str(cell_store), "excise", "--namespace", ns, "--yes")
+    assert again.returncode == 0, again.stderr
+    assert digest(cell_store) == digest(reference)
+    assert doctor(cell_store)["healthy"]
