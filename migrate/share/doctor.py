@@ -236,9 +236,7 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
     had_wal = Path(f"{db}-wal").exists()
     f = _Findings()
     problems, warnings = f.problems, f.warnings
-    empty_tables: dict[str, Any] = {
-        "tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}
-    }  # fmt: skip
+    empty_tables = EMPTY_TABLES
     with open_sqlite_readonly(store_dir, check=False) as conn, conn.read():
         finish = step(progress, "integrity")
         sqlite_doc = _sqlite_checks(conn, problems)
@@ -254,9 +252,7 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
         else:
             # Reading a damaged b-tree can fail half-way: report the damage, read no further.
             tables = empty_tables
-        null_store: dict[str, Any] = {"store_id": None, "hash_suite": None,
-                                      "last_transaction": None}  # fmt: skip
-        storage = f.read("bbg_storage_v1", lambda: _storage(conn), null_store)
+        storage = f.read("bbg_storage_v1", lambda: _storage(conn), NULL_STORE)
         _hash_suite(storage, problems)
         unknown: tuple[str | None, str | None] = (None, None)
         marker, reached = f.read("status marker", lambda: generations.read_status(conn),
@@ -285,12 +281,8 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
             )
         no_fences: list[dict[str, Any]] = []
         fences = f.read("fences", lambda: _fences(conn), no_fences)
-        null_leftovers: dict[str, Any] = {
-            "staging_imports": [], "staged_rows": 0, "staged_namespaces": 0,
-            "stray_staged_rows": 0, "stray_staged_namespaces": 0,
-        }  # fmt: skip
         leftovers = f.read("leftovers", lambda: _leftovers(conn, store_dir, problems, warnings),
-                           null_leftovers)  # fmt: skip
+                           NO_LEFTOVERS)  # fmt: skip
         no_classes: dict[str, Any] = {"classes": {}, "orphans": [], "unchecked": 0}
         content = no_classes
         if sound:
@@ -320,21 +312,51 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
                 "detail": "a writer opened the store while it was checked; run doctor again",
             }
         )
+    return report_doc(
+        store_dir, problems, warnings, storage=storage, sqlite=sqlite_doc, tables=tables,
+        status=(marker, reached), fences=fences, ledger=ledger_doc, leftovers=leftovers,
+        transfer=transfer, orphans={"count": orphan_count, "sample": content["orphans"]},
+        classes=content["classes"],
+    )  # fmt: skip
+
+
+EMPTY_TABLES: dict[str, Any] = {
+    "tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}
+}  # fmt: skip
+NO_LEFTOVERS: dict[str, Any] = {
+    "staging_imports": [], "staged_rows": 0, "staged_namespaces": 0,
+    "stray_staged_rows": 0, "stray_staged_namespaces": 0,
+}  # fmt: skip
+NULL_STORE: dict[str, Any] = {"store_id": None, "hash_suite": None, "last_transaction": None}
+
+
+def report_doc(
+    store_dir: Path, problems: list[dict[str, str]], warnings: list[dict[str, str]], *,
+    storage: dict[str, Any], sqlite: dict[str, Any] | None, tables: dict[str, Any],
+    status: tuple[str | None, str | None], fences: list[dict[str, Any]],
+    ledger: dict[str, Any] | None, leftovers: dict[str, Any], transfer: dict[str, Any],
+    orphans: dict[str, Any], classes: dict[str, Any], **engine: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """The doctor report (schemas/doctor.schema.json) of either engine; ``engine``: the
+    fields only one engine's report has (the Fjall report's ``engine``, ``keyspace``...)."""
+    marker, reached = status
+    generation = generations.generation_of(marker) if reached is not None else None
     return {
         "kind": "bbg-doctor",
         "path": str(store_dir),
+        **engine,
         "healthy": not problems,
-        "store": storage,
-        "sqlite": sqlite_doc,
+        "store": dict(storage),
+        "sqlite": sqlite,
         "tables": {k: tables[k] for k in ("tables", "archive_digest_sha256", "valid")},
         "namespaces": len(tables["namespaces"]),
         "generation": {"status": marker, "generation": generation, "highest_reached": reached},
         "fences": fences,
-        "ledger": ledger_doc,
-        "leftovers": leftovers,
+        "ledger": ledger,
+        "leftovers": dict(leftovers),
         "transfer": transfer,
-        "orphan_content": {"count": orphan_count, "sample": content["orphans"]},
-        "content_classes": content["classes"],
+        "orphan_content": orphans,
+        "content_classes": classes,
         "problems": problems,
         "warnings": warnings,
     }
