@@ -93,12 +93,21 @@ def current_generation(db: FenceReader, reader_generation: str = BUILD_GENERATIO
     return generation
 
 
-def require_readable(db: FenceReader, reader_generation: str = BUILD_GENERATION) -> str:
+def require_readable(
+    db: FenceReader, reader_generation: str = BUILD_GENERATION, *, sealed_ok: bool = False
+) -> str:
     """The store's generation; refused unless a ``reader_generation`` reader may open it.
 
     The same check guards every write transaction (:meth:`migrate.store.Store.transaction`),
-    so a handle opened before a promotion or a seal cannot write past it.
+    so a handle opened before a promotion or a seal cannot write past it.  ``sealed_ok``: a
+    command that only reads (``tail``, ``snapshot``) also reads a store sealed as the source
+    of a transfer (``export-v1``): the seal forbids writes, not reads; the generation is then
+    the one the store had reached (the informational column).
     """
+    if sealed_ok:
+        marker, reached = read_status(db)
+        if marker == EXPORT_MARKER:
+            return reached
     reader_rank = _rank(reader_generation)
     generation = current_generation(db, reader_generation)
     if RANK[generation] > reader_rank:

@@ -21,6 +21,7 @@ from bbg_core.errors import UsageError, ValidationFailed
 from bbg_core.files import cannot_read
 from migrate import api
 from migrate.cli import app
+from migrate.cli._confirm import confirm
 from migrate.cli._paths import store_option
 from migrate.cli._progress import watch
 from migrate.cli._render import count, emit_json, err, show, size
@@ -208,6 +209,17 @@ DRY_RUN = typer.Option(False, "--dry-run", help="Show exactly what would go; cha
 NAMESPACES = typer.Argument(..., help="Namespace ids (64 hex digits).", show_default=False)
 CONTENTS = typer.Option([], "--content", help="A content id to excise (repeatable).")
 EXCISE_NS = typer.Option([], "--namespace", help="A namespace to excise (repeatable).")
+YES = typer.Option(False, "--yes", "-y", help="Confirm without asking (scripts); on a "
+                   "terminal the plan is shown and asked about.")  # fmt: skip
+
+
+def _confirmed(verb: str, store: Path, yes: bool, dry_run: bool, plan: Any) -> None:
+    """Irreversible: a terminal is shown the plan (``plan()``: the dry run) and asked; a
+    script passes --yes (else exit 2, nothing done)."""
+    if yes or dry_run:
+        return
+    confirm(f"{verb} removes rows from {store} for good", verb, f"{verb.capitalize()} this "
+            "for good?", store, lambda: _retention(plan(), False))  # fmt: skip
 
 
 def _retention(doc: dict[str, Any], as_json: bool) -> None:
@@ -228,7 +240,8 @@ def _retention(doc: dict[str, Any], as_json: bool) -> None:
         err.print(f"events of ledger transactions {show(doc['redacted_transactions'])} "
                   f"{'would be' if doc['dry_run'] else 'are'} redacted", markup=False)
     if not doc["dry_run"]:
-        err.print(f"ledger transaction {doc['tx']}", markup=False)
+        err.print(f"ledger transaction {doc['tx']}" if doc["tx"] is not None
+                  else "nothing left to do (already done)", markup=False)  # fmt: skip
     err.print("cannot reach: " + "; ".join(doc["cannot_reach"]), markup=False)
 
 
@@ -236,12 +249,16 @@ def _retention(doc: dict[str, Any], as_json: bool) -> None:
 def nohistory_cmd(
     namespaces: list[str] = NAMESPACES,
     dry_run: bool = DRY_RUN,
+    yes: bool = YES,
     store: Path = STORE,
     as_json: bool = JSON,
 ) -> None:
     """Drop the superseded history rows of NAMESPACE... (one sealed transaction): each keeps
     its head, every request receipt and every claim; the event stream marks the retained
-    boundary. Copies written before (backups, snapshots, collectors) are not reached."""
+    boundary. Copies written before (backups, snapshots, collectors) are not reached. Asks on a
+    terminal (showing the plan); needs --yes in a script."""
+    _confirmed("nohistory", _store(store), yes, dry_run,
+               lambda: api.nohistory(_store(store), namespaces, dry_run=True))
     _retention(api.nohistory(_store(store), namespaces, dry_run=dry_run), as_json)
 
 
@@ -250,13 +267,17 @@ def excise_cmd(
     content: list[str] = CONTENTS,
     namespace: list[str] = EXCISE_NS,
     dry_run: bool = DRY_RUN,
+    yes: bool = YES,
     store: Path = STORE,
     as_json: bool = JSON,
 ) -> None:
     """Remove content rows (--content ID) or whole namespaces (--namespace NS) for good, and
     redact every event that carried them (one sealed transaction; the ledger records the ids,
     never the bytes). A redacted tail cannot rebuild the store: apply refuses it. Copies
-    written before (backups, snapshots, collectors) are not reached."""
+    written before (backups, snapshots, collectors) are not reached. Asks on a terminal
+    (showing the plan); needs --yes in a script."""
+    _confirmed("excise", _store(store), yes, dry_run,
+               lambda: api.excise(_store(store), content, namespace, dry_run=True))
     _retention(api.excise(_store(store), content, namespace, dry_run=dry_run), as_json)
 
 

@@ -213,6 +213,8 @@ def _apply_meta(tx: Tx, doc: dict[str, Any], deltas: dict[str, int]) -> None:
         ns = bytes.fromhex(fact["namespace"])
         if fence_ns.fence(tx, ns, import_id=fact["import_id"], reason=fact["reason"]):
             deltas["fences"] += 1
+    elif kind == "generation" and fact["status"] == generations.EXPORT_MARKER:
+        pass  # the source's transfer seal binds that store, not a copy of its data
     elif kind == "generation":
         generation = generations.generation_of(fact["status"])
         if generation is None:

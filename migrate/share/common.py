@@ -16,6 +16,7 @@ import jsonschema  # type: ignore[import-untyped,unused-ignore]
 import schemas
 from bbg_core.canonical import canonical_json
 from bbg_core.errors import StoreError, ValidationFailed
+from migrate.store import ledger
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION, needs_upgrade
 
@@ -131,7 +132,11 @@ def require_sound(conn: Connection, what: str) -> None:
     """The cheap invariants, checked before anything is exported (``tail``, ``snapshot``).
 
     SQLite's ``quick_check``; one history entry and one receipt per head index; no staged
-    rows left by an import that is not in progress.  A store that breaks one is refused
+    rows left by an import that is not in progress; a transaction ledger that accounts for
+    every content row, claim row and head, and whose rows read back
+    (:func:`migrate.store.ledger.uncovered`, :func:`~migrate.store.ledger.bad_rows`: events are
+    derived from it, so a row it does not record would silently be left out of every stream
+    and replica).  A store that breaks one is refused
     (exit 3) naming the damage: exporting it would spread it.  ``doctor`` says the rest.
     """
     problems: list[str] = []
@@ -167,6 +172,13 @@ def require_sound(conn: Connection, what: str) -> None:
         )
         if stray is not None and stray[0]:
             problems.append(f"{stray[0]} staged rows belong to no import in progress")
+        if not problems and schema_version(conn) != PRE_LEDGER_VERSION:
+            gap = ledger.describe_uncovered(ledger.uncovered(conn))
+            if gap is not None:
+                problems.append(f"the transaction ledger does not cover the tables: {gap}")
+            bad, sample = ledger.bad_rows(conn, 1)
+            if bad:
+                problems.append(f"{bad} ledger rows cannot be read back ({sample[0]})")
     if problems:
         raise ValidationFailed(
             f"{conn.path}: the store is damaged ({problems[0]}); nothing was {what}. Run "

@@ -28,42 +28,21 @@ read, through :mod:`migrate.store.references`.
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Iterator
 from typing import Any
 
 from migrate.store import references
+from migrate.store.codec import COMMIT_PREFIX, ITEM_PREFIX, commit_items, record_payload
 from migrate.store.connection import Connection
 from migrate.store.references import FirstClass
 
 CLASSES = (
     "commit_items", "data_children", "record_payloads", "birth_content", "receipt_commits"
 )  # fmt: skip
-COMMIT_PREFIX = b"\x01cell/commit/1\x00"
-ITEM_PREFIX = b'\x01{"format":"bbg-migrate/legacy-item/1"'
 TX_DOMAIN = b"cybergraph/application-transaction/1\x00"
-_ITEMS_AT = len(COMMIT_PREFIX) + 32 + 8 + 32  # n u32 LE follows ns, index, previous
 # Hemera calls the birth check may spend (unresolved rows x birth transactions).
 MAX_BIRTH_TRIALS = 200_000
-
-
-def _commit_items(value: bytes) -> list[bytes]:
-    if len(value) < _ITEMS_AT + 4:
-        return []
-    (n,) = struct.unpack_from("<I", value, _ITEMS_AT)
-    start = _ITEMS_AT + 4
-    if len(value) < start + 32 * n:
-        return []
-    return [value[start + 32 * i : start + 32 * (i + 1)] for i in range(n)]
-
-
-def _record_payload(value: bytes) -> list[bytes]:
-    try:
-        raw = json.loads(value[1:])["raw"]["id"]
-        return [bytes.fromhex(raw)] if isinstance(raw, str) and len(raw) == 64 else []
-    except (ValueError, KeyError, TypeError):
-        return []
 
 
 def _data_children(value: bytes) -> list[bytes]:
@@ -79,9 +58,9 @@ def _collect(conn: Connection, refs: FirstClass) -> None:
     # The commits of history entries, and of receipts whose entry nohistory dropped.
     for value in references.referenced_commits(conn):
         if value.startswith(COMMIT_PREFIX):
-            refs.add(0, _commit_items(value))
+            refs.add(0, commit_items(value))
         elif value.startswith(ITEM_PREFIX):
-            refs.add(2, _record_payload(value))
+            refs.add(2, record_payload(value))
     for value in references.data_pairs(conn):
         refs.add(1, _data_children(value))
     refs.add(4, references.receipt_heads(conn))

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 from bbg_core.errors import StoreError
 from fences import generations
+from hashing import hemera
 from migrate.progress import Observer, phase, step
 from migrate.rules.report import cell_report
 from migrate.share.common import DAMAGE as READ_DAMAGE
@@ -50,7 +51,7 @@ from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION
 from migrate.store.readonly import db_file, open_sqlite_readonly
-from migrate.store.sanity import column_problems
+from migrate.store.sanity import column_problems, missing_tables
 from migrate.store.tables import StoreTables
 
 SAMPLE = 20  # ids listed per finding (counts are exact)
@@ -102,14 +103,15 @@ def _ledger_section(
             "detail": f"the ledger holds {count} transactions up to {last}; the store "
             f"counts {last_transaction}",
         })
-    # Every live head must be the last head the ledger moved it to.
-    bad = _count(conn,
-        "SELECT count(*) FROM application_heads AS h WHERE h.value IS NOT (SELECT l.after FROM "
-        f"{ledger.HEADS} AS l WHERE l.namespace = h.key ORDER BY l.tx DESC LIMIT 1)")  # fmt: skip
-    if bad:
-        problems.append({"code": "ledger-mismatch", "detail": f"{bad} namespace heads are not "
-                         "where the ledger's last transaction on them left them (a write "
-                         "bypassed the ledger)"})  # fmt: skip
+    # Every row of the five tables must be one the ledger accounts for (tail derives its
+    # events from the ledger), and every live head where the ledger's last move left it.
+    gap = ledger.describe_uncovered(ledger.uncovered(conn))
+    if gap is not None:
+        problems.append({"code": "ledger-mismatch", "detail": gap})
+    bad, sample = ledger.bad_rows(conn, SAMPLE)
+    problems.extend({"code": "bad-ledger-row", "detail": d} for d in sample)
+    if bad > len(sample):
+        problems.append({"code": "bad-ledger-row", "detail": f"{bad - len(sample)} more"})
     return {
         "schema_version": schema_version(conn),
         "transactions": count,
@@ -194,6 +196,23 @@ def _storage(conn: Connection) -> dict[str, Any]:
     return {"store_id": store_id, "hash_suite": suite, "last_transaction": last}
 
 
+def _schema_problems(conn: Connection) -> list[dict[str, str]]:
+    """Tables the schema requires that the file lacks (every command that reads or writes
+    one fails on it)."""
+    return [{"code": "missing-table", "detail": f"table {name} is missing: the commands that "
+             "read or write it fail; restore the store from a backup"}
+            for name in missing_tables(conn, schema_version(conn))]  # fmt: skip
+
+
+def _hash_suite(storage: dict[str, Any], problems: list[dict[str, str]]) -> None:
+    """A hash suite this build does not compute: every writer refuses the store."""
+    suite = storage["hash_suite"]
+    if suite is not None and suite not in hemera.SUITES:
+        problems.append({"code": "unknown-hash-suite", "detail": f"the store's content ids "
+                         f"were made with hash suite {suite!r}; this build computes "
+                         f"{' / '.join(hemera.SUITES)} and every writer refuses it"})  # fmt: skip
+
+
 def _fences(conn: Connection) -> list[dict[str, Any]]:
     out = []
     for ns, iid, reason in conn.rows(
@@ -217,13 +236,12 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
     had_wal = Path(f"{db}-wal").exists()
     f = _Findings()
     problems, warnings = f.problems, f.warnings
-    empty_tables: dict[str, Any] = {
-        "tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}
-    }  # fmt: skip
+    empty_tables = EMPTY_TABLES
     with open_sqlite_readonly(store_dir, check=False) as conn, conn.read():
         finish = step(progress, "integrity")
         sqlite_doc = _sqlite_checks(conn, problems)
         problems.extend(f.read("column values", lambda: column_problems(conn), []))
+        problems.extend(f.read("schema", lambda: _schema_problems(conn), []))
         finish()
         sound = sqlite_doc["integrity"] == ["ok"]
         if sound:
@@ -234,9 +252,8 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
         else:
             # Reading a damaged b-tree can fail half-way: report the damage, read no further.
             tables = empty_tables
-        null_store: dict[str, Any] = {"store_id": None, "hash_suite": None,
-                                      "last_transaction": None}  # fmt: skip
-        storage = f.read("bbg_storage_v1", lambda: _storage(conn), null_store)
+        storage = f.read("bbg_storage_v1", lambda: _storage(conn), NULL_STORE)
+        _hash_suite(storage, problems)
         unknown: tuple[str | None, str | None] = (None, None)
         marker, reached = f.read("status marker", lambda: generations.read_status(conn),
                                  unknown)  # fmt: skip
@@ -264,12 +281,8 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
             )
         no_fences: list[dict[str, Any]] = []
         fences = f.read("fences", lambda: _fences(conn), no_fences)
-        null_leftovers: dict[str, Any] = {
-            "staging_imports": [], "staged_rows": 0, "staged_namespaces": 0,
-            "stray_staged_rows": 0, "stray_staged_namespaces": 0,
-        }  # fmt: skip
         leftovers = f.read("leftovers", lambda: _leftovers(conn, store_dir, problems, warnings),
-                           null_leftovers)  # fmt: skip
+                           NO_LEFTOVERS)  # fmt: skip
         no_classes: dict[str, Any] = {"classes": {}, "orphans": [], "unchecked": 0}
         content = no_classes
         if sound:
@@ -299,21 +312,51 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
                 "detail": "a writer opened the store while it was checked; run doctor again",
             }
         )
+    return report_doc(
+        store_dir, problems, warnings, storage=storage, sqlite=sqlite_doc, tables=tables,
+        status=(marker, reached), fences=fences, ledger=ledger_doc, leftovers=leftovers,
+        transfer=transfer, orphans={"count": orphan_count, "sample": content["orphans"]},
+        classes=content["classes"],
+    )  # fmt: skip
+
+
+EMPTY_TABLES: dict[str, Any] = {
+    "tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}
+}  # fmt: skip
+NO_LEFTOVERS: dict[str, Any] = {
+    "staging_imports": [], "staged_rows": 0, "staged_namespaces": 0,
+    "stray_staged_rows": 0, "stray_staged_namespaces": 0,
+}  # fmt: skip
+NULL_STORE: dict[str, Any] = {"store_id": None, "hash_suite": None, "last_transaction": None}
+
+
+def report_doc(
+    store_dir: Path, problems: list[dict[str, str]], warnings: list[dict[str, str]], *,
+    storage: dict[str, Any], sqlite: dict[str, Any] | None, tables: dict[str, Any],
+    status: tuple[str | None, str | None], fences: list[dict[str, Any]],
+    ledger: dict[str, Any] | None, leftovers: dict[str, Any], transfer: dict[str, Any],
+    orphans: dict[str, Any], classes: dict[str, Any], **engine: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """The doctor report (schemas/doctor.schema.json) of either engine; ``engine``: the
+    fields only one engine's report has (the Fjall report's ``engine``, ``keyspace``...)."""
+    marker, reached = status
+    generation = generations.generation_of(marker) if reached is not None else None
     return {
         "kind": "bbg-doctor",
         "path": str(store_dir),
+        **engine,
         "healthy": not problems,
-        "store": storage,
-        "sqlite": sqlite_doc,
+        "store": dict(storage),
+        "sqlite": sqlite,
         "tables": {k: tables[k] for k in ("tables", "archive_digest_sha256", "valid")},
         "namespaces": len(tables["namespaces"]),
         "generation": {"status": marker, "generation": generation, "highest_reached": reached},
         "fences": fences,
-        "ledger": ledger_doc,
-        "leftovers": leftovers,
+        "ledger": ledger,
+        "leftovers": dict(leftovers),
         "transfer": transfer,
-        "orphan_content": {"count": orphan_count, "sample": content["orphans"]},
-        "content_classes": content["classes"],
+        "orphan_content": orphans,
+        "content_classes": classes,
         "problems": problems,
         "warnings": warnings,
     }

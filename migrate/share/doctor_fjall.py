@@ -29,24 +29,22 @@ from fences import generations
 from migrate.progress import Observer, phase
 from migrate.rules.report import cell_report
 from migrate.share.doctor import (
+    EMPTY_TABLES,
+    NO_LEFTOVERS,
+    NULL_STORE,
     SAMPLE,
     _Findings,
+    _hash_suite,
     _leftovers,
+    _schema_problems,
     _sealed_source,
     _sqlite_checks,
+    report_doc,
     stray_files,
 )
 from migrate.store import bbgdb
 from migrate.store.engine import records_dir
 from migrate.store.keyspace import FENCE_PREFIX
-
-_EMPTY_TABLES: dict[str, Any] = {
-    "tables": {}, "archive_digest_sha256": None, "valid": False, "namespaces": {}
-}  # fmt: skip
-_NO_LEFTOVERS: dict[str, Any] = {
-    "staging_imports": [], "staged_rows": 0, "staged_namespaces": 0,
-    "stray_staged_rows": 0, "stray_staged_namespaces": 0,
-}  # fmt: skip
 
 
 def doctor_fjall(store_dir: Path, *, progress: Observer | None = None) -> dict[str, Any]:
@@ -75,12 +73,12 @@ def doctor_fjall(store_dir: Path, *, progress: Observer | None = None) -> dict[s
             "written by the cyber code or bbg's own converter; imports, receipts, seals of "
             "legacy sources and staged rows are not checked (there are none)"
         )
-    tables = _EMPTY_TABLES
-    storage: dict[str, Any] = {"store_id": None, "hash_suite": None, "last_transaction": None}
+    tables = EMPTY_TABLES
+    storage: dict[str, Any] = NULL_STORE
     marker: str | None = None
     reached: str | None = None
     fences: list[dict[str, Any]] = []
-    leftovers = _NO_LEFTOVERS
+    leftovers = NO_LEFTOVERS
     sqlite_doc: dict[str, Any] | None = None
     transfer: dict[str, Any] = {"sealed_source": None, "transfers": []}
     bbg_last: str | None = None
@@ -96,7 +94,7 @@ def doctor_fjall(store_dir: Path, *, progress: Observer | None = None) -> dict[s
                                  f"not know (its archive reader refuses them): {unknown}"})
             report = phase(progress, "tables", None)
             tables = f.read("tables", lambda: cell_report(_Rows(StoreTables(view)),
-                            progress=report), _EMPTY_TABLES)  # fmt: skip
+                            progress=report), EMPTY_TABLES)  # fmt: skip
             problems.extend(tables.get("errors", []))
             unknown_status: tuple[str | None, str | None] = (None, None)
             marker, reached = f.read("status marker", lambda: generations.read_status(view),
@@ -114,39 +112,25 @@ def doctor_fjall(store_dir: Path, *, progress: Observer | None = None) -> dict[s
             if has_records:
                 records = view.records
                 sqlite_doc = _sqlite_checks(records, problems)
+                problems.extend(f.read("schema", lambda: _schema_problems(records), []))
                 storage = f.read("records", lambda: _records_storage(records), storage)
+                _hash_suite(storage, problems)
                 leftovers = f.read("leftovers", lambda: _leftovers(
-                    records, Path(store_dir), problems, warnings), _NO_LEFTOVERS)  # fmt: skip
+                    records, Path(store_dir), problems, warnings), NO_LEFTOVERS)  # fmt: skip
                 transfer = f.read("transfer", lambda: transfer_section(view), transfer)
     sealed = transfer["sealed_source"]
-    generation = generations.generation_of(marker) if reached is not None else None
     if sealed is not None:
         _sealed_source(sealed, problems, warnings)
     no_files: list[tuple[str, str]] = []
     for name, why in f.read("files beside the store", lambda: stray_files(Path(store_dir)),
                             no_files):  # fmt: skip
         warnings.append({"code": "leftover-file", "detail": f"{name}: {why}"})
-    return {
-        "kind": "bbg-doctor",
-        "path": str(store_dir),
-        "engine": "fjall",
-        "healthy": not problems,
-        "store": storage,
-        "bbg_last_transaction": bbg_last,
-        "keyspace": keyspace,
-        "sqlite": sqlite_doc,
-        "tables": {k: tables[k] for k in ("tables", "archive_digest_sha256", "valid")},
-        "namespaces": len(tables["namespaces"]),
-        "generation": {"status": marker, "generation": generation, "highest_reached": reached},
-        "fences": fences,
-        "ledger": None,
-        "leftovers": leftovers,
-        "transfer": transfer,
-        "orphan_content": {"count": 0, "sample": []},
-        "content_classes": {},
-        "problems": problems,
-        "warnings": warnings,
-    }
+    return report_doc(
+        store_dir, problems, warnings, storage=storage, sqlite=sqlite_doc, tables=tables,
+        status=(marker, reached), fences=fences, ledger=None, leftovers=leftovers,
+        transfer=transfer, orphans={"count": 0, "sample": []}, classes={}, engine="fjall",
+        bbg_last_transaction=bbg_last, keyspace=keyspace,
+    )  # fmt: skip
 
 
 def _records_storage(records: Any) -> dict[str, Any]:

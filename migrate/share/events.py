@@ -64,7 +64,7 @@ from migrate.store.readonly import open_sqlite_readonly
 FORMAT = "event/1"
 ROWS_PER_EVENT = 256
 BYTES_PER_EVENT = 4 * 1024 * 1024
-META_KINDS = ("fence", "generation", "import", "nohistory", "excise")
+META_KINDS = ledger.EVENT_KINDS
 # Requests of one namespace in head-index order: the index is u64 LE at value[32:40], so
 # its bytes taken last-to-first compare as a big-endian number.
 _BY_INDEX = ", ".join(f"substr(value, {40 - i}, 1)" for i in range(8))
@@ -397,7 +397,7 @@ def entry_events(conn: Connection, entry: ledger.Entry) -> Iterator[Event]:
 def iter_events(conn: Connection, since: int = 0, skip: int = 0) -> Iterator[Event]:
     """Every event of the transactions after ``since`` (inside the caller's read snapshot);
     ``skip``: leave out the first ``skip`` events of the first such transaction."""
-    generations.require_readable(conn)
+    generations.require_readable(conn, sealed_ok=True)
     require_ledger(conn)
     for entry in ledger.entries(conn, since):
         for event in entry_events(conn, entry):

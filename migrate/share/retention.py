@@ -113,13 +113,18 @@ def excise(
         raise ValidationFailed("name at least one --content ID or --namespace NS",
                                errors=[{"code": "nothing-to-excise", "detail": ""}])  # fmt: skip
     with open_store(store_dir) as store, store.transaction(kind="excise") as tx:
+        # An id this store already excised is no error: a rerun after a kill finishes the job
+        # (the excision committed, or it did not and runs now).
         for cid in cids:
-            if tx.get("application_content", cid) is None:
+            if tx.get("application_content", cid) is None and ledger.is_excised(
+                    tx, "content", cid) is None:  # fmt: skip
                 raise ValidationFailed(
                     f"content {cid.hex()} is not in {store_dir}",
                     errors=[{"code": "unknown-content", "detail": cid.hex()}],
                 )
         for ns in nss:
+            if ledger.is_excised(tx, "namespace", ns) is not None:
+                continue
             if store.head(ns) is None and tx.one(
                 "SELECT 1 FROM application_history WHERE key > ? AND key <= ?",
                 (ns, history_key(ns, U64_MAX)),

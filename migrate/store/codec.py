@@ -85,3 +85,35 @@ def split_request_value(raw: bytes) -> tuple[bytes, Head]:
     if len(raw) != ID_LEN + HEAD_LEN:
         raise ValueError(f"request value of {len(raw)} bytes (want {ID_LEN + HEAD_LEN})")
     return raw[:ID_LEN], Head.decode(raw[ID_LEN:])
+
+
+# What a content row names by id (fixtures/legacy/README.md "Write semantics"): a cell commit
+# record lists its items; a legacy item record names its raw payload.
+COMMIT_PREFIX = b"\x01cell/commit/1\x00"
+ITEM_PREFIX = b'\x01{"format":"bbg-migrate/legacy-item/1"'
+_ITEMS_AT = len(COMMIT_PREFIX) + 32 + 8 + 32  # n u32 LE follows ns, index, previous
+
+
+def commit_items(value: bytes) -> list[bytes]:
+    """The item ids a cell commit record lists (``"cell/commit/1\\0"`` ‖ ns ‖ index u64 LE ‖
+    previous ‖ n u32 LE ‖ n ids ‖ ...); none for any other value."""
+    if not value.startswith(COMMIT_PREFIX) or len(value) < _ITEMS_AT + 4:
+        return []
+    (n,) = struct.unpack_from("<I", value, _ITEMS_AT)
+    start = _ITEMS_AT + 4
+    if len(value) < start + 32 * n:
+        return []
+    return [value[start + 32 * i : start + 32 * (i + 1)] for i in range(n)]
+
+
+def record_payload(value: bytes) -> list[bytes]:
+    """The raw payload id a legacy item record names (``raw.id``); none for any other value."""
+    import json
+
+    if not value.startswith(ITEM_PREFIX):
+        return []
+    try:
+        raw = json.loads(value[1:])["raw"]["id"]
+        return [bytes.fromhex(raw)] if isinstance(raw, str) and len(raw) == 64 else []
+    except (ValueError, KeyError, TypeError):
+        return []

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from bbg_core.canonical import canonical_json
 from bbg_core.errors import StoreCorrupt
 from migrate.store import clock
-from migrate.store.codec import Head
+from migrate.store.codec import CLAIMS, CONTENT, ORDINAL, Head
 
 LEDGER = "bbg_ledger_v1"
 HEADS = "bbg_ledger_v1_heads"
@@ -188,3 +188,91 @@ def is_excised(db: _Db, what: str, ident: bytes) -> int | None:
     """The ledger transaction that excised ``ident`` (``what``: content/namespace), or None."""
     row = db.one(f"SELECT tx FROM {EXCISED} WHERE what = ? AND id = ?", (what, ident))
     return None if row is None else int(row[0])
+
+
+def uncovered(db: _Db) -> dict[str, int]:
+    """Rows of the five tables that no ledger transaction accounts for, so ``tail`` would not
+    emit them (a store whose ledger rows were removed or never written); all zero when the
+    ledger covers the tables.
+
+    * ``content``: content rows that are not a history commit, not a row a transaction
+      recorded, and not the commit a receipt names (``nohistory`` dropped its entry);
+    * ``claims``: claim rows no transaction recorded;
+    * ``heads``: heads that are not where the ledger's last transaction on them left them.
+    """
+    content = db.one(
+        f"SELECT count(*) FROM {CONTENT} WHERE "
+        "key NOT IN (SELECT value FROM application_history) AND "
+        f"key NOT IN (SELECT key FROM {ROWS} WHERE tbl = {ORDINAL[CONTENT]}) AND "
+        "key NOT IN (SELECT substr(value, 41, 32) FROM application_requests)"
+    )
+    claims = db.one(
+        f"SELECT count(*) FROM {CLAIMS} WHERE "
+        f"key NOT IN (SELECT key FROM {ROWS} WHERE tbl = {ORDINAL[CLAIMS]})"
+    )
+    heads = db.one(
+        "SELECT count(*) FROM application_heads AS h WHERE h.value IS NOT (SELECT l.after FROM "
+        f"{HEADS} AS l WHERE l.namespace = h.key ORDER BY l.tx DESC LIMIT 1)"
+    )
+    return {
+        "content": int(content[0]) if content else 0,
+        "claims": int(claims[0]) if claims else 0,
+        "heads": int(heads[0]) if heads else 0,
+    }
+
+
+def describe_uncovered(counts: dict[str, int]) -> str | None:
+    """What :func:`uncovered` found, in words (None: the ledger covers the tables)."""
+    parts = []
+    if counts["content"] or counts["claims"]:
+        parts.append(f"{counts['content']} content rows and {counts['claims']} claim rows are "
+                     "recorded by no ledger transaction")  # fmt: skip
+    if counts["heads"]:
+        parts.append(f"{counts['heads']} namespace heads are not where the ledger's last "
+                     "transaction on them left them (a write bypassed the ledger)")  # fmt: skip
+    return "; ".join(parts) or None
+
+
+EVENT_KINDS = ("fence", "generation", "import", "nohistory", "excise")
+
+
+def bad_rows(db: _Db, sample: int = 20) -> tuple[int, list[str]]:
+    """Ledger rows ``tail`` could not turn into events -- a kind it does not know, a time that
+    is not an integer, a detail that is not ``{"events": [...]}`` of known kinds -- and rows
+    of ``bbg_ledger_v1_rows`` naming a content or claim row that is neither in its table nor
+    excised (``tail`` would emit a claim with no value): (count, the first ``sample`` said
+    in words)."""
+    found: list[str] = []
+    count = 0
+    for tx, at, kind, detail in db.rows(f"SELECT tx, at, kind, detail FROM {LEDGER} ORDER BY tx"):
+        why = _row_problem(at, kind, detail)
+        if why is not None:
+            count += 1
+            if len(found) < sample:
+                found.append(f"ledger transaction {tx!r}: {why}")
+    for table, what in ((CONTENT, "content"), (CLAIMS, "claim")):
+        excised = f" AND r.key NOT IN (SELECT id FROM {EXCISED} WHERE what = 'content')" if (
+            table == CONTENT) else ""  # fmt: skip
+        for tx, key in db.rows(
+            f"SELECT r.tx, r.key FROM {ROWS} AS r WHERE r.tbl = ? AND r.key NOT IN "
+            f"(SELECT key FROM {table}){excised} ORDER BY r.tx, r.key", (ORDINAL[table],),
+        ):  # fmt: skip
+            count += 1
+            if len(found) < sample:
+                found.append(f"ledger transaction {tx}: records {what} row "
+                             f"{bytes(key).hex()}, which is not in {table}")  # fmt: skip
+    return count, found
+
+
+def _row_problem(at: Any, kind: Any, detail: Any) -> str | None:
+    if type(at) is not int:
+        return f"time {at!r} is not an integer"
+    if kind not in KIND_RANK:
+        return f"kind {kind!r} is not one this build writes"
+    try:
+        events = json.loads(detail)["events"]
+        kinds = [e["kind"] for e in events]
+    except (ValueError, TypeError, KeyError, IndexError):
+        return "its detail is not {\"events\": [...]}"
+    unknown = [k for k in kinds if k not in EVENT_KINDS]
+    return f"events of unknown kinds {unknown}" if unknown else None

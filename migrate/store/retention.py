@@ -21,7 +21,15 @@ from typing import Any
 from bbg_core.errors import Conflict, HeadMismatch, StoreError
 from fences import namespaces as fence_ns
 from migrate.store import ledger
-from migrate.store.codec import CONTENT, U64_MAX, Head, history_key
+from migrate.store.codec import (
+    CONTENT,
+    ORDINAL,
+    U64_MAX,
+    Head,
+    commit_items,
+    history_key,
+    record_payload,
+)
 from migrate.store.graph import head as live_head
 from migrate.store.tx import Tx
 
@@ -129,6 +137,7 @@ def excise(tx: Tx, contents: list[bytes], namespaces: list[bytes]) -> dict[str, 
         for cid in sorted(set(commits)):
             if tx.one("SELECT 1 FROM application_history WHERE value = ? LIMIT 1", (cid,)) is None:
                 contents.append(cid)
+        contents.extend(_unshared_payloads(tx, ns, commits))
         tx.execute(f"INSERT INTO {ledger.EXCISED} (what, id, tx) VALUES ('namespace', ?, ?)",
                    (ns, tx.number))  # fmt: skip
         fence_ns.fence(tx, ns, import_id="excise", reason=f"excised at transaction {tx.number}")
@@ -150,6 +159,49 @@ def excise(tx: Tx, contents: list[bytes], namespaces: list[bytes]) -> dict[str, 
     tx.note_event({"kind": "excise", "contents": gone_contents,
                    "namespaces": [n["namespace"] for n in gone_namespaces]})  # fmt: skip
     return {"contents": gone_contents, "namespaces": gone_namespaces}
+
+
+def _named_by(tx: Tx, cid: bytes) -> list[bytes]:
+    """The payload ids content row ``cid`` names: a commit record's items, an item record's
+    raw payload, and the raw payloads of those items (:func:`commit_items`)."""
+    value = tx.get(CONTENT, cid)
+    if value is None:
+        return []
+    items = commit_items(value)
+    out = items + record_payload(value)
+    for item in items:
+        item_value = tx.get(CONTENT, item)
+        if item_value is not None:
+            out += record_payload(item_value)
+    return out
+
+
+def _unshared_payloads(tx: Tx, namespace: bytes, commits: list[bytes]) -> list[bytes]:
+    """The item and record payloads of an excised namespace (named by its commits, or written
+    by transactions that moved this namespace's head alone) that nothing live still needs:
+    no remaining history entry or receipt has them as its commit or names them.  Content is
+    shared by id, so a payload another namespace still references stays.  Reads every
+    remaining commit once (``excise`` is rare)."""
+    found: set[bytes] = set()
+    for cid in commits:
+        found.update(_named_by(tx, cid))
+    for (key,) in tx.rows(
+        f"SELECT key FROM {ledger.ROWS} WHERE tbl = ? AND tx IN (SELECT tx FROM {ledger.HEADS} "
+        "GROUP BY tx HAVING count(*) = 1 AND min(namespace) = ?)", (ORDINAL[CONTENT], namespace),
+    ):  # fmt: skip
+        found.add(bytes(key))
+    if not found:
+        return []
+    live: set[bytes] = set()
+    for (raw,) in tx.rows(
+        "SELECT value FROM application_history UNION "
+        "SELECT substr(value, 41, 32) FROM application_requests WHERE length(value) = 72"
+    ):
+        cid = bytes(raw)
+        if cid in found:
+            live.add(cid)
+        live.update(_named_by(tx, cid))
+    return sorted(c for c in found - live if tx.get(CONTENT, c) is not None)
 
 
 def refuse_excised(tx: Tx, what: str, ident: bytes, line_event: str) -> None:

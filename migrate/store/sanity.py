@@ -116,3 +116,30 @@ def check_bookkeeping(db: _Reader) -> None:
             path=str(db.path),
             errors=problems,
         )
+
+
+def required_tables(version: int) -> list[str]:
+    """The tables a store of schema ``version`` must hold: every table schemas/store.sql
+    creates, less the optional ones it creates ``IF NOT EXISTS`` (the export seal, made by
+    the transfer seal) and, for a version-1 store, the ledger and retention tables
+    (``upgrade`` adds them)."""
+    import re
+
+    import schemas
+    from migrate.store import ledger
+    from migrate.store.layout import PRE_LEDGER_VERSION
+
+    out = []
+    for optional, name in re.findall(r"CREATE TABLE (IF NOT EXISTS )?(\w+)", schemas.sql("store")):
+        later = name in ledger.TABLES
+        if (optional and not later) or (later and version == PRE_LEDGER_VERSION):
+            continue
+        out.append(name)
+    return out
+
+
+def missing_tables(db: _Reader, version: int) -> list[str]:
+    """The tables of :func:`required_tables` the file does not hold (a command that reads or
+    writes one fails with "no such table"), in schema order."""
+    present = {str(r[0]) for r in db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return [n for n in required_tables(version) if n not in present]

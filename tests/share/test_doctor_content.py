@@ -45,6 +45,11 @@ def _insert(store: Path, rows: list[tuple[bytes, bytes]]) -> None:
     db = sqlite3.connect(store / DB_NAME, isolation_level=None)
     try:
         db.executemany("INSERT INTO application_content (key, value) VALUES (?, ?)", rows)
+        # As the transaction that wrote them would: its ledger row records them (a content
+        # row no transaction records is a ledger-mismatch problem, tests/share/test_trust.py).
+        db.executemany(
+            "INSERT INTO bbg_ledger_v1_rows (tx, tbl, key) "
+            "VALUES ((SELECT max(tx) FROM bbg_ledger_v1), 0, ?)", [(k,) for k, _ in rows])
     finally:
         db.close()
 

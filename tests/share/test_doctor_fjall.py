@@ -113,3 +113,22 @@ def test_what_bbg_would_refuse_to_open_is_a_problem(store: Path) -> None:
     assert "incomplete application migration" in report["problems"][0]["detail"]
     human = run_cli("--store", str(store), "doctor")
     assert b"bbg opens it: no" in human.stderr
+
+
+@pytest.mark.parametrize(("sql", "code"), [
+    ("DROP TABLE bbg_import_v1_receipts", "missing-table"),
+    ("DROP TABLE bbg_import_v1_journal", "missing-table"),
+    ("UPDATE bbg_storage_v1 SET hash_suite = 'md5'", "unknown-hash-suite"),
+])  # fmt: skip
+def test_records_other_commands_refuse_are_problems(store: Path, sql: str, code: str) -> None:
+    """Issue 28 item 4: the records beside the keyspace are checked as a SQLite store's are."""
+    import sqlite3
+
+    from migrate.share import doctor
+
+    db = sqlite3.connect(Path(f"{store}.bbg-migrate") / "bbg.sqlite3", isolation_level=None)
+    db.execute(sql)
+    db.close()
+    report = doctor(store)
+    assert report["healthy"] is False
+    assert code in {p["code"] for p in report["problems"]}

@@ -50,8 +50,8 @@ COMMANDS: dict[str, list[str]] = {
     "apply --json": ["apply", "-", "--json"],
     "apply": ["apply", "-"],
     "mcp": ["mcp"],
-    "nohistory": ["nohistory", "{ns}"],
-    "excise": ["excise", "--namespace", "{ns}"],
+    "nohistory": ["nohistory", "{ns}", "--yes"],
+    "excise": ["excise", "--namespace", "{ns}", "--yes"],
 }
 
 

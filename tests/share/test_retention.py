@@ -171,12 +171,14 @@ def test_retention_cli(graph: Path) -> None:
     done = run_cli("--store", str(graph), "nohistory", NS.hex(), "--dry-run", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["dry_run"] is True
-    done = run_cli("--store", str(graph), "nohistory", NS.hex())
+    done = run_cli("--store", str(graph), "nohistory", NS.hex())  # no terminal to ask
+    assert done.returncode == 2 and b"pass --yes" in done.stderr
+    done = run_cli("--store", str(graph), "nohistory", NS.hex(), "--yes")
     assert done.returncode == 0 and b"cannot reach" in done.stderr
-    done = run_cli("--store", str(graph), "excise", "--content", "ab" * 32)
+    done = run_cli("--store", str(graph), "excise", "--content", "ab" * 32, "--yes")
     assert done.returncode == 3 and b"not in" in done.stderr
-    done = run_cli("--store", str(graph), "excise")
+    done = run_cli("--store", str(graph), "excise", "--yes")
     assert done.returncode == 3
-    done = run_cli("--store", str(graph), "nohistory", "zz")
+    done = run_cli("--store", str(graph), "nohistory", "zz", "--yes")
     assert done.returncode == 3
     _ = Head
