@@ -41,7 +41,7 @@ from migrate.share.publish import Aside
 from migrate.share.snapshot import REPORT_EVERY, STORAGE, columns, line_hash, retained_tables
 from migrate.share.snapshot_fjall import ABSENT, FJALL_FORMAT
 from migrate.share.verify import ContentLedger
-from migrate.store import bbgdb, ledger, open_store
+from migrate.store import bbgdb, ledger, open_store, restoring
 from migrate.store.codec import ARCHIVE_ORDER, CONTENT
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
@@ -193,11 +193,7 @@ class _Loader:
         elif table in self.columns and set(doc["row"]) == set(self.columns[table]):
             names = self.columns[table]
             values = [_cell(doc["row"][n]) for n in names]
-            self.tx.execute(
-                f"INSERT INTO {table} ({', '.join(names)}) VALUES "
-                f"({', '.join('?' for _ in names)})",
-                values,
-            )
+            restoring.insert_record(self.tx, table, names, values)
         else:
             raise _bad(number, f"table {table} is not retained by this store schema (or its "
                        "columns differ); the snapshot comes from another schema version")
@@ -280,9 +276,7 @@ def prepare_records(conn: Connection, header: dict[str, Any]) -> None:
     new store's, unless the snapshot carries no records (a Fjall store the cyber code
     wrote: the new store keeps its own)."""
     if header.get("records") != ABSENT:
-        for table in ledger.TABLES:  # the snapshot carries the whole ledger, creation included
-            conn.execute(f"DELETE FROM {table}")
-        conn.execute(f"UPDATE {STORAGE} SET store_id = ? WHERE id = 1", (header["store_id"],))
+        restoring.take_identity(conn, header["store_id"])
 
 
 def read_body(
@@ -363,10 +357,7 @@ def check_ledger_end(conn: Connection, loader: _Loader, number: int) -> None:
     if ledger.last_tx(conn) != loader.storage["last_transaction"]:
         raise _bad(number, f"the ledger ends at transaction {ledger.last_tx(conn)}, the storage "
                    f"record says {loader.storage['last_transaction']}")  # fmt: skip
-    conn.execute(
-        f"UPDATE {STORAGE} SET hash_suite = ?, last_transaction = ? WHERE id = 1",
-        (loader.storage["hash_suite"], loader.storage["last_transaction"]),
-    )
+    restoring.set_storage(conn, loader.storage["hash_suite"], loader.storage["last_transaction"])
 
 
 def _markers_into_sqlite(conn: Connection, loader: _Loader) -> None:
@@ -375,51 +366,12 @@ def _markers_into_sqlite(conn: Connection, loader: _Loader) -> None:
     carry one) and a fence record per fenced namespace (the records' own when present)."""
     now = ledger.last_tx(conn)
     if loader.status is None:
-        conn.execute("DELETE FROM bbg_import_v1")
+        restoring.set_status(conn, None, "", now)
     else:
         marker = decode_status(loader.status) or ""
-        generation = generations.generation_of(marker) or "original"
-        conn.execute(
-            "INSERT INTO bbg_import_v1 (id, status, generation, transaction_no) "
-            "VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = excluded.status",
-            (marker, generation, now),
-        )
-    _ledger_catch_up(conn, loader)
+        restoring.set_status(conn, marker, generations.generation_of(marker) or "original", now)
+    # A SQLite store's ledger names every head move and every content or claim row it added;
+    # the Fjall engine's records do not, for rows published in bulk.
+    loader.caught_up = restoring.ledger_catch_up(conn)
     for namespace in loader.fences:
-        conn.execute(
-            "INSERT INTO bbg_import_v1_fences (namespace, import_id, reason, transaction_no) "
-            "VALUES (?, '', ?, ?) ON CONFLICT (namespace) DO NOTHING",
-            (namespace, "fenced in bbg_import_v1 (neuron-fence)", now),
-        )
-
-
-def _ledger_catch_up(conn: Connection, loader: _Loader) -> None:
-    """A SQLite store's ledger names every head move and every content or claim row it
-    added (the Fjall engine's records do not, for rows published in bulk): one ledger
-    transaction (kind ``upgrade``, as ``upgrade`` records a store from before the ledger)
-    records the heads not where the ledger left them and the rows no transaction names."""
-    number = ledger.last_tx(conn) + 1
-    heads = conn.execute(
-        f"INSERT INTO {ledger.HEADS} (tx, namespace, before, after, request) "
-        f"SELECT ?, h.key, (SELECT l.after FROM {ledger.HEADS} AS l WHERE l.namespace = h.key "
-        "ORDER BY l.tx DESC LIMIT 1), h.value, NULL FROM application_heads AS h "
-        f"WHERE h.value IS NOT (SELECT l.after FROM {ledger.HEADS} AS l "
-        "WHERE l.namespace = h.key ORDER BY l.tx DESC LIMIT 1)",
-        (number,),
-    ).rowcount
-    rows = conn.execute(
-        f"INSERT INTO {ledger.ROWS} (tx, tbl, key) SELECT ?, 0, key FROM application_content "
-        "WHERE key NOT IN (SELECT value FROM application_history) "
-        f"AND key NOT IN (SELECT key FROM {ledger.ROWS} WHERE tbl = 0)",
-        (number,),
-    ).rowcount
-    rows += conn.execute(
-        f"INSERT INTO {ledger.ROWS} (tx, tbl, key) SELECT ?, 1, key "
-        f"FROM application_unique_claims WHERE key NOT IN (SELECT key FROM {ledger.ROWS} "
-        "WHERE tbl = 1)",
-        (number,),
-    ).rowcount
-    if heads or rows:
-        ledger.append(conn, number, "upgrade", None, [])
-        conn.execute(f"UPDATE {STORAGE} SET last_transaction = ? WHERE id = 1", (number,))
-        loader.caught_up = number
+        restoring.add_fence(conn, namespace, "fenced in bbg_import_v1 (neuron-fence)", now)
