@@ -155,3 +155,9 @@ class _Rows:
     def get(self, table: str, key: bytes) -> bytes | None:
         value: bytes | None = self._tables.get(table, key)
         return value
+
+    def boundary(self, namespace: bytes) -> Any:
+        return self._tables.boundary(namespace)  # nohistory's, in the records
+
+    def excised(self, content_id: bytes) -> bool:
+        return bool(self._tables.excised(content_id))  # excise's, in the records

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import ValidationFailed
+from migrate.share import retention_fjall
 from migrate.store import ledger, open_store
 from migrate.store import retention as ops
 from migrate.store.codec import ID_LEN, U64_MAX, Head, history_key
-from migrate.store.readonly import refuse_fjall
+from migrate.store.engine import FJALL, engine_of
 
 CANNOT_REACH = [
     "backups taken before this transaction (bbg-migrate backup, file copies, replicas)",
@@ -50,8 +51,9 @@ def _ids(values: list[str], what: str) -> list[bytes]:
 def nohistory(store_dir: Path, namespaces: list[str], *, dry_run: bool = False) -> dict[str, Any]:
     """Drop the superseded history rows of ``namespaces`` (hex), keeping their heads, every
     receipt and every claim; the plan (``dry_run``) or the receipt."""
-    refuse_fjall(store_dir)
     wanted = _ids(namespaces, "namespace")
+    if engine_of(store_dir) == FJALL:
+        return _sealed(*retention_fjall.nohistory(store_dir, wanted, dry_run=dry_run), dry_run)
     with open_store(store_dir) as store, store.transaction(kind="nohistory") as tx:
         done = []
         for ns in sorted(set(wanted)):
@@ -107,11 +109,12 @@ def excise(
 ) -> dict[str, Any]:
     """Remove content rows (ids) and whole namespaces, and redact every event that carried
     them; the plan (``dry_run``) or the receipt."""
-    refuse_fjall(store_dir)
     cids, nss = _ids(contents, "content"), _ids(namespaces, "namespace")
     if not cids and not nss:
         raise ValidationFailed("name at least one --content ID or --namespace NS",
                                errors=[{"code": "nothing-to-excise", "detail": ""}])  # fmt: skip
+    if engine_of(store_dir) == FJALL:
+        return _sealed(*retention_fjall.excise(store_dir, cids, nss, dry_run=dry_run), dry_run)
     with open_store(store_dir) as store, store.transaction(kind="excise") as tx:
         # An id this store already excised is no error: a rerun after a kill finishes the job
         # (the excision committed, or it did not and runs now).

@@ -1,10 +1,11 @@
 """The share commands on a Fjall store: refused by name, never a traceback, nothing written.
 
-apply, mcp, nohistory and excise work on SQLite stores only in this version (sharing a Fjall
-store is the sharing issue; ``tail`` and ``follow`` read a Fjall store: test_tail_fjall.py;
+apply and mcp work on SQLite stores only in this version (sharing a Fjall store is the
+sharing issue; ``tail`` and ``follow`` read a Fjall store: test_tail_fjall.py;
 ``snapshot``, ``restore`` and ``backup`` work on both engines: test_snapshot_fjall.py,
-test_backup_fjall.py).  Given a Fjall store each exits 1 (store error) with the named refusal
-of :func:`migrate.store.readonly.refuse_fjall`; apply, which creates the store it is given
+test_backup_fjall.py; ``nohistory`` and ``excise`` too: test_retention_fjall.py).  Given a
+Fjall store each exits 1 (store error) with the named refusal of
+:func:`migrate.store.readonly.refuse_fjall`; apply, which creates the store it is given
 when it does not exist, refuses to create a Fjall one (exit 2, naming ``--engine sqlite``)
 and leaves nothing behind.
 """
@@ -50,8 +51,6 @@ COMMANDS: dict[str, list[str]] = {
     "apply --json": ["apply", "-", "--json"],
     "apply": ["apply", "-"],
     "mcp": ["mcp"],
-    "nohistory": ["nohistory", "{ns}", "--yes"],
-    "excise": ["excise", "--namespace", "{ns}", "--yes"],
 }
 
 
