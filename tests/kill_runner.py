@@ -20,6 +20,10 @@ second run starts while the first is paused half-way).
 store's build and publication by ``restore`` / ``backup`` (:mod:`migrate.store.fjall.writer`,
 :mod:`migrate.share.publish`) is never made: the process is SIGKILLed just before it.
 
+``python -m tests.kill_runner rewrite-op:N ARGS...``: the same for the rewrite of a Fjall
+store by ``excise`` / ``nohistory`` (:mod:`migrate.store.keyspace_retention`; the exchange
+of the directories counts as one operation, and the moment after it as another).
+
 The hooks live here, in the tests, not in the product.
 """
 
@@ -94,6 +98,21 @@ def main() -> None:
         killing = _KillingOs(int(spec.removeprefix("share-op:")))
         publish.os = killing  # type: ignore[assignment]
         writer.os = killing  # type: ignore[assignment]
+    elif spec.startswith("rewrite-op:"):
+        from migrate.store import keyspace_retention as rewriting
+        from migrate.store.fjall import writer
+
+        killing = _KillingOs(int(spec.removeprefix("rewrite-op:")))
+        rewriting.os = killing  # type: ignore[assignment]
+        writer.os = killing  # type: ignore[assignment]
+        exchange = rewriting._exchange
+
+        def exchanging(a: Any, b: Any) -> None:  # the swap counts as an operation, and after
+            killing._count()
+            exchange(a, b)
+            killing._count()
+
+        rewriting._exchange = exchanging  # type: ignore[assignment]
     else:
         pause: tuple[float, str] | None = None
         sig = signal.SIGKILL
