@@ -17,8 +17,7 @@ from tests.conftest import ROOT
 from tests.fjall.conftest import extract
 from tests.share.stores import cell_small_store, graph_store
 
-# The share commands (tail, follow, apply, mcp, nohistory, excise) work on SQLite stores
-# only in this version; a Fjall store is refused by name
+# apply and mcp work on SQLite stores only in this version; a Fjall store is refused by name
 # (migrate.store.readonly.open_sqlite_readonly, test_fjall_refused.py).  doctor, snapshot,
 # restore and backup work on both (their Fjall tests carry engine("fjall") and use the
 # fjall_* fixtures at the end).  Until the rest lands every test here runs on SQLite: each
