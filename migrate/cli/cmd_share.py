@@ -214,12 +214,14 @@ YES = typer.Option(False, "--yes", "-y", help="Confirm without asking (scripts);
 
 
 def _confirmed(verb: str, store: Path, yes: bool, dry_run: bool, plan: Any) -> None:
-    """Irreversible: a terminal is shown the plan (``plan()``: the dry run) and asked; a
-    script passes --yes (else exit 2, nothing done)."""
+    """Irreversible: the plan (``plan()``: the dry run) is made first, so a store it cannot
+    read is refused as such; then a terminal is shown it and asked, and a script passes
+    --yes (else exit 2, nothing done)."""
     if yes or dry_run:
         return
+    shown = plan()  # first: a store that cannot be read is named before any question
     confirm(f"{verb} removes rows from {store} for good", verb, f"{verb.capitalize()} this "
-            "for good?", store, lambda: _retention(plan(), False))  # fmt: skip
+            "for good?", store, lambda: _retention(shown, False))  # fmt: skip
 
 
 def _retention(doc: dict[str, Any], as_json: bool) -> None:
