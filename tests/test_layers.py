@@ -179,7 +179,6 @@ SQL_NOT_YET_IN_THE_STORE = {
     "migrate/share/doctor.py",
     "migrate/share/events.py",
     "migrate/share/retention.py",
-    "migrate/share/snapshot.py",
 }
 
 

@@ -188,17 +188,6 @@ def require_sound(conn: Connection, what: str) -> None:
         )
 
 
-def table_names(conn: Connection) -> list[str]:
-    """The names of the ordinary tables in the database, sorted."""
-    return [
-        str(r[0])
-        for r in conn.rows(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-            "ORDER BY name"
-        )
-    ]
-
-
 def schema_version(conn: Connection) -> int:
     """The store's schema version (``PRAGMA user_version``)."""
     row = conn.one("PRAGMA user_version")
@@ -218,5 +207,4 @@ __all__ = [
     "schema_problem",
     "schema_version",
     "stable_uuid",
-    "table_names",
 ]
