@@ -178,7 +178,6 @@ SQL_NOT_YET_IN_THE_STORE = {
     "migrate/share/common.py",
     "migrate/share/doctor.py",
     "migrate/share/events.py",
-    "migrate/share/retention.py",
 }
 
 

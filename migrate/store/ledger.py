@@ -176,6 +176,24 @@ def heads_of(db: _Db, tx: int) -> Iterator[tuple[bytes, Head | None, Head, bytes
         )
 
 
+def txs_recording(db: _Db, key: bytes) -> Iterator[int]:
+    """The transactions that recorded a content or claim row under ``key``."""
+    for (tx,) in db.rows(f"SELECT tx FROM {ROWS} WHERE key = ?", (key,)):
+        yield int(tx)
+
+
+def txs_moving(db: _Db, namespace: bytes) -> Iterator[int]:
+    """The transactions that moved ``namespace``'s head."""
+    for (tx,) in db.rows(f"SELECT tx FROM {HEADS} WHERE namespace = ?", (namespace,)):
+        yield int(tx)
+
+
+def moves_of(db: _Db, namespace: bytes) -> Iterator[tuple[Any, ...]]:
+    """``(tx, before, after)`` of every move of ``namespace``'s head, as stored (heads
+    encoded, ``before`` None for the first), for the caller to decode only what it needs."""
+    yield from db.rows(f"SELECT tx, before, after FROM {HEADS} WHERE namespace = ?", (namespace,))
+
+
 def boundary_of(db: _Db, namespace: bytes) -> tuple[int, Head] | None:
     """``(first retained index, the head just below it)`` of a ``nohistory`` namespace."""
     row = db.one(
