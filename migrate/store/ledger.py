@@ -176,6 +176,17 @@ def heads_of(db: _Db, tx: int) -> Iterator[tuple[bytes, Head | None, Head, bytes
         )
 
 
+def rows_of(db: _Db, tx: int, table: str) -> Iterator[tuple[bytes, bytes | None]]:
+    """``(key, value)`` of every row of ``table`` (content or claims) that ``tx`` recorded, in
+    key order; value None: the row is not in the table (excised)."""
+    for key, value in db.rows(
+        f"SELECT r.key, t.value FROM {ROWS} AS r LEFT JOIN {table} AS t "
+        "ON t.key = r.key WHERE r.tx = ? AND r.tbl = ? ORDER BY r.key",
+        (tx, ORDINAL[table]),
+    ):
+        yield bytes(key), None if value is None else bytes(value)
+
+
 def txs_recording(db: _Db, key: bytes) -> Iterator[int]:
     """The transactions that recorded a content or claim row under ``key``."""
     for (tx,) in db.rows(f"SELECT tx FROM {ROWS} WHERE key = ?", (key,)):
