@@ -44,9 +44,9 @@ from hashing import hemera
 from migrate.progress import Observer, phase, step
 from migrate.rules.report import cell_report
 from migrate.share.common import DAMAGE as READ_DAMAGE
-from migrate.share.common import schema_version
 from migrate.share.content_classes import classify
 from migrate.store import imports, ledger
+from migrate.store.catalog import schema_version
 from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION

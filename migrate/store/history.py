@@ -7,6 +7,7 @@ the content rows of its commits.  ``tail`` derives commit events from these
 * :func:`receipt` / :func:`receipts_by_index` -- one request receipt, or all of a namespace's
   in head-index order;
 * :func:`commit_content` -- a commit's content row;
+* :func:`head_values` -- every namespace's head, as stored;
 * :func:`keys_naming` -- the history keys whose entry has a given commit;
 * :func:`has_entries` -- whether a namespace has any history entry.
 """
@@ -69,6 +70,12 @@ def commit_content(db: _Reader, commit: bytes) -> bytes | None:
     """The content row of ``commit``, or None."""
     row = db.one("SELECT value FROM application_content WHERE key = ?", (commit,))
     return None if row is None else bytes(row[0])
+
+
+def head_values(db: _Reader) -> Iterator[Any]:
+    """Every head value as stored (a 40-byte head unless the store is damaged)."""
+    for (value,) in db.rows("SELECT value FROM application_heads"):
+        yield value
 
 
 def keys_naming(db: _Reader, commit: bytes) -> Iterator[bytes]:

@@ -213,6 +213,13 @@ def boundary_of(db: _Db, namespace: bytes) -> tuple[int, Head] | None:
     return None if row is None else (int(row[0]), Head.decode(bytes(row[1])))
 
 
+def entries_below_boundaries(db: _Db) -> int:
+    """The history entries ``nohistory`` dropped: the sum of every retained boundary's first
+    index."""
+    row = db.one(f"SELECT coalesce(sum(first_index), 0) FROM {BOUNDARIES}")
+    return int(row[0]) if row else 0
+
+
 def is_excised(db: _Db, what: str, ident: bytes) -> int | None:
     """The ledger transaction that excised ``ident`` (``what``: content/namespace), or None."""
     row = db.one(f"SELECT tx FROM {EXCISED} WHERE what = ? AND id = ?", (what, ident))

@@ -26,6 +26,11 @@ def _count(db: _Reader, sql: str) -> int:
     return int(row[0]) if row else 0
 
 
+def stray_staged_rows(db: _Reader) -> int:
+    """Staged rows of no import in state ``staging``."""
+    return _count(db, "SELECT count(*) FROM bbg_import_v1_staged" + _STRAY)
+
+
 def a_staging_import(db: _Reader) -> str | None:
     """The id of an import in state ``staging`` (whichever SQLite finds first), or None."""
     row = db.one("SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging'")

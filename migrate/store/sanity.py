@@ -9,7 +9,8 @@ or ``ValueError``; these checks find the damage first and name it.
   values are not of the declared type, and every JSON column that does not parse: one
   ``SELECT`` per table, all in SQLite (``doctor`` runs it over the whole file);
 * :func:`check_bookkeeping` -- the same over the small bookkeeping tables (storage row,
-  status marker, import records), run when a store is opened: StoreError if any is damaged.
+  status marker, import records), run when a store is opened: StoreError if any is damaged;
+* :func:`quick_check` -- what SQLite's ``PRAGMA quick_check`` says (``["ok"]``: sound).
 """
 
 from __future__ import annotations
@@ -101,6 +102,11 @@ def column_problems(db: _Reader, tables: tuple[str, ...] | None = None) -> list[
                     "detail": f"{table}.{column}: {count} value(s) {what}",
                 })  # fmt: skip
     return out
+
+
+def quick_check(db: _Reader) -> list[str]:
+    """The lines of SQLite's ``PRAGMA quick_check`` (``["ok"]`` when it finds nothing)."""
+    return [str(r[0]) for r in db.rows("PRAGMA quick_check")]
 
 
 def check_bookkeeping(db: _Reader) -> None:
