@@ -156,6 +156,13 @@ def entry(db: _Db, tx: int) -> Entry | None:
     return None if row is None else _entry(row)
 
 
+def first_tx(db: _Db) -> int:
+    """The oldest ledger transaction number (TypeError for an empty ledger, which no store
+    has: ``doctor`` reports it unreadable)."""
+    row = db.one(f"SELECT min(tx) FROM {LEDGER}")
+    return int(row[0]) if row else 0
+
+
 def last_tx(db: _Db) -> int:
     """The newest ledger transaction number (0 for an empty ledger)."""
     row = db.one(f"SELECT max(tx) FROM {LEDGER}")

@@ -26,6 +26,28 @@ def _count(db: _Reader, sql: str) -> int:
     return int(row[0]) if row else 0
 
 
+def staging_imports(db: _Reader) -> list[str]:
+    """The ids of the imports in state ``staging``, sorted."""
+    return [str(r[0]) for r in db.rows(
+        "SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging' ORDER BY import_id"
+    )]  # fmt: skip
+
+
+def staged_row_count(db: _Reader) -> int:
+    """Staged rows (of any import)."""
+    return _count(db, "SELECT count(*) FROM bbg_import_v1_staged")
+
+
+def staged_namespace_count(db: _Reader) -> int:
+    """Staged namespaces (of any import)."""
+    return _count(db, "SELECT count(*) FROM bbg_import_v1_staged_namespaces")
+
+
+def stray_staged_namespaces(db: _Reader) -> int:
+    """Staged namespaces of no import in state ``staging``."""
+    return _count(db, "SELECT count(*) FROM bbg_import_v1_staged_namespaces" + _STRAY)
+
+
 def stray_staged_rows(db: _Reader) -> int:
     """Staged rows of no import in state ``staging``."""
     return _count(db, "SELECT count(*) FROM bbg_import_v1_staged" + _STRAY)
