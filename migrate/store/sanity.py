@@ -9,7 +9,10 @@ or ``ValueError``; these checks find the damage first and name it.
   values are not of the declared type, and every JSON column that does not parse: one
   ``SELECT`` per table, all in SQLite (``doctor`` runs it over the whole file);
 * :func:`check_bookkeeping` -- the same over the small bookkeeping tables (storage row,
-  status marker, import records), run when a store is opened: StoreError if any is damaged.
+  status marker, import records), run when a store is opened: StoreError if any is damaged;
+* :func:`quick_check` / :func:`integrity_check` -- what SQLite's ``PRAGMA quick_check`` /
+  ``integrity_check`` says (``["ok"]``: sound); :func:`foreign_key_violations` -- the rows
+  of ``PRAGMA foreign_key_check``.
 """
 
 from __future__ import annotations
@@ -101,6 +104,21 @@ def column_problems(db: _Reader, tables: tuple[str, ...] | None = None) -> list[
                     "detail": f"{table}.{column}: {count} value(s) {what}",
                 })  # fmt: skip
     return out
+
+
+def quick_check(db: _Reader) -> list[str]:
+    """The lines of SQLite's ``PRAGMA quick_check`` (``["ok"]`` when it finds nothing)."""
+    return [str(r[0]) for r in db.rows("PRAGMA quick_check")]
+
+
+def integrity_check(db: _Reader) -> list[str]:
+    """The lines of SQLite's ``PRAGMA integrity_check`` (``["ok"]`` when it finds nothing)."""
+    return [str(r[0]) for r in db.rows("PRAGMA integrity_check")]
+
+
+def foreign_key_violations(db: _Reader) -> list[list[Any]]:
+    """The rows of SQLite's ``PRAGMA foreign_key_check`` (table, rowid, parent, fk index)."""
+    return [list(r) for r in db.rows("PRAGMA foreign_key_check")]
 
 
 def check_bookkeeping(db: _Reader) -> None:
