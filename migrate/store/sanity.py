@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from bbg_core.errors import StoreError
+from migrate.store.catalog import table_names
 
 # Declared type -> what typeof() must say.
 _TYPEOF = {"BLOB": "blob", "TEXT": "text", "INTEGER": "integer"}
@@ -69,17 +70,9 @@ def _columns(db: _Reader, table: str) -> list[tuple[str, str, bool]]:
 
 def column_problems(db: _Reader, tables: tuple[str, ...] | None = None) -> list[dict[str, str]]:
     """Findings ``{code, detail}`` for values of the wrong type and JSON that does not parse."""
+    present = table_names(db)
     if tables is None:
-        tables = tuple(
-            str(r[0])
-            for r in db.rows(
-                "SELECT name FROM sqlite_master WHERE type = 'table' "
-                "AND name NOT LIKE 'sqlite_%' ORDER BY name"
-            )
-        )
-    present = {
-        str(r[0]) for r in db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")
-    }
+        tables = tuple(present)
     out: list[dict[str, str]] = []
     for table in tables:
         if table not in present:
@@ -159,5 +152,5 @@ def required_tables(version: int) -> list[str]:
 def missing_tables(db: _Reader, version: int) -> list[str]:
     """The tables of :func:`required_tables` the file does not hold (a command that reads or
     writes one fails with "no such table"), in schema order."""
-    present = {str(r[0]) for r in db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    present = set(table_names(db))
     return [n for n in required_tables(version) if n not in present]
