@@ -88,7 +88,7 @@ def refuse_fjall(store_dir: Path) -> None:
     if engine_of(Path(store_dir)) == FJALL:
         raise StoreRefused(
             f"{store_dir}: a BBG store on the Fjall engine (the real BBG database); this command "
-            "works on SQLite stores only in this version (mcp, nohistory, excise)",
+            "works on SQLite stores only in this version (nohistory, excise)",
             path=str(store_dir), engine=FJALL,
         )  # fmt: skip
 

@@ -1,10 +1,11 @@
 """The share commands on a Fjall store: refused by name, never a traceback, nothing written.
 
-mcp, nohistory and excise work on SQLite stores only in this version (sharing a Fjall
-store is the sharing issue; ``tail`` and ``follow`` read a Fjall store: test_tail_fjall.py;
-``snapshot``, ``restore``, ``backup`` and ``apply`` work on both engines:
-test_snapshot_fjall.py, test_backup_fjall.py, test_apply_fjall.py).  Given a Fjall store each
-exits 1 (store error) with the named refusal of :func:`migrate.store.readonly.refuse_fjall`.
+nohistory and excise work on SQLite stores only in this version (sharing a Fjall store is
+the sharing issue; ``tail`` and ``follow`` read a Fjall store: test_tail_fjall.py;
+``snapshot``, ``restore``, ``backup``, ``apply`` and ``mcp`` work on both engines:
+test_snapshot_fjall.py, test_backup_fjall.py, test_apply_fjall.py, test_mcp_fjall.py).
+Given a Fjall store each exits 1 (store error) with the named refusal of
+:func:`migrate.store.readonly.refuse_fjall`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ def fjall_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 COMMANDS: dict[str, list[str]] = {
-    "mcp": ["mcp"],
     "nohistory": ["nohistory", "{ns}", "--yes"],
     "excise": ["excise", "--namespace", "{ns}", "--yes"],
 }
