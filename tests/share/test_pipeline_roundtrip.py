@@ -84,7 +84,8 @@ def test_migrated_demo_round_trips(tmp_path: Path, mapped: bool) -> None:
 @pytest.mark.slow
 @pytest.mark.engine("fjall")
 @pytest.mark.parametrize("source_engine", ["sqlite", "fjall"])
-def test_migrated_demo_tail_apply_round_trips_into_fjall(tmp_path: Path, source_engine: str) -> None:
+def test_migrated_demo_tail_apply_round_trips_into_fjall(tmp_path: Path,
+                                                        source_engine: str) -> None:
     """tail -> apply into a new store on the Fjall engine, from a demo migrated on either
     engine: the same five tables, a healthy store, the generation (and, from SQLite, where
     the stream carries it, the import record) travel; its own tail means the same."""
