@@ -11,7 +11,8 @@ beside the store (``DIR.bbg-migrate``).  What differs:
   event, so the batch ends at most one event -- one line, ``max_line`` -- beyond it) the
   stream is refused (ValidationFailed, code ``limit-exceeded``, naming the line) and nothing
   is written.  Apply a longer history in pieces (``tail --since``), or ``restore`` a
-  snapshot.  The stream's content keys (for the content check) stay in a TEMP table of the
+  snapshot.  Peak memory is about four times the batch (the overlay's rows, then the encoded
+  journal batch): measured 527 MiB peak RSS for a 124 MB batch.  The stream's content keys (for the content check) stay in a TEMP table of the
   records' connection, not in Python (:mod:`migrate.store.stream_keys`).
 * **Fences.**  bbg keeps a fence in ``bbg_import_v1`` as ``subject ‖ manifest``; an event/1
   fence carries neither, so a fence event is applied only when the namespace is fenced here
