@@ -12,8 +12,9 @@ beside the store (``DIR.bbg-migrate``).  What differs:
   stream is refused (ValidationFailed, code ``limit-exceeded``, naming the line) and nothing
   is written.  Apply a longer history in pieces (``tail --since``), or ``restore`` a
   snapshot.  Peak memory is about four times the batch (the overlay's rows, then the encoded
-  journal batch): measured 527 MiB peak RSS for a 124 MB batch.  The stream's content keys (for the content check) stay in a TEMP table of the
-  records' connection, not in Python (:mod:`migrate.store.stream_keys`).
+  journal batch): measured 527 MiB peak RSS for a 124 MB batch.  The stream's content keys
+  (for the content check) stay in a TEMP table of the records' connection, not in Python
+  (:mod:`migrate.store.stream_keys`).
 * **Fences.**  bbg keeps a fence in ``bbg_import_v1`` as ``subject ‖ manifest``; an event/1
   fence carries neither, so a fence event is applied only when the namespace is fenced here
   already (a no-op).  Otherwise the stream is refused by name (store error, exit 1) and
@@ -21,7 +22,9 @@ beside the store (``DIR.bbg-migrate``).  What differs:
 * **A new store** (``DIR`` absent or an empty directory, the Fjall engine chosen) is built
   aside in a marked temporary sibling and published by rename only once the stream has
   committed (:class:`~migrate.share.publish.Aside`): a refused stream leaves no store, no
-  records and no empty keyspace behind.
+  records and no empty keyspace behind.  Into a store the cyber code wrote (no records of
+  ours yet) a refused stream leaves no records either
+  (:func:`migrate.store.opening.provisional_store`).
 """
 
 from __future__ import annotations

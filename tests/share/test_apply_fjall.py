@@ -196,3 +196,25 @@ def test_sqlite_engine_still_creates_a_sqlite_store(graph: Path, tmp_path: Path,
     api.apply(dest, io.BytesIO(tail_bytes(graph)))
     assert stores.engine_of(dest) == SQLITE
     assert stores.live_digest(dest) == stores.live_digest(graph)
+
+
+def test_a_bad_stream_into_a_store_the_cyber_code_wrote_leaves_no_records(
+    tmp_path: Path,
+) -> None:
+    """bbg-small (written by the real fjall crate, no records of ours): a refused stream
+    leaves its keyspace byte for byte and creates no records directory beside it; its own
+    stream replays onto it as a no-op on the keyspace."""
+    from tests.fjall.conftest import extract
+
+    store = extract("bbg-small", tmp_path / "src")
+    data = tail_bytes(store)
+    lines = data.splitlines(keepends=True)
+    before = keyspace_bytes(store)
+    with pytest.raises(ValidationFailed):
+        api.apply(store, io.BytesIO(b"".join(lines[:3]) + b"{not json\n"))
+    assert keyspace_bytes(store) == before
+    assert not records_dir(store).exists()
+    rows = {t: r for t, r in stores.dump(store).items() if t.startswith("fjall:")}
+    report = api.apply(store, io.BytesIO(data))
+    assert report["replayed"] == report["events"] == len(lines)
+    assert {t: r for t, r in stores.dump(store).items() if t.startswith("fjall:")} == rows
