@@ -1,23 +1,21 @@
 """The share commands on a Fjall store: refused by name, never a traceback, nothing written.
 
-apply, mcp, nohistory and excise work on SQLite stores only in this version (sharing a Fjall
-store is the sharing issue; ``tail`` and ``follow`` read a Fjall store: test_tail_fjall.py;
-``snapshot``, ``restore`` and ``backup`` work on both engines: test_snapshot_fjall.py,
-test_backup_fjall.py).  Given a Fjall store each exits 1 (store error) with the named refusal
-of :func:`migrate.store.readonly.refuse_fjall`; apply, which creates the store it is given
-when it does not exist, refuses to create a Fjall one (exit 2, naming ``--engine sqlite``)
-and leaves nothing behind.
+nohistory and excise work on SQLite stores only in this version (sharing a Fjall store is
+the sharing issue; ``tail`` and ``follow`` read a Fjall store: test_tail_fjall.py;
+``snapshot``, ``restore``, ``backup``, ``apply`` and ``mcp`` work on both engines:
+test_snapshot_fjall.py, test_backup_fjall.py, test_apply_fjall.py, test_mcp_fjall.py).
+Given a Fjall store each exits 1 (store error) with the named refusal of
+:func:`migrate.store.readonly.refuse_fjall`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from migrate.store.engine import FJALL, records_dir
+from migrate.store.engine import FJALL
 from tests.conftest import FIXTURES
 from tests.share.conftest import run_cli
 from tests.support import stores
@@ -47,9 +45,6 @@ def fjall_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 COMMANDS: dict[str, list[str]] = {
-    "apply --json": ["apply", "-", "--json"],
-    "apply": ["apply", "-"],
-    "mcp": ["mcp"],
     "nohistory": ["nohistory", "{ns}", "--yes"],
     "excise": ["excise", "--namespace", "{ns}", "--yes"],
 }
@@ -75,23 +70,3 @@ def test_share_command_refuses_a_fjall_store_by_name(
         assert doc["context"]["engine"] == FJALL
     assert stores.dump(store) == before and stores.store_files(store) == files
     assert not dest.exists()
-
-
-@pytest.mark.parametrize("empty_dir", [False, True], ids=["absent", "empty-dir"])
-@pytest.mark.parametrize("command", ["apply"])
-def test_share_command_does_not_create_a_fjall_store(
-    tmp_path: Path, command: str, empty_dir: bool
-) -> None:
-    """apply creates its store when it is absent (or an empty directory); on the Fjall
-    engine (here asked for by name, as by default) it refuses before writing."""
-    store = tmp_path / "new"
-    if empty_dir:
-        store.mkdir()
-    res = run_cli("--engine", FJALL, "--store", str(store), command, "-", stdin=b"")
-    err = res.stderr.decode()
-    assert res.returncode == 2, (res.returncode, err)
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert "SQLite stores only" in err and "--engine sqlite" in err, err
-    assert sorted(os.listdir(tmp_path)) == (["new"] if empty_dir else [])
-    assert not empty_dir or os.listdir(store) == []
-    assert not records_dir(store).exists()
