@@ -113,6 +113,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "tail": ("migrate.share", "tail"),
     "follow": ("migrate.share", "follow"),
     "follow_into": ("migrate.share.follow", "follow_into"),
+    "verifiable_lines": ("migrate.share.verified", "framed"),
     "apply": ("migrate.share", "apply"),
     "apply_stream": ("migrate.share", "apply_stream"),
     "write_snapshot": ("migrate.share", "write_snapshot"),
@@ -156,6 +157,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     import migrate.share.follow as _migrate_share_follow
     import migrate.share.mcp_server as _migrate_share_mcp_server
     import migrate.share.retention as _migrate_share_retention
+    import migrate.share.verified as _migrate_share_verified
     import migrate.store.engine as _migrate_store_engine
     import migrate.store.fjall.reader as _migrate_store_fjall_reader
     import migrate.store.fjall.report as _migrate_store_fjall_report
@@ -210,6 +212,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     tail = _migrate_share.tail
     follow = _migrate_share.follow
     follow_into = _migrate_share_follow.follow_into
+    verifiable_lines = _migrate_share_verified.framed
     apply = _migrate_share.apply
     apply_stream = _migrate_share.apply_stream
     write_snapshot = _migrate_share.write_snapshot
