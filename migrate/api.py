@@ -104,6 +104,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "transfer": ("migrate.transfer", "run"),
     "transfer_plan": ("migrate.transfer", "plan"),
     "transfer_seal": ("migrate.transfer", "seal"),
+    "transfer_sealed": ("migrate.transfer", "is_sealed"),
     "transfer_stage": ("migrate.transfer", "stage"),
     "transfer_validate": ("migrate.transfer", "validate"),
     "transfer_activate": ("migrate.transfer", "activate"),
@@ -204,6 +205,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     transfer = _migrate_transfer.run
     transfer_plan = _migrate_transfer.plan
     transfer_seal = _migrate_transfer.seal
+    transfer_sealed = _migrate_transfer.is_sealed
     transfer_stage = _migrate_transfer.stage
     transfer_validate = _migrate_transfer.validate
     transfer_activate = _migrate_transfer.activate
