@@ -208,7 +208,7 @@ def test_steps_one_at_a_time_give_the_same_receipt(
         assert res.returncode == (5 if doc.get("status") == "staging" else 0), res.stderr
         return doc
 
-    sealed = step("seal")
+    sealed = step("seal", "--yes")
     assert sealed["status"] == "sealed" and sealed["manifest"] == direct["manifest"]
     assert status(b_src) == "export-v1"
     # Reserved namespaces refuse GraphPort writes (bbg: the 's' key → Fenced); others do not.
