@@ -42,6 +42,7 @@ from migrate.progress import Observer, counter, stream_size
 from migrate.share import apply_fjall
 from migrate.share.common import MAX_LINE, canonical, schema_problem
 from migrate.share.events import boundary_event, commit_event_id, meta_event, rows_event_id
+from migrate.share.verified import Verifier
 from migrate.share.verify import ContentLedger
 from migrate.store import Store, imports, ledger, retention
 from migrate.store.codec import CODECS, CONTENT, MAX_PAYLOAD, Head, history_key
@@ -343,12 +344,16 @@ def apply_stream(
     on_receipt: Callable[[Receipt], None] | None = None,
     progress: Observer | None = None,
     max_batch: int = apply_fjall.MAX_BATCH_BYTES,
+    require_verified: bool = False,
 ) -> dict[str, Any]:
     """Apply every event of ``stream`` in one transaction; returns counters and the basis.
     ``progress``: an observer (stage ``apply``, bytes read out of the stream's size when it is
     a regular file -- how many events a stream holds is not known before it is read).
-    ``max_batch``: on a Fjall store, the bound of the batch (:mod:`.apply_fjall`)."""
+    ``max_batch``: on a Fjall store, the bound of the batch (:mod:`.apply_fjall`).
+    A verifiable stream (``tail --verifiable``) is checked as it is read
+    (:class:`migrate.share.verified.Verifier`); ``require_verified``: refuse a plain one."""
     report = counter(progress, "apply", stream_size(stream), "bytes")
+    verifier = Verifier()
     read = 0
     totals = _deltas()
     events = replayed = 0
@@ -367,7 +372,10 @@ def apply_stream(
                     read += len(raw)
                     if not number % REPORT_EVERY:
                         report(read)
+                if verifier.check_line(raw, number):
+                    continue
                 doc = parse_event(raw, number)
+                verifier.event(raw, int(doc["tx"]), number)
                 if doc["tx"] != group:
                     # One local ledger transaction per source transaction.
                     group = int(doc["tx"])
@@ -396,6 +404,7 @@ def apply_stream(
                 on_receipt(receipt)
         if report is not None:
             report(read)
+        verified = verifier.finish(number - 1, require=require_verified)
         content_ledger.check()
         tx.close_entry()
         basis_tx = tx.last_written
@@ -407,6 +416,7 @@ def apply_stream(
         "deltas": totals,
         "basis": basis,
         "basis_tx": basis_tx,
+        "verified": verified,
     }
 
 
@@ -417,6 +427,7 @@ def apply(
     max_line: int = MAX_LINE,
     on_receipt: Callable[[Receipt], None] | None = None,
     progress: Observer | None = None,
+    require_verified: bool = False,
 ) -> dict[str, Any]:
     """``bbg-migrate apply``: apply ``stream`` to the store in ``store_dir`` (either engine),
     creating the store if it does not exist.  A refused stream into a store this call created
@@ -426,7 +437,8 @@ def apply(
 
     def run(store: Store) -> dict[str, Any]:
         return apply_stream(
-            store, stream, max_line=max_line, on_receipt=on_receipt, progress=progress
+            store, stream, max_line=max_line, on_receipt=on_receipt, progress=progress,
+            require_verified=require_verified,
         )
 
     if apply_fjall.creates_fjall(store_dir):
