@@ -104,6 +104,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "transfer": ("migrate.transfer", "run"),
     "transfer_plan": ("migrate.transfer", "plan"),
     "transfer_seal": ("migrate.transfer", "seal"),
+    "transfer_sealed": ("migrate.transfer", "is_sealed"),
     "transfer_stage": ("migrate.transfer", "stage"),
     "transfer_validate": ("migrate.transfer", "validate"),
     "transfer_activate": ("migrate.transfer", "activate"),
@@ -113,6 +114,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "tail": ("migrate.share", "tail"),
     "follow": ("migrate.share", "follow"),
     "follow_into": ("migrate.share.follow", "follow_into"),
+    "verifiable_lines": ("migrate.share.verified", "framed"),
     "apply": ("migrate.share", "apply"),
     "apply_stream": ("migrate.share", "apply_stream"),
     "write_snapshot": ("migrate.share", "write_snapshot"),
@@ -156,6 +158,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     import migrate.share.follow as _migrate_share_follow
     import migrate.share.mcp_server as _migrate_share_mcp_server
     import migrate.share.retention as _migrate_share_retention
+    import migrate.share.verified as _migrate_share_verified
     import migrate.store.engine as _migrate_store_engine
     import migrate.store.fjall.reader as _migrate_store_fjall_reader
     import migrate.store.fjall.report as _migrate_store_fjall_report
@@ -202,6 +205,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     transfer = _migrate_transfer.run
     transfer_plan = _migrate_transfer.plan
     transfer_seal = _migrate_transfer.seal
+    transfer_sealed = _migrate_transfer.is_sealed
     transfer_stage = _migrate_transfer.stage
     transfer_validate = _migrate_transfer.validate
     transfer_activate = _migrate_transfer.activate
@@ -210,6 +214,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     tail = _migrate_share.tail
     follow = _migrate_share.follow
     follow_into = _migrate_share_follow.follow_into
+    verifiable_lines = _migrate_share_verified.framed
     apply = _migrate_share.apply
     apply_stream = _migrate_share.apply_stream
     write_snapshot = _migrate_share.write_snapshot

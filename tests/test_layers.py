@@ -172,15 +172,6 @@ def test_no_import_cycle_between_modules() -> None:
 # call like ``db.execute(...)``/``db.one(...)`` can carry.  A second storage engine is then
 # one more implementation of the store's methods, not a change to every package above it.
 SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|PRAGMA)\b")
-# Not yet moved into the store (each still holds SQL; the list may only shrink -- a file that
-# no longer needs its entry fails the test until the entry goes):
-SQL_NOT_YET_IN_THE_STORE = {
-    "migrate/share/common.py",
-    "migrate/share/doctor.py",
-    "migrate/share/events.py",
-    "migrate/share/retention.py",
-    "migrate/share/snapshot.py",
-}
 
 
 def _sql_in(path: Path) -> list[str]:
@@ -211,11 +202,7 @@ def test_no_sql_outside_the_store() -> None:
         for p in _sources("bbg_core", "hashing", "importers", "fences", "migrate")
         if ROOT / "migrate" / "store" not in p.parents and (found := _sql_in(p))
     }
-    offenders = {name: hits for name, hits in outside.items()
-                 if name not in SQL_NOT_YET_IN_THE_STORE}  # fmt: skip
-    assert not offenders, offenders
-    moved = SQL_NOT_YET_IN_THE_STORE - set(outside)
-    assert not moved, f"no SQL left in {sorted(moved)}: take them off the list"
+    assert not outside, outside
 
 
 def test_the_library_never_imports_the_cli() -> None:

@@ -123,8 +123,8 @@ def test_a_transfer_writes_its_receipt_once(tmp_path: Path, store_source: Path, 
     """A BBG store as the source: ``--receipt`` writes the transfer receipt, by the same
     write-once rules as a migration's."""
     target, receipt = tmp_path / "t", tmp_path / "receipt.json"
-    res = cli(verb, str(store_source), "--store", str(target), "--receipt", str(receipt),
-              "--json")  # fmt: skip
+    res = cli(verb, "--yes", str(store_source), "--store", str(target), "--receipt",
+              str(receipt), "--json")  # fmt: skip
     assert res.returncode == 0, res.stderr
     written = json.loads(receipt.read_text())
     schemas.validate(written, "transfer-receipt")
@@ -148,8 +148,8 @@ def test_a_transfer_writes_its_receipt_once(tmp_path: Path, store_source: Path, 
 def test_transfer_steps_write_their_documents(tmp_path: Path, store_source: Path) -> None:
     target = str(tmp_path / "t")
     staged = tmp_path / "staged.json"
-    res = cli("run", str(store_source), "--store", target, "--pages", "1", "--page-rows", "10",
-              "--receipt", str(staged))  # fmt: skip
+    res = cli("run", "--yes", str(store_source), "--store", target, "--pages", "1",
+              "--page-rows", "10", "--receipt", str(staged))  # fmt: skip
     assert res.returncode == 5, res.stderr  # copying is not complete
     assert f"no receipt yet (staging): {staged} not written" in res.stderr
     assert not staged.exists()

@@ -33,6 +33,24 @@ def confirm_retirement(source: Path, retire_source: bool, yes: bool) -> None:
             "Migrate, then retire the source?", source, show)
 
 
+def confirm_transfer_seal(job: object, yes: bool) -> None:
+    """Before a transfer seals its BBG source (``transfer``, and ``run``/``seal``/``stage``/
+    ``validate``/``activate`` of a BBG store): the seal is for good, so it is confirmed like
+    ``--retire-source``.  Asks nothing for a legacy source or a source already sealed."""
+    if yes or not isinstance(job, api.TransferJob) or api.transfer_sealed(Path(job.source)):
+        return
+    source, target = Path(job.source), job.store or Path("bbg")
+
+    def show() -> None:
+        err.print(f"The transfer seals {source} for {target}, for good: from then on the "
+                  "source refuses every write (its status becomes export-v1); it is still "
+                  "read (tail, snapshot, inspect, doctor), and only this transfer continues.",
+                  markup=False, soft_wrap=True)  # fmt: skip
+
+    confirm(f"the transfer seals {source} for good (it refuses writes afterwards)",
+            "the transfer seal", "Seal the source and transfer?", source, show)
+
+
 def confirm(what: str, name: str, question: str, path: Path, show: Callable[[], Any]) -> None:
     """Ask ``question`` after ``show()`` printed the plan; UsageError (exit 2, nothing done) if
     nobody can be asked (stdin/stderr not a terminal: the caller's ``--yes`` is the answer)

@@ -14,7 +14,7 @@ import typer
 from bbg_core.errors import NotReady
 from migrate import api
 from migrate.cli import app
-from migrate.cli._confirm import confirm_retirement
+from migrate.cli._confirm import confirm_retirement, confirm_transfer_seal
 from migrate.cli._help import ContentCheck, LegacyKind
 from migrate.cli._paths import path_arg, store_option
 from migrate.cli._progress import watch
@@ -66,7 +66,8 @@ RETIRE = typer.Option(
     "a terminal; needs --yes in a script.",
 )
 YES = typer.Option(
-    False, "--yes", "-y", help="Confirm --retire-source without asking (scripts)."
+    False, "--yes", "-y", help="Confirm --retire-source, or the seal of a BBG store SOURCE "
+    "(a transfer: for good), without asking (scripts)."
 )
 TORN = typer.Option(
     False,
@@ -270,6 +271,7 @@ def run_cmd(
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
                content_check, retire_source, strict)  # fmt: skip
+    confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.run(job, max_pages=pages, retire_source=retire_source,
                                     progress=progress), as_json, receipt)  # fmt: skip
 
@@ -279,11 +281,12 @@ def seal_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
-    strict: bool = STRICT, as_json: bool = JSON,
+    strict: bool = STRICT, as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check, strict=strict)  # fmt: skip
+    confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.seal(job, progress), as_json)
 
 
@@ -293,11 +296,12 @@ def stage_cmd(
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES,
     page_rows: int = PAGE_ROWS, accept_torn_tail: bool = TORN, kind: LegacyKind = KIND,
     content_check: ContentCheck = CONTENT_CHECK,
-    strict: bool = STRICT, as_json: bool = JSON,
+    strict: bool = STRICT, as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
     job = _job(source, store, nonce, subject, map_, mapping, api.Bounds(page_rows=page_rows),
                accept_torn_tail, kind, content_check, strict=strict)  # fmt: skip
+    confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.stage(job, max_pages=pages, progress=progress), as_json)
 
 
@@ -307,11 +311,12 @@ def validate_cmd(
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
     strict: bool = STRICT, receipt: Path = RECEIPT,
-    as_json: bool = JSON,
+    as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check, strict=strict)  # fmt: skip
+    confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.validate(job, progress), as_json, receipt)
 
 
@@ -321,11 +326,12 @@ def activate_cmd(
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
     strict: bool = STRICT, receipt: Path = RECEIPT,
-    as_json: bool = JSON,
+    as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
                content_check, strict=strict)  # fmt: skip
+    confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.activate(job, progress), as_json, receipt)
 
 

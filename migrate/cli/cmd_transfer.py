@@ -11,6 +11,7 @@ import typer
 from bbg_core.errors import NotReady
 from migrate import api
 from migrate.cli import app
+from migrate.cli._confirm import confirm_transfer_seal
 from migrate.cli._paths import store_option
 from migrate.cli._progress import watch
 from migrate.cli._receipt import RECEIPT, keep
@@ -33,6 +34,10 @@ PAGE_ROWS = typer.Option(
     MAX_PAGE_ROWS, "--page-rows", min=1, max=MAX_PAGE_ROWS, help="Rows per copied page."
 )
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
+YES = typer.Option(
+    False, "--yes", "-y", help="Confirm the seal without asking (scripts): it is for good, so "
+    "it is asked on a terminal and needs --yes off one (not asked once the source is sealed).",
+)
 
 
 def _receipt_table(receipt: dict[str, Any]) -> None:
@@ -95,10 +100,11 @@ def plan_report(doc: dict[str, Any], as_json: bool) -> None:
 @app.command("transfer")
 def transfer_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, pages: int = PAGES,
-    page_rows: int = PAGE_ROWS, receipt: Path = RECEIPT, as_json: bool = JSON,
+    page_rows: int = PAGE_ROWS, receipt: Path = RECEIPT, as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Seal a BBG store and move its history into another store; prints the receipt."""
     job = api.transfer_job(source, named_store(store), nonce=nonce, page_rows=page_rows)
+    confirm_transfer_seal(job, yes)
     with watch(as_json) as observer:
         progress = api.progress_phase(observer, "transfer")
         outcome = api.transfer(job, max_pages=pages, progress=progress)

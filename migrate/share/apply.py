@@ -39,16 +39,16 @@ from bbg_core.errors import Conflict, HeadMismatch, MigrateError, ValidationFail
 from fences import generations
 from fences import namespaces as fence_ns
 from migrate.progress import Observer, counter, stream_size
+from migrate.share import apply_fjall
 from migrate.share.common import MAX_LINE, canonical, schema_problem
 from migrate.share.events import boundary_event, commit_event_id, meta_event, rows_event_id
+from migrate.share.verified import Verifier
 from migrate.share.verify import ContentLedger
 from migrate.store import Store, imports, ledger, retention
 from migrate.store.codec import CODECS, CONTENT, MAX_PAYLOAD, Head, history_key
-from migrate.store.engine import SQLITE
 from migrate.store.graph import head as head_of
 from migrate.store.graph import publish, resolve
 from migrate.store.opening import provisional_store
-from migrate.store.readonly import refuse_fjall, refuse_fjall_creation
 from migrate.store.tx import Tx
 
 REPORT_EVERY = 1024  # lines between two progress reports
@@ -343,11 +343,17 @@ def apply_stream(
     max_line: int = MAX_LINE,
     on_receipt: Callable[[Receipt], None] | None = None,
     progress: Observer | None = None,
+    max_batch: int = apply_fjall.MAX_BATCH_BYTES,
+    require_verified: bool = False,
 ) -> dict[str, Any]:
     """Apply every event of ``stream`` in one transaction; returns counters and the basis.
     ``progress``: an observer (stage ``apply``, bytes read out of the stream's size when it is
-    a regular file -- how many events a stream holds is not known before it is read)."""
+    a regular file -- how many events a stream holds is not known before it is read).
+    ``max_batch``: on a Fjall store, the bound of the batch (:mod:`.apply_fjall`).
+    A verifiable stream (``tail --verifiable``) is checked as it is read
+    (:class:`migrate.share.verified.Verifier`); ``require_verified``: refuse a plain one."""
     report = counter(progress, "apply", stream_size(stream), "bytes")
+    verifier = Verifier()
     read = 0
     totals = _deltas()
     events = replayed = 0
@@ -366,13 +372,17 @@ def apply_stream(
                     read += len(raw)
                     if not number % REPORT_EVERY:
                         report(read)
+                if verifier.check_line(raw, number):
+                    continue
                 doc = parse_event(raw, number)
+                verifier.event(raw, int(doc["tx"]), number)
                 if doc["tx"] != group:
                     # One local ledger transaction per source transaction.
                     group = int(doc["tx"])
                     origin = doc.get("imported_at") or {"tx": doc["tx"], "at": doc["at"]}
                     tx.next_entry("apply", (int(origin["tx"]), int(origin["at"])))
                 try:
+                    apply_fjall.check_event(tx, doc, number, max_batch)
                     receipt = apply_event(tx, doc, store.reader_generation)
                 except MigrateError as exc:
                     raise type(exc)(
@@ -394,6 +404,7 @@ def apply_stream(
                 on_receipt(receipt)
         if report is not None:
             report(read)
+        verified = verifier.finish(number - 1, require=require_verified)
         content_ledger.check()
         tx.close_entry()
         basis_tx = tx.last_written
@@ -405,6 +416,7 @@ def apply_stream(
         "deltas": totals,
         "basis": basis,
         "basis_tx": basis_tx,
+        "verified": verified,
     }
 
 
@@ -415,17 +427,24 @@ def apply(
     max_line: int = MAX_LINE,
     on_receipt: Callable[[Receipt], None] | None = None,
     progress: Observer | None = None,
+    require_verified: bool = False,
 ) -> dict[str, Any]:
-    """``bbg-migrate apply``: apply ``stream`` to the store in ``store_dir``, creating the store
-    if it does not exist.  A refused stream into a store this call created leaves no store
-    behind -- and never removes one another process has opened or written meanwhile
-    (:func:`migrate.store.store.provisional_store`)."""
-    refuse_fjall(store_dir)
-    refuse_fjall_creation(store_dir, "apply")
-    with provisional_store(store_dir, engine=SQLITE) as store:
+    """``bbg-migrate apply``: apply ``stream`` to the store in ``store_dir`` (either engine),
+    creating the store if it does not exist.  A refused stream into a store this call created
+    leaves no store behind -- and never removes one another process has opened or written
+    meanwhile (:func:`migrate.store.store.provisional_store`; a new Fjall store is built
+    aside and published only once applied: :func:`.apply_fjall.apply_new`)."""
+
+    def run(store: Store) -> dict[str, Any]:
         return apply_stream(
-            store, stream, max_line=max_line, on_receipt=on_receipt, progress=progress
+            store, stream, max_line=max_line, on_receipt=on_receipt, progress=progress,
+            require_verified=require_verified,
         )
+
+    if apply_fjall.creates_fjall(store_dir):
+        return apply_fjall.apply_new(store_dir, run)
+    with provisional_store(store_dir) as store:
+        return run(store)
 
 
 __all__ = ["apply", "apply_event", "apply_stream", "parse_event", "read_line"]

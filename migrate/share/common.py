@@ -16,9 +16,11 @@ import jsonschema  # type: ignore[import-untyped,unused-ignore]
 import schemas
 from bbg_core.canonical import canonical_json
 from bbg_core.errors import StoreError, ValidationFailed
-from migrate.store import ledger
+from migrate.store import history, ledger, leftovers
+from migrate.store.catalog import row_count, schema_version
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION, needs_upgrade
+from migrate.store.sanity import quick_check
 
 # apply refuses longer lines.  A content payload may be 16 MiB (a cell store's limit), i.e.
 # 32 MiB as hex, so the default must exceed that or a valid store could not travel as events.
@@ -140,25 +142,22 @@ def require_sound(conn: Connection, what: str) -> None:
     (exit 3) naming the damage: exporting it would spread it.  ``doctor`` says the rest.
     """
     problems: list[str] = []
-    quick = [str(r[0]) for r in conn.rows("PRAGMA quick_check")]
+    quick = quick_check(conn)
     if quick != ["ok"]:
         problems.append(f"SQLite quick_check: {quick[0]}")
     else:
         expected = 0
-        for (value,) in conn.rows("SELECT value FROM application_heads"):
+        for value in history.head_values(conn):
             if type(value) is not bytes or len(value) != 40:
                 problems.append("application_heads holds a value that is not a 40-byte head")
                 break
             expected += int.from_bytes(value[:8], "little") + 1
-        history = conn.one("SELECT count(*) FROM application_history")
-        requests = conn.one("SELECT count(*) FROM application_requests")
-        counts = (int(history[0]) if history else 0, int(requests[0]) if requests else 0)
+        counts = (row_count(conn, "application_history"), row_count(conn, "application_requests"))
         # nohistory dropped the entries below each retained boundary; their receipts stay
         # (or, in a copy that started at the boundary, never came).
         dropped = 0
         if schema_version(conn) != PRE_LEDGER_VERSION:
-            row = conn.one("SELECT coalesce(sum(first_index), 0) FROM bbg_retention_v1_boundaries")
-            dropped = int(row[0]) if row else 0
+            dropped = ledger.entries_below_boundaries(conn)
         if not problems and (
             counts[0] != expected - dropped or not expected - dropped <= counts[1] <= expected
         ):
@@ -166,12 +165,9 @@ def require_sound(conn: Connection, what: str) -> None:
                 f"the heads account for {expected} history entries, the store holds "
                 f"{counts[0]} history entries and {counts[1]} receipts"
             )
-        stray = conn.one(
-            "SELECT count(*) FROM bbg_import_v1_staged WHERE import_id NOT IN "
-            "(SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging')"
-        )
-        if stray is not None and stray[0]:
-            problems.append(f"{stray[0]} staged rows belong to no import in progress")
+        stray = leftovers.stray_staged_rows(conn)
+        if stray:
+            problems.append(f"{stray} staged rows belong to no import in progress")
         if not problems and schema_version(conn) != PRE_LEDGER_VERSION:
             gap = ledger.describe_uncovered(ledger.uncovered(conn))
             if gap is not None:
@@ -188,23 +184,6 @@ def require_sound(conn: Connection, what: str) -> None:
         )
 
 
-def table_names(conn: Connection) -> list[str]:
-    """The names of the ordinary tables in the database, sorted."""
-    return [
-        str(r[0])
-        for r in conn.rows(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-            "ORDER BY name"
-        )
-    ]
-
-
-def schema_version(conn: Connection) -> int:
-    """The store's schema version (``PRAGMA user_version``)."""
-    row = conn.one("PRAGMA user_version")
-    return 0 if row is None else int(row[0])
-
-
 def require_ledger(conn: Connection) -> None:
     """StoreRefused (naming ``upgrade``) for a store from before the transaction ledger."""
     if schema_version(conn) == PRE_LEDGER_VERSION:
@@ -216,7 +195,5 @@ __all__ = [
     "canonical",
     "require_ledger",
     "schema_problem",
-    "schema_version",
     "stable_uuid",
-    "table_names",
 ]

@@ -44,14 +44,21 @@ from hashing import hemera
 from migrate.progress import Observer, phase, step
 from migrate.rules.report import cell_report
 from migrate.share.common import DAMAGE as READ_DAMAGE
-from migrate.share.common import schema_version
 from migrate.share.content_classes import classify
-from migrate.store import imports, ledger
+from migrate.store import imports, ledger, leftovers, storage_row
+from migrate.store.catalog import row_count, schema_version
 from migrate.store.codec import ARCHIVE_ORDER, Head
 from migrate.store.connection import Connection
 from migrate.store.layout import PRE_LEDGER_VERSION
+from migrate.store.markers import fence_rows
 from migrate.store.readonly import db_file, open_sqlite_readonly
-from migrate.store.sanity import column_problems, missing_tables
+from migrate.store.references import non_commit_content
+from migrate.store.sanity import (
+    column_problems,
+    foreign_key_violations,
+    integrity_check,
+    missing_tables,
+)
 from migrate.store.tables import StoreTables
 
 SAMPLE = 20  # ids listed per finding (counts are exact)
@@ -94,9 +101,9 @@ def _ledger_section(
         return {"schema_version": PRE_LEDGER_VERSION, "transactions": 0, "last_tx": None,
                 "boundaries": 0, "excised": 0}  # fmt: skip
     last = ledger.last_tx(conn)
-    count = _count(conn, f"SELECT count(*) FROM {ledger.LEDGER}")
+    count = row_count(conn, ledger.LEDGER)
     # Contiguous from its first row: tx 1 (the creation) or the upgrade that started it.
-    first = _count(conn, f"SELECT min(tx) FROM {ledger.LEDGER}")
+    first = ledger.first_tx(conn)
     if last != last_transaction or count != last - first + 1:
         problems.append({
             "code": "ledger-mismatch",
@@ -116,33 +123,18 @@ def _ledger_section(
         "schema_version": schema_version(conn),
         "transactions": count,
         "last_tx": last or None,
-        "boundaries": _count(conn, f"SELECT count(*) FROM {ledger.BOUNDARIES}"),
-        "excised": _count(conn, f"SELECT count(*) FROM {ledger.EXCISED}"),
+        "boundaries": row_count(conn, ledger.BOUNDARIES),
+        "excised": row_count(conn, ledger.EXCISED),
     }
-
-
-def orphan_content(conn: Connection) -> Iterator[bytes]:
-    """Ids of content rows that no history entry has as its commit, in key order."""
-    # NOT IN: one ephemeral index of the history's commits, not a history scan per row.
-    for (key,) in conn.rows(
-        "SELECT key FROM application_content "
-        "WHERE key NOT IN (SELECT value FROM application_history) ORDER BY key"
-    ):
-        yield bytes(key)
 
 
 def _row_count(conn: Connection) -> int | None:
     """Rows of the five tables (a total for the ``tables`` stage; None if damage hides it:
     the check itself then says what is unreadable, the report never depends on this)."""
     try:
-        return sum(_count(conn, f"SELECT COUNT(*) FROM {t}") for t in ARCHIVE_ORDER)
+        return sum(row_count(conn, t) for t in ARCHIVE_ORDER)
     except DAMAGE:
         return None
-
-
-def _count(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> int:
-    row = conn.one(sql, params)
-    return int(row[0]) if row else 0
 
 
 def stray_files(store_dir: Path) -> list[tuple[str, str]]:
@@ -187,7 +179,7 @@ class _Findings:
 
 
 def _storage(conn: Connection) -> dict[str, Any]:
-    row = conn.one("SELECT store_id, hash_suite, last_transaction FROM bbg_storage_v1")
+    row = storage_row.first_row(conn)
     if row is None:
         raise StoreError("bbg_storage_v1 has no row")
     store_id, suite, last = row
@@ -215,9 +207,7 @@ def _hash_suite(storage: dict[str, Any], problems: list[dict[str, str]]) -> None
 
 def _fences(conn: Connection) -> list[dict[str, Any]]:
     out = []
-    for ns, iid, reason in conn.rows(
-        "SELECT namespace, import_id, reason FROM bbg_import_v1_fences ORDER BY namespace"
-    ):
+    for ns, iid, reason in fence_rows(conn):
         if type(ns) is not bytes or len(ns) != 32 or not isinstance(iid, str):
             raise StoreError("bbg_import_v1_fences holds a row of the wrong shape")
         out.append({"namespace": ns.hex(), "import_id": iid, "reason": str(reason)})
@@ -287,7 +277,7 @@ def doctor(store_dir: Path, *, progress: Observer | None = None) -> dict[str, An
         content = no_classes
         if sound:
             content = f.read("orphan content",
-                             lambda: classify(conn, orphan_content(conn), SAMPLE), no_classes)
+                             lambda: classify(conn, non_commit_content(conn), SAMPLE), no_classes)
         orphan_count = content["classes"].get("orphans", 0)
         if orphan_count:
             unchecked = content["unchecked"]
@@ -396,8 +386,8 @@ def _sealed_source(
 
 def _sqlite_checks(conn: Connection, problems: list[dict[str, str]]) -> dict[str, Any]:
     try:
-        integrity = [str(r[0]) for r in conn.rows("PRAGMA integrity_check")]
-        fk = [list(r) for r in conn.rows("PRAGMA foreign_key_check")]
+        integrity = integrity_check(conn)
+        fk = foreign_key_violations(conn)
     except StoreError as exc:
         # Damage bad enough that the check itself stops ("database disk image is malformed").
         integrity, fk = [exc.message], []
@@ -414,19 +404,13 @@ def _leftovers(
     conn: Connection, store_dir: Path, problems: list[dict[str, str]],
     warnings: list[dict[str, str]],
 ) -> dict[str, Any]:  # fmt: skip
-    staging = [str(r[0]) for r in conn.rows(
-        "SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging' ORDER BY import_id"
-    )]  # fmt: skip
+    staging = leftovers.staging_imports(conn)
     for iid in staging:
         warnings.append({"code": "import-in-progress", "detail": f"import {iid} is staging: "
                          "rerun its command to finish it, or give it up with "
                          f"{imports.discard_command(store_dir, iid)}"})
-    stray_sql = (
-        " WHERE import_id NOT IN (SELECT import_id FROM bbg_import_v1_imports "
-        "WHERE state = 'staging')"
-    )
-    stray_rows = _count(conn, "SELECT count(*) FROM bbg_import_v1_staged" + stray_sql)
-    stray_ns = _count(conn, "SELECT count(*) FROM bbg_import_v1_staged_namespaces" + stray_sql)
+    stray_rows = leftovers.stray_staged_rows(conn)
+    stray_ns = leftovers.stray_staged_namespaces(conn)
     if stray_rows or stray_ns:
         problems.append(
             {
@@ -437,8 +421,8 @@ def _leftovers(
         )
     return {
         "staging_imports": staging,
-        "staged_rows": _count(conn, "SELECT count(*) FROM bbg_import_v1_staged"),
-        "staged_namespaces": _count(conn, "SELECT count(*) FROM bbg_import_v1_staged_namespaces"),
+        "staged_rows": leftovers.staged_row_count(conn),
+        "staged_namespaces": leftovers.staged_namespace_count(conn),
         "stray_staged_rows": stray_rows,
         "stray_staged_namespaces": stray_ns,
     }

@@ -34,7 +34,7 @@ store and ``apply`` refuses it.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from migrate.share.common import (
     require_sound,
     stable_uuid,
 )
-from migrate.store import ledger
+from migrate.store import history, ledger
 from migrate.store.codec import (
     CLAIMS,
     CONTENT,
@@ -54,7 +54,6 @@ from migrate.store.codec import (
     U64_MAX,
     Head,
     history_key,
-    request_key,
     split_history_key,
     split_request_value,
 )
@@ -65,9 +64,6 @@ FORMAT = "event/1"
 ROWS_PER_EVENT = 256
 BYTES_PER_EVENT = 4 * 1024 * 1024
 META_KINDS = ledger.EVENT_KINDS
-# Requests of one namespace in head-index order: the index is u64 LE at value[32:40], so
-# its bytes taken last-to-first compare as a big-endian number.
-_BY_INDEX = ", ".join(f"substr(value, {40 - i}, 1)" for i in range(8))
 
 Event = dict[str, Any]
 
@@ -148,19 +144,17 @@ def _broken(conn: Connection, detail: str) -> ValidationFailed:
 
 def _content(conn: Connection, cid: bytes) -> bytes | None:
     """A commit's content row; None if it was excised; ValidationFailed if simply missing."""
-    row = conn.one("SELECT value FROM application_content WHERE key = ?", (cid,))
-    if row is not None:
-        return bytes(row[0])
+    value = history.commit_content(conn, cid)
+    if value is not None:
+        return value
     if ledger.is_excised(conn, "content", cid) is not None:
         return None
     raise _broken(conn, f"commit {cid.hex()} has no content")
 
 
 def _history_head(conn: Connection, namespace: bytes, index: int) -> Head | None:
-    row = conn.one(
-        "SELECT value FROM application_history WHERE key = ?", (history_key(namespace, index),)
-    )
-    return None if row is None else Head(index, bytes(row[0]))
+    commit = history.entry_commit(conn, namespace, index)
+    return None if commit is None else Head(index, commit)
 
 
 def namespace_events(
@@ -175,18 +169,11 @@ def namespace_events(
     if prev is None and start > 0:
         prev = _history_head(conn, namespace, start - 1)
     last = U64_MAX if stop is None else stop
-    requests = _rows(conn,
-        "SELECT key, value FROM application_requests WHERE key > ? AND key <= ? "
-        f"ORDER BY {_BY_INDEX}",
-        (namespace, namespace + b"\xff" * 32),
-    )
+    requests = history.receipts_by_index(conn, namespace)
     try:
-        for key, value in conn.rows(
-            "SELECT key, value FROM application_history WHERE key >= ? AND key <= ? ORDER BY key",
-            (history_key(namespace, start), history_key(namespace, last)),
-        ):
-            _, index = split_history_key(bytes(key))
-            head = Head(index, bytes(value))
+        for key, value in history.entries(conn, namespace, start, last):
+            _, index = split_history_key(key)
+            head = Head(index, value)
             # Links guarantee exactly one receipt per history entry: a plain merge (receipts
             # of entries before ``start`` are passed over once, at the first entry).
             if index == start:
@@ -212,12 +199,10 @@ def _single(
     conn: Connection, namespace: bytes, prev: Head | None, head: Head, request: bytes
 ) -> Event:
     """The event of one commit whose request is known (no scan of the namespace)."""
-    row = conn.one(
-        "SELECT value FROM application_requests WHERE key = ?", (request_key(namespace, request),)
-    )
-    if row is None:
+    receipt = history.receipt(conn, namespace, request)
+    if receipt is None:
         raise _broken(conn, f"namespace {namespace.hex()} index {head.index}: no receipt")
-    fp, rhead = split_request_value(bytes(row[0]))
+    fp, rhead = split_request_value(receipt)
     if rhead != head:
         raise _broken(conn, f"namespace {namespace.hex()} request {request.hex()}: receipt "
                       f"head {rhead.describe()} is not {head.describe()}")  # fmt: skip
@@ -226,11 +211,6 @@ def _single(
         raise _broken(conn, f"namespace {namespace.hex()} index {head.index}: the ledger's head "
                       f"{head.describe()} is not in the history")  # fmt: skip
     return commit_event(namespace, head, prev, request, fp, _content(conn, head.commit))
-
-
-def _rows(conn: Connection, sql: str, params: tuple[Any, ...]) -> Generator[tuple[Any, ...]]:
-    # A generator (not just an iterator) so the cursor can be closed early.
-    yield from conn.rows(sql, params)
 
 
 def _index(value: Any) -> int:
@@ -312,13 +292,7 @@ def redacted_event(namespace: bytes, first: int, last: int) -> Event:
 def tx_rows_events(conn: Connection, tx: int) -> Iterator[Event]:
     """The rows events of ledger transaction ``tx`` (see the module docstring)."""
     for table in (CONTENT, CLAIMS):
-        yield from grouped_rows_events(table, (
-            (bytes(key), None if value is None else bytes(value)) for key, value in conn.rows(
-                f"SELECT r.key, t.value FROM {ledger.ROWS} AS r LEFT JOIN {table} AS t "
-                "ON t.key = r.key WHERE r.tx = ? AND r.tbl = ? ORDER BY r.key",
-                (tx, ORDINAL[table]),
-            )
-        ))  # fmt: skip
+        yield from grouped_rows_events(table, ledger.rows_of(conn, tx, table))
 
 
 def grouped_rows_events(
@@ -406,12 +380,6 @@ def iter_events(conn: Connection, since: int = 0, skip: int = 0) -> Iterator[Eve
                 continue
             yield event
         skip = 0
-
-
-def namespaces(conn: Connection) -> Iterator[tuple[bytes, Head]]:
-    """Every namespace with its head, in byte order."""
-    for key, value in conn.rows("SELECT key, value FROM application_heads ORDER BY key"):
-        yield bytes(key), Head.decode(bytes(value))
 
 
 def tail(store_dir: Path, since: int = 0, skip: int = 0) -> Iterator[Event]:

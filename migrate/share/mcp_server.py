@@ -2,9 +2,13 @@
 
 Built on the official ``mcp`` Python SDK (the optional extra ``bbg-migrate[mcp]``; imported only
 when the server starts, so the base CLI does not need it).  Every tool opens the store through
-the project's one read-only handle (:func:`migrate.store.readonly.open_readonly`: ``mode=ro`` /
-``immutable``, ``query_only`` and a write-denying authorizer), answers from one read snapshot,
-and closes it again: the server holds nothing open between calls and never writes.
+the project's one read-only handle (:func:`migrate.store.readonly.open_readonly`), answers from
+one read snapshot, and closes it again: the server holds nothing open between calls and never
+writes.  On SQLite that is ``mode=ro`` / ``immutable``, ``query_only`` and a write-denying
+authorizer; on the Fjall engine (the real BBG database) a point-in-time snapshot of the
+keyspace that takes no lock (:func:`migrate.store.keyspace_store.open_fjall_view`), so the
+server reads beside bbg's live owner.  ``tail`` gives the same events as ``bbg-migrate tail``
+on either engine (on Fjall one transaction per write batch).
 
 Read tools (all bounded; every answer is at most :data:`MAX_RESPONSE` bytes of JSON):
 
@@ -20,8 +24,10 @@ Read tools (all bounded; every answer is at most :data:`MAX_RESPONSE` bytes of J
 | ``inspect()`` | the inspect report of the store |
 
 Mutating tools exist only with ``--write`` (off by default): ``apply_events(events)`` applies
-event/1 lines as ``bbg-migrate apply`` does.  Without ``--write`` the server does not offer it
-and a call to it is refused.
+event/1 lines as ``bbg-migrate apply`` does -- through the store API in one write transaction
+(on Fjall: one fsynced journal batch under ``bbg.lock``, taken for that call only; Locked
+while bbg's owner holds it).  Without ``--write`` the server does not offer it and a call to
+it is refused.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ from bbg_core.errors import MigrateError, UsageError
 from migrate.share.common import canonical
 from migrate.store import graph, ledger
 from migrate.store.codec import ID_LEN, Head
-from migrate.store.readonly import open_sqlite_readonly
+from migrate.store.connection import Connection
+from migrate.store.readonly import ReadHandle, open_readonly
 
 MAX_RESPONSE = 256 * 1024  # bytes of JSON per answer
 MAX_PAGE = 256  # entries per page
@@ -79,6 +86,16 @@ def _elide(event: dict[str, Any]) -> dict[str, Any]:
     return {**event, "asserted": facts}
 
 
+def _records(handle: ReadHandle) -> Connection:
+    """The SQLite database holding the records: the store's own file, or on the Fjall engine
+    the records beside the keyspace (an empty one for a store the cyber code wrote)."""
+    if isinstance(handle, Connection):
+        return handle
+    records = getattr(handle, "records", None)
+    assert isinstance(records, Connection)
+    return records
+
+
 class Tools:
     """The tools, as plain functions over the store (the MCP layer only wraps them)."""
 
@@ -88,7 +105,7 @@ class Tools:
     def heads(self, after: str | None = None, limit: int = 100) -> dict[str, Any]:
         low = b"" if after is None else _id(after, "after")
         out: list[dict[str, Any]] = []
-        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
+        with open_readonly(self.store_dir) as conn, conn.read():
             for key, head in graph.heads_after(conn, low, _limit(limit) + 1):
                 out.append({"namespace": key.hex(), **(_head(head) or {})})
         more = len(out) > limit
@@ -97,7 +114,7 @@ class Tools:
 
     def history(self, namespace: str, after: int | None = None, limit: int = 100) -> dict[str, Any]:
         ns = _id(namespace, "namespace")
-        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
+        with open_readonly(self.store_dir) as conn, conn.read():
             page = graph.history(conn, ns, after, _limit(limit))
             head = graph.head(conn, ns)
         entries = [{"index": h.index, "commit": h.commit.hex()} for h in page]
@@ -107,7 +124,7 @@ class Tools:
 
     def resolve(self, namespace: str, request: str) -> dict[str, Any]:
         ns, req = _id(namespace, "namespace"), _id(request, "request")
-        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
+        with open_readonly(self.store_dir) as conn, conn.read():
             return {"namespace": namespace, "request": request,
                     "head": _head(graph.resolve(conn, ns, req))}  # fmt: skip
 
@@ -115,9 +132,10 @@ class Tools:
         cid = _id(id, "id")
         if not 0 <= max_bytes <= MAX_CONTENT:
             raise UsageError(f"max_bytes must be 0..{MAX_CONTENT}, not {max_bytes}")
-        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
+        with open_readonly(self.store_dir) as conn, conn.read():
             row = graph.content_prefix(conn, cid, max_bytes + 1)
-            excised = row is None and ledger.is_excised(conn, "content", cid) is not None
+            excised = row is None and ledger.is_excised(_records(conn), "content",
+                                                        cid) is not None  # fmt: skip
         if row is None:
             return {"id": id, "found": False, "excised": excised}
         head, size = row
@@ -127,12 +145,16 @@ class Tools:
 
     def tail(self, since: int = 0, skip: int = 0, limit: int = 100) -> dict[str, Any]:
         from migrate.share.events import iter_events
+        from migrate.share.events_fjall import view_events
+        from migrate.store.keyspace import FjallView
 
         events: list[dict[str, Any]] = []
         used = 0
         at, done = since, skip  # the cursor: after transaction `at`, `done` events of the next
-        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
-            for event in iter_events(conn, since, skip):
+        with open_readonly(self.store_dir) as conn, conn.read():
+            found = (view_events(conn, since, skip) if isinstance(conn, FjallView)
+                     else iter_events(_records(conn), since, skip))  # fmt: skip
+            for event in found:
                 tx = int(event["tx"])
                 if tx != at + 1:
                     at, done = tx - 1, 0
@@ -147,11 +169,12 @@ class Tools:
 
     def ledger(self, since: int = 0, limit: int = 50) -> dict[str, Any]:
         out: list[dict[str, Any]] = []
-        with open_sqlite_readonly(self.store_dir) as conn, conn.read():
-            for entry in ledger.entries(conn, since, since + _limit(limit)):
+        with open_readonly(self.store_dir) as conn, conn.read():
+            records = _records(conn)
+            for entry in ledger.entries(records, since, since + _limit(limit)):
                 moved = [
                     {"namespace": ns.hex(), "before": _head(b), "after": _head(a)}
-                    for ns, b, a, _ in ledger.heads_of(conn, entry.tx)
+                    for ns, b, a, _ in ledger.heads_of(records, entry.tx)
                 ]
                 origin = entry.origin
                 out.append({
@@ -160,7 +183,7 @@ class Tools:
                     "events": entry.events, "heads": moved[:MAX_PAGE],
                     "heads_total": len(moved),
                 })  # fmt: skip
-            last = ledger.last_tx(conn)
+            last = ledger.last_tx(records)
         more = bool(out) and out[-1]["tx"] < last
         return {"transactions": out, "next_since": out[-1]["tx"] if more else None}
 
@@ -256,7 +279,7 @@ def build_server(store_dir: Path, *, write: bool = False) -> Any:
 
 def serve(store_dir: Path, *, write: bool = False) -> None:
     """Run the server on stdio until the client closes it."""
-    with open_sqlite_readonly(Path(store_dir)):
+    with open_readonly(Path(store_dir)):
         pass  # refuse a path that is not a store before speaking the protocol
     build_server(store_dir, write=write).run("stdio")
 

@@ -38,16 +38,18 @@ from migrate.rules.links import validate_links
 from migrate.share.apply import read_line
 from migrate.share.common import canonical, schema_problem
 from migrate.share.publish import Aside
-from migrate.share.snapshot import REPORT_EVERY, STORAGE, columns, line_hash, retained_tables
+from migrate.share.snapshot import REPORT_EVERY, line_hash, retained_tables
 from migrate.share.snapshot_fjall import ABSENT, FJALL_FORMAT
 from migrate.share.verify import ContentLedger
 from migrate.store import bbgdb, ledger, open_store, restoring
+from migrate.store.catalog import columns
 from migrate.store.codec import ARCHIVE_ORDER, CONTENT
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
 from migrate.store.engine import FJALL, SQLITE
 from migrate.store.keyspace import FENCE_PREFIX, FENCE_VALUE_LEN, decode_status
 from migrate.store.layout import DB_NAME
+from migrate.store.storage_row import STORAGE
 from migrate.store.tables import StoreTables
 from migrate.store.tx import Tx
 

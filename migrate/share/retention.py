@@ -19,9 +19,9 @@ from typing import Any
 
 from bbg_core.errors import ValidationFailed
 from migrate.share import retention_fjall
-from migrate.store import ledger, open_store
+from migrate.store import history, ledger, open_store
 from migrate.store import retention as ops
-from migrate.store.codec import ID_LEN, U64_MAX, Head, history_key
+from migrate.store.codec import ID_LEN, Head
 from migrate.store.engine import FJALL, engine_of
 
 CANNOT_REACH = [
@@ -88,19 +88,15 @@ def _redacted_transactions(tx: Any, contents: list[bytes], namespaces: list[byte
     """The ledger transactions whose events the excision redacts (read before it runs)."""
     found: set[int] = set()
     for cid in contents:
-        for (t,) in tx.rows(f"SELECT tx FROM {ledger.ROWS} WHERE key = ?", (cid,)):
-            found.add(int(t))
-        for (key,) in tx.rows("SELECT key FROM application_history WHERE value = ?", (cid,)):
+        found.update(ledger.txs_recording(tx, cid))
+        for key in history.keys_naming(tx, cid):
             ns, index = bytes(key[:ID_LEN]), int.from_bytes(bytes(key[ID_LEN:]), "big")
-            for t, before, after in tx.rows(
-                f"SELECT tx, before, after FROM {ledger.HEADS} WHERE namespace = ?", (ns,)
-            ):
+            for t, before, after in ledger.moves_of(tx, ns):
                 low = -1 if before is None else Head.decode(bytes(before)).index
                 if low < index <= Head.decode(bytes(after)).index:
                     found.add(int(t))
     for ns in namespaces:
-        for (t,) in tx.rows(f"SELECT tx FROM {ledger.HEADS} WHERE namespace = ?", (ns,)):
-            found.add(int(t))
+        found.update(ledger.txs_moving(tx, ns))
     return sorted(found)
 
 
@@ -128,10 +124,7 @@ def excise(
         for ns in nss:
             if ledger.is_excised(tx, "namespace", ns) is not None:
                 continue
-            if store.head(ns) is None and tx.one(
-                "SELECT 1 FROM application_history WHERE key > ? AND key <= ?",
-                (ns, history_key(ns, U64_MAX)),
-            ) is None:
+            if store.head(ns) is None and not history.has_entries(tx, ns):
                 raise ValidationFailed(
                     f"namespace {ns.hex()} is not in {store_dir}",
                     errors=[{"code": "unknown-namespace", "detail": ns.hex()}],

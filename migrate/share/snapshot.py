@@ -36,14 +36,9 @@ from typing import Any, BinaryIO
 from bbg_core.errors import StoreRefused
 from fences import generations
 from migrate.progress import Observer, counter
-from migrate.share.common import (
-    canonical,
-    damaged_reads,
-    require_ledger,
-    require_sound,
-    table_names,
-)
-from migrate.store import clock, imports, ledger
+from migrate.share.common import canonical, damaged_reads, require_ledger, require_sound
+from migrate.store import clock, imports, ledger, leftovers, storage_row
+from migrate.store.catalog import columns, ordered_rows, row_count, table_names
 from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
 from migrate.store.digest import archive_digest
@@ -53,7 +48,7 @@ from migrate.store.tables import StoreTables
 FORMAT = "snapshot/1"
 REPORT_EVERY = 1024  # lines between two progress reports
 SNAPSHOT_FORMAT = 2  # version 1 (no ledger, basis event id) is not read any more
-STORAGE = "bbg_storage_v1"
+STORAGE = storage_row.STORAGE
 IN_FLIGHT = frozenset(
     {"bbg_import_v1_staged", "bbg_import_v1_staged_namespaces", "bbg_import_v1_cursors"}
 )
@@ -81,11 +76,6 @@ def retained_tables(conn: Connection) -> list[str]:
     """The tables a snapshot carries besides the five and the storage row, by name."""
     skip = set(ARCHIVE_ORDER) | IN_FLIGHT | {STORAGE}
     return [t for t in table_names(conn) if t not in skip]
-
-
-def columns(conn: Connection, table: str) -> list[str]:
-    """Column names of ``table`` in declared order."""
-    return [str(r[1]) for r in conn.rows(f"PRAGMA table_info({table})")]
 
 
 def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
@@ -125,22 +115,20 @@ def snapshot_lines(conn: Connection, created_at: int) -> Iterator[bytes]:
 
 def storage_info(conn: Any) -> tuple[Any, ...]:
     """``(store_id, hash_suite)`` of the store's storage row."""
-    info = conn.one(f"SELECT store_id, hash_suite FROM {STORAGE} WHERE id = 1")
-    assert info is not None
-    return tuple(info)
+    return storage_row.id_and_suite(conn)
 
 
 def staging_refused(conn: Any) -> None:
     """StoreRefused when an import of the store is still staging (staged rows are not
     retained state)."""
-    staging = conn.one("SELECT import_id FROM bbg_import_v1_imports WHERE state = 'staging'")
+    staging = leftovers.a_staging_import(conn)
     if staging is not None:
         raise StoreRefused(
-            f"{conn.path}: import {staging[0]} is still staging; finish it, or give it up "
-            f"with {imports.discard_command(conn.path.parent, staging[0])}, before taking a "
+            f"{conn.path}: import {staging} is still staging; finish it, or give it up "
+            f"with {imports.discard_command(conn.path.parent, staging)}, before taking a "
             "snapshot (staged rows are not retained state)",
             path=str(conn.path),
-            import_id=staging[0],
+            import_id=staging,
         )
 
 
@@ -151,13 +139,11 @@ def record_lines(
     for table in retained_tables(conn):
         names = columns(conn, table)
         counts[table] = 0
-        order = ", ".join(str(i + 1) for i in range(len(names)))
-        for row in conn.rows(f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}"):
+        for row in ordered_rows(conn, table, names):
             counts[table] += 1
             cells = dict(zip(names, map(encode_cell, row), strict=True))
             yield emit({"table": table, "row": cells})
-    storage = conn.one(f"SELECT hash_suite, last_transaction FROM {STORAGE} WHERE id = 1")
-    assert storage is not None
+    storage = storage_row.suite_and_last(conn)
     counts[STORAGE] = 1
     suite = {"hash_suite": storage[0], "last_transaction": storage[1]}
     yield emit({"table": STORAGE, "row": suite})
@@ -166,11 +152,7 @@ def record_lines(
 def line_count(conn: Connection) -> int:
     """The lines :func:`snapshot_lines` will write (header, time, a record per row of every
     carried table, the storage record, footer): a total for progress, from row counts."""
-    rows = 0
-    for table in [*ARCHIVE_ORDER, *retained_tables(conn)]:
-        row = conn.one(f"SELECT COUNT(*) FROM {table}")
-        rows += int(row[0]) if row else 0
-    return rows + 4
+    return sum(row_count(conn, t) for t in [*ARCHIVE_ORDER, *retained_tables(conn)]) + 4
 
 
 def write_sqlite_snapshot(

@@ -16,9 +16,12 @@ Read-only handles (``Connection(path, readonly=True)``: ``inspect``, ``plan``, `
 ``tail``, ``snapshot``) never create, change or remove a file, whatever the store's state; they
 work on a read-only directory and on read-only media.  :func:`readonly_uri` picks the open:
 
-* nobody has the store open and there is no ``-wal``: ``immutable=1`` (the main file is the
-  whole committed state; no lock, no ``-wal``/``-shm`` is created);
-* a ``-wal`` is left behind (a crashed writer) but nobody has the store open: the WAL is read
+* nobody has the store open and there is no ``-wal``, or one too short to hold a single frame
+  (empty, or a header alone): ``immutable=1`` (the main file is the whole committed state; no
+  lock, no ``-wal``/``-shm`` is created -- and such a ``-wal`` is left in place: SQLite's
+  close would "checkpoint" an empty WAL and delete it, even on a ``mode=ro`` handle);
+* a ``-wal`` with frames is left behind (a crashed writer) but nobody has the store open: the
+  WAL is read
   into private memory (``vfs=unix-none`` + ``locking_mode=EXCLUSIVE``: no ``-shm`` is touched);
 * another connection has the store open (this process, or another one holding the ``-shm``
   lock): ``mode=ro`` through its ``-shm``, so the reader sees a consistent committed state
@@ -432,9 +435,24 @@ def readonly_uri(path: Path, *, live: bool = False) -> tuple[str, bool]:
     live = live and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
     if live or store_in_use(path):
         return base, False
-    if os.path.exists(f"{path}-wal"):
+    if _wal_frames_possible(f"{path}-wal"):
         return base + "&vfs=unix-none", True
     return base + "&immutable=1", False
+
+
+# A WAL frame is a 24-byte header and a page (512 bytes at least) after the 32-byte file header.
+_SHORTEST_WAL_WITH_A_FRAME = 32 + 24 + 512
+
+
+def _wal_frames_possible(wal: str) -> bool:
+    """Whether ``wal`` exists and is long enough to hold a frame (an unreadable one: assume so,
+    and let the open report it)."""
+    try:
+        return os.stat(wal).st_size >= _SHORTEST_WAL_WITH_A_FRAME
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
 
 
 # Authorizer action codes that only read (sqlite3.h); everything else is denied.

@@ -275,7 +275,13 @@ def heads_after(db: LiveReader, after: bytes, limit: int) -> list[tuple[bytes, H
 
 
 def content_prefix(db: Reader, content_id: bytes, n: int) -> tuple[bytes, int] | None:
-    """The first ``n`` bytes of a content row's value and its whole length, or None."""
+    """The first ``n`` bytes of a content row's value and its whole length, or None (on a
+    Fjall store's read handle the row is read from the keyspace: at most one value)."""
+    from migrate.store.keyspace import KeyspaceRows
+
+    if isinstance(db, KeyspaceRows):
+        value = db.live_get(CONTENT, content_id)
+        return None if value is None else (value[:n], len(value))
     row = db.one(
         "SELECT substr(value, 1, ?), length(value) FROM application_content WHERE key = ?",
         (n, content_id),

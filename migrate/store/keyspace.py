@@ -194,6 +194,9 @@ class FjallTx(Tx):
         super().__init__(conn, number, **kw)
         self._rows = rows
         self.changes: dict[tuple[str, bytes], bytes | None] = {}
+        #: The bytes (keys and values) put into the overlay so far: the batch is held in memory
+        #: until commit, so a caller that writes an unbounded input bounds it by this count.
+        self.change_bytes = 0
 
     @property
     def path(self) -> Path:
@@ -220,6 +223,7 @@ class FjallTx(Tx):
     # -- writes into the overlay ------------------------------------------------------------
     def _set(self, table: str, key: bytes, value: bytes | None) -> None:
         self.changes[(table, key)] = value
+        self.change_bytes += len(key) + (0 if value is None else len(value))
         self.wrote = self.entry_wrote = True
 
     def put(self, table: str, key: bytes, value: bytes, *, note: bool = True) -> bool:

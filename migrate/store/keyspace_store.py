@@ -241,8 +241,13 @@ def open_fjall_store(
     maintenance: bool,
     hash_suite: str,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    keep_exclusive: bool = False,
 ) -> FjallStore:
-    """Open (``create``: make first, when absent) the Fjall store at ``directory``."""
+    """Open (``create``: make first, when absent) the Fjall store at ``directory``.
+    ``keep_exclusive``: keep the records' directory locked exclusively when this call
+    created the records (for :func:`migrate.store.opening.provisional_store`, which removes
+    them again when nothing was committed: a refused ``apply`` into a store the cyber code
+    wrote leaves no records beside it)."""
     from migrate.store.engine import engine_of
 
     if engine_of(directory) is None:
@@ -256,7 +261,7 @@ def open_fjall_store(
     try:
         records = records_dir(directory)
         lock = creation.acquire(records, create=True, hash_suite=hash_suite,
-                                timeout=busy_timeout)  # fmt: skip
+                                timeout=busy_timeout, keep_exclusive=keep_exclusive)  # fmt: skip
         db = records / layout.DB_NAME
         layout.check_header(db)
         conn = Connection(db, busy_timeout=busy_timeout)

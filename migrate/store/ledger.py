@@ -156,6 +156,13 @@ def entry(db: _Db, tx: int) -> Entry | None:
     return None if row is None else _entry(row)
 
 
+def first_tx(db: _Db) -> int:
+    """The oldest ledger transaction number (TypeError for an empty ledger, which no store
+    has: ``doctor`` reports it unreadable)."""
+    row = db.one(f"SELECT min(tx) FROM {LEDGER}")
+    return int(row[0]) if row else 0
+
+
 def last_tx(db: _Db) -> int:
     """The newest ledger transaction number (0 for an empty ledger)."""
     row = db.one(f"SELECT max(tx) FROM {LEDGER}")
@@ -176,12 +183,48 @@ def heads_of(db: _Db, tx: int) -> Iterator[tuple[bytes, Head | None, Head, bytes
         )
 
 
+def rows_of(db: _Db, tx: int, table: str) -> Iterator[tuple[bytes, bytes | None]]:
+    """``(key, value)`` of every row of ``table`` (content or claims) that ``tx`` recorded, in
+    key order; value None: the row is not in the table (excised)."""
+    for key, value in db.rows(
+        f"SELECT r.key, t.value FROM {ROWS} AS r LEFT JOIN {table} AS t "
+        "ON t.key = r.key WHERE r.tx = ? AND r.tbl = ? ORDER BY r.key",
+        (tx, ORDINAL[table]),
+    ):
+        yield bytes(key), None if value is None else bytes(value)
+
+
+def txs_recording(db: _Db, key: bytes) -> Iterator[int]:
+    """The transactions that recorded a content or claim row under ``key``."""
+    for (tx,) in db.rows(f"SELECT tx FROM {ROWS} WHERE key = ?", (key,)):
+        yield int(tx)
+
+
+def txs_moving(db: _Db, namespace: bytes) -> Iterator[int]:
+    """The transactions that moved ``namespace``'s head."""
+    for (tx,) in db.rows(f"SELECT tx FROM {HEADS} WHERE namespace = ?", (namespace,)):
+        yield int(tx)
+
+
+def moves_of(db: _Db, namespace: bytes) -> Iterator[tuple[Any, ...]]:
+    """``(tx, before, after)`` of every move of ``namespace``'s head, as stored (heads
+    encoded, ``before`` None for the first), for the caller to decode only what it needs."""
+    yield from db.rows(f"SELECT tx, before, after FROM {HEADS} WHERE namespace = ?", (namespace,))
+
+
 def boundary_of(db: _Db, namespace: bytes) -> tuple[int, Head] | None:
     """``(first retained index, the head just below it)`` of a ``nohistory`` namespace."""
     row = db.one(
         f"SELECT first_index, prev FROM {BOUNDARIES} WHERE namespace = ?", (namespace,)
     )
     return None if row is None else (int(row[0]), Head.decode(bytes(row[1])))
+
+
+def entries_below_boundaries(db: _Db) -> int:
+    """The history entries ``nohistory`` dropped: the sum of every retained boundary's first
+    index."""
+    row = db.one(f"SELECT coalesce(sum(first_index), 0) FROM {BOUNDARIES}")
+    return int(row[0]) if row else 0
 
 
 def is_excised(db: _Db, what: str, ident: bytes) -> int | None:

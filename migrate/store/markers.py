@@ -14,11 +14,16 @@ transaction -- which is the whole of what :class:`fences._store.FenceReader` and
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 
 class _Reader(Protocol):
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None: ...
+
+
+class _RowReader(_Reader, Protocol):
+    def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]: ...
 
 
 class _Writer(_Reader, Protocol):
@@ -60,6 +65,13 @@ def fence_record(db: _Reader, namespace: bytes) -> dict[str, Any] | None:
     if row is None:
         return None
     return {"import_id": row[0], "reason": row[1], "transaction": row[2]}
+
+
+def fence_rows(db: _RowReader) -> Iterator[tuple[Any, ...]]:
+    """``(namespace, import_id, reason)`` of every fence, as stored, in namespace order."""
+    yield from db.rows(
+        "SELECT namespace, import_id, reason FROM bbg_import_v1_fences ORDER BY namespace"
+    )
 
 
 def put_fence(tx: _Writer, namespace: bytes, import_id: str, reason: str) -> bool:

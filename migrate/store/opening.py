@@ -60,7 +60,8 @@ def open_store(
     if engine_for(directory, engine) == FJALL:
         return open_fjall_store(directory, create=create, reader_generation=reader_generation,
                                 maintenance=maintenance, hash_suite=hash_suite,
-                                busy_timeout=busy_timeout)  # fmt: skip
+                                busy_timeout=busy_timeout,
+                                keep_exclusive=_keep_exclusive)  # fmt: skip
     lock = creation.acquire(
         directory, create=create, hash_suite=hash_suite, timeout=busy_timeout,
         keep_exclusive=_keep_exclusive,

@@ -16,12 +16,12 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from bbg_core.errors import StoreRefused, UsageError
+from bbg_core.errors import StoreRefused
 from bbg_core.files import cannot_read
 from fences import generations
 from migrate.store.bbgdb import LAST_TRANSACTION, METADATA
 from migrate.store.connection import Connection
-from migrate.store.engine import ENGINE_ENV, FJALL, default_engine, engine_of
+from migrate.store.engine import FJALL, engine_of
 from migrate.store.keyspace_store import open_fjall_view
 from migrate.store.layout import DB_NAME, check_header, no_store, require_bbg
 from migrate.store.opening import refuse_records_dir
@@ -88,26 +88,8 @@ def refuse_fjall(store_dir: Path) -> None:
     if engine_of(Path(store_dir)) == FJALL:
         raise StoreRefused(
             f"{store_dir}: a BBG store on the Fjall engine (the real BBG database); this command "
-            "works on SQLite stores only in this version (apply, mcp)",
+            "works on SQLite stores only (a SQLite-only read path was given a Fjall store)",
             path=str(store_dir), engine=FJALL,
-        )  # fmt: skip
-
-
-def refuse_fjall_creation(store_dir: Path, command: str) -> None:
-    """UsageError for a command that creates SQLite stores only (``apply``) when
-    it would create the store (``store_dir`` absent or an empty directory) and a new store
-    would be made on the Fjall engine.  Anything else there is left to the store's own
-    checks (a non-empty directory that is no store is refused as such)."""
-    path = Path(store_dir)
-    try:
-        creating = not os.path.lexists(path) or (path.is_dir() and not any(path.iterdir()))
-    except OSError:
-        creating = False  # unreadable: the store's own checks say why
-    if creating and default_engine() == FJALL:
-        raise UsageError(
-            f"{store_dir}: {command} works on SQLite stores only in this version and would "
-            "create a store on the Fjall engine (the default); pass --engine sqlite (or set "
-            f"{ENGINE_ENV}=sqlite) to create a SQLite store", path=str(store_dir), engine=FJALL,
         )  # fmt: skip
 
 

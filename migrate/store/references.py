@@ -4,6 +4,8 @@
 carries beyond history commits; the rows it needs come from here, so the share layer holds
 no SQL:
 
+* :func:`non_commit_content`: the ids of content rows no history entry has as its commit
+  (the rows the classes sort);
 * :func:`referenced_commits`: the content values of every history entry's commit and of
   every commit a request receipt names (whose entry ``nohistory`` may have dropped);
 * :func:`data_pairs`: the content values that can be Data pairs (codec byte 0, a 64-byte
@@ -22,6 +24,16 @@ from collections.abc import Iterable, Iterator
 
 from bbg_core.closing import Closing
 from migrate.store.connection import Connection
+
+
+def non_commit_content(conn: Connection) -> Iterator[bytes]:
+    """Ids of content rows that no history entry has as its commit, in key order."""
+    # NOT IN: one ephemeral index of the history's commits, not a history scan per row.
+    for (key,) in conn.rows(
+        "SELECT key FROM application_content "
+        "WHERE key NOT IN (SELECT value FROM application_history) ORDER BY key"
+    ):
+        yield bytes(key)
 
 
 def referenced_commits(conn: Connection) -> Iterator[bytes]:

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate.store import bbgdb, ledger
+from migrate.store import ledger
 from migrate.store.connection import Connection
+from migrate.store.storage_row import STORAGE
 from migrate.store.tx import Tx
-
-STORAGE = bbgdb.METADATA  # bbg's storage table: one name on both engines
 
 
 def insert_record(tx: Tx, table: str, names: list[str], values: list[Any]) -> None:

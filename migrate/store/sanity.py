@@ -9,7 +9,10 @@ or ``ValueError``; these checks find the damage first and name it.
   values are not of the declared type, and every JSON column that does not parse: one
   ``SELECT`` per table, all in SQLite (``doctor`` runs it over the whole file);
 * :func:`check_bookkeeping` -- the same over the small bookkeeping tables (storage row,
-  status marker, import records), run when a store is opened: StoreError if any is damaged.
+  status marker, import records), run when a store is opened: StoreError if any is damaged;
+* :func:`quick_check` / :func:`integrity_check` -- what SQLite's ``PRAGMA quick_check`` /
+  ``integrity_check`` says (``["ok"]``: sound); :func:`foreign_key_violations` -- the rows
+  of ``PRAGMA foreign_key_check``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from bbg_core.errors import StoreError
+from migrate.store.catalog import table_names
 
 # Declared type -> what typeof() must say.
 _TYPEOF = {"BLOB": "blob", "TEXT": "text", "INTEGER": "integer"}
@@ -66,17 +70,9 @@ def _columns(db: _Reader, table: str) -> list[tuple[str, str, bool]]:
 
 def column_problems(db: _Reader, tables: tuple[str, ...] | None = None) -> list[dict[str, str]]:
     """Findings ``{code, detail}`` for values of the wrong type and JSON that does not parse."""
+    present = table_names(db)
     if tables is None:
-        tables = tuple(
-            str(r[0])
-            for r in db.rows(
-                "SELECT name FROM sqlite_master WHERE type = 'table' "
-                "AND name NOT LIKE 'sqlite_%' ORDER BY name"
-            )
-        )
-    present = {
-        str(r[0]) for r in db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")
-    }
+        tables = tuple(present)
     out: list[dict[str, str]] = []
     for table in tables:
         if table not in present:
@@ -101,6 +97,21 @@ def column_problems(db: _Reader, tables: tuple[str, ...] | None = None) -> list[
                     "detail": f"{table}.{column}: {count} value(s) {what}",
                 })  # fmt: skip
     return out
+
+
+def quick_check(db: _Reader) -> list[str]:
+    """The lines of SQLite's ``PRAGMA quick_check`` (``["ok"]`` when it finds nothing)."""
+    return [str(r[0]) for r in db.rows("PRAGMA quick_check")]
+
+
+def integrity_check(db: _Reader) -> list[str]:
+    """The lines of SQLite's ``PRAGMA integrity_check`` (``["ok"]`` when it finds nothing)."""
+    return [str(r[0]) for r in db.rows("PRAGMA integrity_check")]
+
+
+def foreign_key_violations(db: _Reader) -> list[list[Any]]:
+    """The rows of SQLite's ``PRAGMA foreign_key_check`` (table, rowid, parent, fk index)."""
+    return [list(r) for r in db.rows("PRAGMA foreign_key_check")]
 
 
 def check_bookkeeping(db: _Reader) -> None:
@@ -141,5 +152,5 @@ def required_tables(version: int) -> list[str]:
 def missing_tables(db: _Reader, version: int) -> list[str]:
     """The tables of :func:`required_tables` the file does not hold (a command that reads or
     writes one fails with "no such table"), in schema order."""
-    present = {str(r[0]) for r in db.rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    present = set(table_names(db))
     return [n for n in required_tables(version) if n not in present]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from migrate.store.codec import CONTENT
 from migrate.store.tx import Tx
 
 _TABLE = "temp.bbg_stream_content"
@@ -39,7 +40,19 @@ class StreamKeys:
 
     def content_rows(self, before: int) -> Iterator[tuple[bytes, bytes]]:
         """The content rows of the keys carried on lines below ``before``, in key order, as
-        the transaction sees them (one at a time: a value may be 16 MiB)."""
+        the transaction sees them (one at a time: a value may be 16 MiB).  On the Fjall
+        engine the rows are in the keyspace and the transaction's overlay, not in the records'
+        (empty) tables: each key is looked up through the transaction."""
+        from migrate.store.keyspace import FjallTx
+
+        if isinstance(self._tx, FjallTx):
+            for (key,) in self._tx.rows(
+                f"SELECT key FROM {_TABLE} WHERE line < ? ORDER BY key", (before,)
+            ):
+                value = self._tx.get(CONTENT, bytes(key))
+                if value is not None:
+                    yield bytes(key), value
+            return
         for key, value in self._tx.rows(
             f"SELECT c.key, c.value FROM {_TABLE} AS s JOIN application_content AS c "
             "ON c.key = s.key WHERE s.line < ? ORDER BY s.key",

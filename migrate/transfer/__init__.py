@@ -306,6 +306,16 @@ def activate(job: TransferJob, progress: Progress | None = None) -> TransferOutc
         return TransferOutcome("complete", s.seal.manifest.hex(), receipt)
 
 
+def is_sealed(source: Path) -> bool:
+    """True if the BBG store at ``source`` already carries a transfer seal, so a transfer of
+    it seals nothing new (the CLI asks before the first seal only); reads only."""
+    from migrate.store.readonly import open_readonly
+    from migrate.transfer.source import export_seal
+
+    with open_readonly(Path(source)) as conn:
+        return export_seal(conn) is not None
+
+
 def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
     """The dry run of ``transfer``: the same reads and checks, and nothing written.
 

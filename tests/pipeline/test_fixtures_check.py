@@ -27,11 +27,32 @@ def test_bundled_fixtures_match_their_golden_results() -> None:
     assert (LEGACY / "cell-small.receipt.json").exists()
 
 
-def test_full_shared_set_matches_when_available() -> None:
+# Shared expected files the real code contradicts: the project's copy is corrected (its
+# ``note`` cites the source) and the replay of the shared set uses it.  Each entry must still
+# differ from the shared file, so a corrected oracle upstream takes it off this list.
+CORRECTED = {
+    # cybergraph@546853d src/content.rs Content::from_stored -> nox particle_of (8 or 64
+    # bytes only): tagged-scheme Data rows are refused under --content-check codec.
+    "cell-data-tagged-ids.expected.json",
+}
+
+
+def test_full_shared_set_matches_when_available(tmp_path: Path) -> None:
     shared = shared_fixtures()
     if shared is None:
         pytest.skip("BBG_SHARED_FIXTURES is not set: the complete set is only beside CI's clone")
-    res = cli("fixtures", "check", str(shared / "legacy"))
+    replay = tmp_path / "legacy"
+    replay.mkdir()
+    for item in (shared / "legacy").iterdir():
+        (replay / item.name).symlink_to(item)
+    for name in sorted(CORRECTED):
+        ours, theirs = LEGACY / name, shared / "legacy" / name
+        assert json.loads(ours.read_text()) != json.loads(theirs.read_text()), (
+            f"{name}: the shared oracle now agrees with the correction; drop it from CORRECTED"
+        )
+        (replay / name).unlink()
+        shutil.copy(ours, replay / name)
+    res = cli("fixtures", "check", str(replay))
     assert res.returncode == 0, res.stderr
 
 

@@ -1,24 +1,20 @@
-"""The share commands on a Fjall store: refused by name, never a traceback, nothing written.
+"""A Fjall store under the SQLite-only read path: refused by name, nothing written.
 
-apply and mcp work on SQLite stores only in this version (sharing a Fjall store is the
-sharing issue; ``tail`` and ``follow`` read a Fjall store: test_tail_fjall.py;
-``snapshot``, ``restore`` and ``backup`` work on both engines: test_snapshot_fjall.py,
-test_backup_fjall.py; ``nohistory`` and ``excise`` too: test_retention_fjall.py).  Given a
-Fjall store each exits 1 (store error) with the named refusal of
-:func:`migrate.store.readonly.refuse_fjall`; apply, which creates the store it is given
-when it does not exist, refuses to create a Fjall one (exit 2, naming ``--engine sqlite``)
-and leaves nothing behind.
+Every sharing command works on a Fjall store (tail/follow: test_tail_fjall.py; snapshot,
+restore, backup: test_snapshot_fjall.py, test_backup_fjall.py; apply, mcp:
+test_apply_fjall.py, test_mcp_fjall.py; nohistory, excise: test_retention_fjall.py).  The
+SQLite-only read path they dispatch away from still refuses a Fjall store by name
+(:func:`migrate.store.readonly.refuse_fjall`) instead of opening it as SQLite.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from migrate.store.engine import FJALL, records_dir
+from migrate.store.engine import FJALL
 from tests.conftest import FIXTURES
 from tests.share.conftest import run_cli
 from tests.support import stores
@@ -47,50 +43,17 @@ def fjall_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return store, namespace
 
 
-COMMANDS: dict[str, list[str]] = {
-    "apply --json": ["apply", "-", "--json"],
-    "apply": ["apply", "-"],
-    "mcp": ["mcp"],
-}
-
-
-@pytest.mark.parametrize("command", list(COMMANDS))
-def test_share_command_refuses_a_fjall_store_by_name(
-    fjall_store: tuple[Path, str], tmp_path: Path, command: str
+def test_the_sqlite_only_reader_refuses_a_fjall_store_by_name(
+    fjall_store: tuple[Path, str],
 ) -> None:
-    store, namespace = fjall_store
-    dest = tmp_path / "backup"
-    args = [a.format(dest=dest, ns=namespace) for a in COMMANDS[command]]
+    """Every sharing command works on a Fjall store now; the SQLite-only read path under them
+    still refuses one by name (StoreRefused, exit 1), never opening it as SQLite."""
+    from bbg_core.errors import StoreRefused
+    from migrate.store.readonly import open_sqlite_readonly
+
+    store, _ = fjall_store
     before = stores.dump(store)
-    files = stores.store_files(store)
-    res = run_cli("--store", str(store), *args, stdin=b"")
-    err = res.stderr.decode()
-    assert res.returncode == 1, (res.returncode, err)
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert REFUSED in err and SQLITE_ONLY in err, err
-    if args[-1] == "--json":
-        doc = json.loads(res.stdout)
-        assert (doc["code"], doc["exit_code"]) == ("store-refused", 1)
-        assert doc["context"]["engine"] == FJALL
-    assert stores.dump(store) == before and stores.store_files(store) == files
-    assert not dest.exists()
-
-
-@pytest.mark.parametrize("empty_dir", [False, True], ids=["absent", "empty-dir"])
-@pytest.mark.parametrize("command", ["apply"])
-def test_share_command_does_not_create_a_fjall_store(
-    tmp_path: Path, command: str, empty_dir: bool
-) -> None:
-    """apply creates its store when it is absent (or an empty directory); on the Fjall
-    engine (here asked for by name, as by default) it refuses before writing."""
-    store = tmp_path / "new"
-    if empty_dir:
-        store.mkdir()
-    res = run_cli("--engine", FJALL, "--store", str(store), command, "-", stdin=b"")
-    err = res.stderr.decode()
-    assert res.returncode == 2, (res.returncode, err)
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert "SQLite stores only" in err and "--engine sqlite" in err, err
-    assert sorted(os.listdir(tmp_path)) == (["new"] if empty_dir else [])
-    assert not empty_dir or os.listdir(store) == []
-    assert not records_dir(store).exists()
+    with pytest.raises(StoreRefused, match=f"{REFUSED}.*{SQLITE_ONLY}"):
+        with open_sqlite_readonly(store):
+            pass
+    assert stores.dump(store) == before

@@ -244,7 +244,7 @@ def test_sealed_source_with_a_lost_target_is_read_and_moved(cell_store: Path,
 
     want = digest(cell_store)
     target = tmp_path / "target"
-    done = run_cli("transfer", str(cell_store), "--store", str(target), "--pages", "1")
+    done = run_cli("transfer", "--yes", str(cell_store), "--store", str(target), "--pages", "1")
     assert done.returncode == 5, done.stderr  # sealed, copying not complete
     shutil.rmtree(target)  # the target is lost: the transfer cannot finish
     events = run_cli("--store", str(cell_store), "tail")

@@ -91,11 +91,11 @@ def test_an_option_looking_store_is_a_usage_error(tmp_path: Path, args: tuple[st
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.engine("sqlite")  # apply creates SQLite stores only in this version
-def test_a_dash_directory_named_explicitly_is_fine(tmp_path: Path) -> None:
-    done = cli("apply", "-", "--store", "./--json", cwd=tmp_path)
+@pytest.mark.parametrize("engine", ["sqlite", "fjall"])
+def test_a_dash_directory_named_explicitly_is_fine(tmp_path: Path, engine: str) -> None:
+    done = cli("--engine", engine, "apply", "-", "--store", "./--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert engine_of(tmp_path / "--json") is not None
+    assert engine_of(tmp_path / "--json") == engine
 
 
 # -- 18.10 ------------------------------------------------------------------------------------

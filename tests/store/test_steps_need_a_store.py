@@ -32,7 +32,9 @@ def test_a_step_refuses_a_missing_store_and_creates_nothing(
 ) -> None:
     src = str(LOG) if source == "legacy" else str(_bbg_small(tmp_path / "src"))
     before = tree_state(tmp_path)
-    res = cli("--store", "nope", verb, src, cwd=tmp_path)
+    # --yes: the seal's confirmation is given, so only the missing store can stop the step.
+    res = cli("--store", "nope", verb, src, *(["--yes"] if source == "bbg-store" else []),
+              cwd=tmp_path)  # fmt: skip
     assert res.returncode == 1, res.stderr
     assert "nope: cannot read: No such file or directory; no BBG store here" in res.stderr
     assert not (tmp_path / "nope").exists() and not (tmp_path / "nope.bbg-migrate").exists()

@@ -181,12 +181,12 @@ def test_archive_rejects_missing_receipt_and_empty_path_without_a_source_transac
 ) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    res = cli("transfer", str(empty), "--store", str(tmp_path / "t"))
+    res = cli("transfer", "--yes", str(empty), "--store", str(tmp_path / "t"))
     assert res.returncode == 2, res.stderr  # a directory that holds no store: a usage error
     assert f"{empty} is not a BBG store" in res.stderr
     assert list(empty.iterdir()) == []
     absent = tmp_path / "absent"
-    res = cli("transfer", str(absent), "--store", str(tmp_path / "t"))
+    res = cli("transfer", "--yes", str(absent), "--store", str(tmp_path / "t"))
     assert res.returncode == 1, res.stderr  # a path that cannot be read names the OS's reason
     assert f"{absent}: cannot read" in res.stderr and not absent.exists()
     source, _ = _source(tmp_path)
@@ -220,7 +220,8 @@ def test_killed_transfer_resumes_seal_reservation_pages_and_completion(
     source, head = _source(tmp_path)
     target = tmp_path / "target"
     open_store(target, create=True).close()
-    args = ("transfer", str(source), "--store", str(target), "--nonce", "08" * 32, "--json")
+    args = ("transfer", "--yes", str(source), "--store", str(target), "--nonce", "08" * 32,
+            "--json")
     killed = cli(*args, kill_at_commit=PHASES[transfer_engine][phase])
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     with pytest.raises(StoreSealed):

@@ -63,7 +63,7 @@ def sealed(
 ) -> tuple[Path, dict[str, object]]:
     base = tmp_path_factory.mktemp("pages")
     source = copy_store(migrated_store(base), base / "sealed")
-    res = cli("transfer", str(source), "--store", str(base / "t"), "--json")
+    res = cli("transfer", "--yes", str(source), "--store", str(base / "t"), "--json")
     assert res.returncode == 0, res.stderr
     return source, json.loads(res.stdout)
 

@@ -57,7 +57,7 @@ def source(template: Path, tmp_path: Path) -> Path:
 
 
 def _transfer(source: Path, target: Path, *extra: str) -> dict[str, object]:
-    res = cli("transfer", str(source), "--store", str(target), "--json", *extra)
+    res = cli("transfer", "--yes", str(source), "--store", str(target), "--json", *extra)
     assert res.returncode == 0, res.stderr
     receipt: dict[str, object] = json.loads(res.stdout)
     schemas.validate(receipt, "transfer-receipt")
@@ -117,10 +117,10 @@ def test_exact_rerun_prints_the_same_receipt_and_writes_nothing(
     source: Path, tmp_path: Path
 ) -> None:
     target = tmp_path / "t"
-    first = cli("transfer", str(source), "--store", str(target), "--json")
+    first = cli("transfer", "--yes", str(source), "--store", str(target), "--json")
     assert first.returncode == 0, first.stderr
     before = tree_state(*files_of(source), *files_of(target))
-    again = cli("transfer", str(source), "--store", str(target), "--json")
+    again = cli("transfer", "--yes", str(source), "--store", str(target), "--json")
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout
     assert tree_state(*files_of(source), *files_of(target)) == before
@@ -166,11 +166,12 @@ def test_reseal_with_another_target_or_nonce_is_a_conflict(source: Path, tmp_pat
     _transfer(source, tmp_path / "t1", "--nonce", "11" * 32)
     sealed = dump(source)
     other = tmp_path / "t2"
-    res = cli("transfer", str(source), "--store", str(other), "--nonce", "11" * 32)
+    res = cli("transfer", "--yes", str(source), "--store", str(other), "--nonce", "11" * 32)
     assert res.returncode == 4, res.stderr
     assert "already sealed for another transfer" in res.stderr
     assert not exists(other)  # a refused transfer leaves no empty target behind
-    res = cli("transfer", str(source), "--store", str(tmp_path / "t1"), "--nonce", "22" * 32)
+    res = cli("transfer", "--yes", str(source), "--store", str(tmp_path / "t1"), "--nonce",
+              "22" * 32)
     assert res.returncode == 4 and "resealing with another target or nonce" in res.stderr
     assert dump(source) == sealed
 
@@ -183,7 +184,7 @@ def test_a_colliding_namespace_is_refused_before_the_source_is_sealed(
     assert cli("run", str(template.parent / "source-redb" / "cell.redb"), "--store",
                str(target)).returncode == 0  # fmt: skip
     before = (dump(source), dump(target))
-    res = cli("transfer", str(source), "--store", str(target))
+    res = cli("transfer", "--yes", str(source), "--store", str(target))
     assert res.returncode == 4, res.stderr
     assert "cannot reserve the source's namespaces" in res.stderr
     assert "has a head" in res.stderr
@@ -207,7 +208,7 @@ def test_steps_one_at_a_time_give_the_same_receipt(
         assert res.returncode == (5 if doc.get("status") == "staging" else 0), res.stderr
         return doc
 
-    sealed = step("seal")
+    sealed = step("seal", "--yes")
     assert sealed["status"] == "sealed" and sealed["manifest"] == direct["manifest"]
     assert status(b_src) == "export-v1"
     # Reserved namespaces refuse GraphPort writes (bbg: the 's' key → Fenced); others do not.
@@ -244,7 +245,7 @@ def test_plan_writes_nothing_and_predicts(source: Path, tmp_path: Path) -> None:
     schemas.validate(doc, "transfer-plan")
     assert doc["action"] == "transfer" and doc["rows"] == 220  # cell-small: 105+3+50+50+12
     assert tree_state(source, tmp_path) == before and not exists(target)
-    assert cli("seal", str(source), "--store", str(target)).returncode == 0
+    assert cli("seal", "--yes", str(source), "--store", str(target)).returncode == 0
     before = tree_state(*files_of(source), *files_of(target))
     res = cli("plan", str(source), "--store", str(target), "--json")
     assert res.returncode == 0, res.stderr
@@ -258,7 +259,7 @@ def test_inspect_and_doctor_report_a_sealed_source_and_a_transfer_in_progress(
     source: Path, tmp_path: Path, transfer_engine: str
 ) -> None:
     target = tmp_path / "t"
-    res = cli("stage", str(source), "--store", str(target), "--pages", "2", "--json")
+    res = cli("stage", "--yes", str(source), "--store", str(target), "--pages", "2", "--json")
     assert res.returncode == 5, res.stderr  # copying is not complete
     manifest = json.loads(res.stdout)["manifest"]
     src = api.inspect(source)["transfer"]["sealed_source"]
@@ -285,7 +286,7 @@ def test_a_seal_that_no_longer_recomputes_is_corrupt(
     source: Path, tmp_path: Path, transfer_engine: str
 ) -> None:
     target = tmp_path / "t"
-    assert cli("seal", str(source), "--store", str(target)).returncode == 0
+    assert cli("seal", "--yes", str(source), "--store", str(target)).returncode == 0
     # Behind the tool's back, drop a namespace's last commit: the store is still valid
     # (links hold) but its heads are not the pinned ones, so the manifest cannot recompute.
     ns_hex, facts = max(inspect_bbg(source)["namespaces"].items(), key=lambda i: i[1]["head_index"])
@@ -297,7 +298,7 @@ def test_a_seal_that_no_longer_recomputes_is_corrupt(
     prev_commit = dict(rows(source, "application_history"))[ns + (last - 1).to_bytes(8, "big")]
     put_row(source, "application_heads", ns, (last - 1).to_bytes(8, "little") + prev_commit)
     assert inspect_bbg(source)["valid"]
-    res = cli("transfer", str(source), "--store", str(target))
+    res = cli("transfer", "--yes", str(source), "--store", str(target))
     assert res.returncode == 1, res.stderr
     assert "no longer recomputes" in res.stderr
     if transfer_engine == "sqlite":  # doctor reads SQLite stores only in this version
@@ -308,7 +309,7 @@ def test_a_seal_that_no_longer_recomputes_is_corrupt(
 
 def test_export_marker_without_a_seal_is_corrupt(source: Path, tmp_path: Path) -> None:
     set_status(source, "export-v1")
-    res = cli("transfer", str(source), "--store", str(tmp_path / "t"))
+    res = cli("transfer", "--yes", str(source), "--store", str(tmp_path / "t"))
     assert res.returncode == 1 and "no export seal" in res.stderr
     assert not exists(tmp_path / "t")
 
@@ -316,7 +317,7 @@ def test_export_marker_without_a_seal_is_corrupt(source: Path, tmp_path: Path) -
 def test_only_an_original_store_can_be_a_source(source: Path, tmp_path: Path) -> None:
     set_status(source, "neuron-v1", "neuron-v1")
     before = dump(source)
-    res = cli("transfer", str(source), "--store", str(tmp_path / "t"))
+    res = cli("transfer", "--yes", str(source), "--store", str(tmp_path / "t"))
     assert res.returncode == 4 and "'neuron-v1'" in res.stderr
     assert dump(source) == before
 
@@ -325,19 +326,20 @@ def test_an_invalid_source_is_refused_before_sealing(source: Path, tmp_path: Pat
     first = rows(source, "application_history")[0][0]
     put_row(source, "application_history", first, None)
     before = dump(source)
-    res = cli("transfer", str(source), "--store", str(tmp_path / "t"))
+    res = cli("transfer", "--yes", str(source), "--store", str(tmp_path / "t"))
     assert res.returncode == 3, res.stderr
     assert dump(source) == before and status(source) == "complete"
 
 
 def test_bad_arguments(source: Path, tmp_path: Path) -> None:
-    res = cli("transfer", str(source), "--store", str(source))
+    res = cli("transfer", "--yes", str(source), "--store", str(source))
     assert res.returncode == 2 and "the target is the source" in res.stderr
-    res = cli("transfer", str(source), "--store", str(tmp_path / "t"), "--nonce", "abcd")
+    res = cli("transfer", "--yes", str(source), "--store", str(tmp_path / "t"), "--nonce", "abcd")
     assert res.returncode == 2 and "64 hex digits" in res.stderr
-    res = cli("seal", str(source), "--store", str(tmp_path / "t"), "--subject", "ab" * 32)
+    res = cli("seal", "--yes", str(source), "--store", str(tmp_path / "t"), "--subject", "ab" * 32)
     assert res.returncode == 2 and "--subject" in res.stderr
-    res = cli("transfer", str(LEGACY / "signals-small.log"), "--store", str(tmp_path / "t"))
+    res = cli("transfer", "--yes", str(LEGACY / "signals-small.log"), "--store",
+              str(tmp_path / "t"))
     assert res.returncode == 2 and "is not a BBG store" in res.stderr
     assert status(source) == "complete"
 
@@ -350,7 +352,7 @@ def test_the_library_decides_migration_or_transfer(tmp_path: Path) -> None:
     by_cli = copy_store(source, tmp_path / "again")
     outcome = api.run(api.Job(source=source, store=tmp_path / "t1"))
     assert isinstance(outcome, api.TransferOutcome) and outcome.status == "complete"
-    res = cli("transfer", str(by_cli), "--store", str(tmp_path / "t2"), "--json")
+    res = cli("transfer", "--yes", str(by_cli), "--store", str(tmp_path / "t2"), "--json")
     assert res.returncode == 0, res.stderr
     cli_receipt = json.loads(res.stdout)
     assert outcome.receipt is not None
@@ -387,7 +389,8 @@ def test_a_transfer_crosses_engines(source: Path, tmp_path: Path, transfer_engin
     other = "sqlite" if transfer_engine == "fjall" else "fjall"
     prior = bbg_last(source) if transfer_engine == "fjall" else None
     target = tmp_path / "t"
-    res = cli("transfer", str(source), "--store", str(target), "--json", env={ENGINE_ENV: other})
+    res = cli("transfer", "--yes", str(source), "--store", str(target), "--json",
+              env={ENGINE_ENV: other})
     assert res.returncode == 0, res.stderr
     receipt = json.loads(res.stdout)
     assert engine_of(target) == other and engine_of(source) == transfer_engine

@@ -59,7 +59,7 @@ def test_kill_at_every_commit_then_rerun_finishes_with_the_same_receipt(
 
     source, target = fresh(0)
     before = live_digest(target)
-    ref = cli("transfer", str(source), "--store", str(target), "--json")
+    ref = cli("transfer", "--yes", str(source), "--store", str(target), "--json")
     assert ref.returncode == 0, ref.stderr
     want = live_digest(target)
     killed = 0
@@ -67,7 +67,7 @@ def test_kill_at_every_commit_then_rerun_finishes_with_the_same_receipt(
     while True:
         point += 1
         source, target = fresh(point)
-        args = ("transfer", str(source), "--store", str(target), "--json")
+        args = ("transfer", "--yes", str(source), "--store", str(target), "--json")
         res = cli(*args, kill_at_commit=point)
         if res.returncode == 0:
             break  # past the last commit point

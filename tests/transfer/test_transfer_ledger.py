@@ -27,7 +27,7 @@ def test_transfer_seal_and_activation_are_ledger_transactions(
     before = _kinds(source)
     assert before[0] == "create" and "activate" in before  # the conversion's activation
     target = tmp_path / "target"
-    res = cli("transfer", str(source), "--store", str(target))
+    res = cli("transfer", "--yes", str(source), "--store", str(target))
     assert res.returncode == 0, res.stderr
     assert _kinds(source) == before + ["transfer-seal"]  # sealed for good, in the ledger
     kinds = _kinds(target)
