@@ -211,7 +211,10 @@ def _apply_meta(tx: Tx, doc: dict[str, Any], deltas: dict[str, int]) -> None:
     fact = doc["asserted"][0]
     if kind == "fence":
         ns = bytes.fromhex(fact["namespace"])
-        if fence_ns.fence(tx, ns, import_id=fact["import_id"], reason=fact["reason"]):
+        subject, manifest = (bytes.fromhex(fact[k]) if k in fact else None
+                             for k in ("subject", "manifest"))  # fmt: skip
+        if fence_ns.fence(tx, ns, import_id=fact["import_id"], reason=fact["reason"],
+                          subject=subject, manifest=manifest):  # fmt: skip
             deltas["fences"] += 1
     elif kind == "generation" and fact["status"] == generations.EXPORT_MARKER:
         pass  # the source's transfer seal binds that store, not a copy of its data

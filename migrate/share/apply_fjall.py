@@ -15,10 +15,12 @@ beside the store (``DIR.bbg-migrate``).  What differs:
   journal batch): measured 527 MiB peak RSS for a 124 MB batch.  The stream's content keys
   (for the content check) stay in a TEMP table of the records' connection, not in Python
   (:mod:`migrate.store.stream_keys`).
-* **Fences.**  bbg keeps a fence in ``bbg_import_v1`` as ``subject ‖ manifest``; an event/1
-  fence carries neither, so a fence event is applied only when the namespace is fenced here
-  already (a no-op).  Otherwise the stream is refused by name (store error, exit 1) and
-  nothing is written; ``snapshot``/``restore`` carry a Fjall store's fences byte for byte.
+* **Fences.**  bbg keeps a fence in ``bbg_import_v1`` as ``subject ‖ manifest``.  A stream
+  tailed from a Fjall store carries both in the fence fact (``subject``, ``manifest``), and
+  the fence is written with them; a namespace fenced here already with other values is a
+  conflict.  A stream tailed from a SQLite store carries neither, so its fence event is
+  applied only when the namespace is fenced here already (a no-op); otherwise the stream is
+  refused by name (store error, exit 1) and nothing is written.
 * **A new store** (``DIR`` absent or an empty directory, the Fjall engine chosen) is built
   aside in a marked temporary sibling and published by rename only once the stream has
   committed (:class:`~migrate.share.publish.Aside`): a refused stream leaves no store, no
@@ -33,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bbg_core.errors import StoreRefused, UsageError, ValidationFailed
+from bbg_core.errors import Conflict, StoreRefused, UsageError, ValidationFailed
 from migrate.share.publish import Aside, clear_abandoned_records, is_free
 from migrate.store import Store, bbgdb, open_store
 from migrate.store.engine import FJALL, engine_for, engine_of, records_dir
@@ -86,13 +88,23 @@ def check_event(tx: Tx, doc: dict[str, Any], line: int, max_batch: int) -> None:
                      f"at most {max_batch} bytes"}],
         )  # fmt: skip
     if doc["kind"] == "fence":
-        ns = bytes.fromhex(doc["asserted"][0]["namespace"])
-        if tx.live_get(bbgdb.MIGRATION, fence_key(ns)) is None:
+        fact = doc["asserted"][0]
+        ns = bytes.fromhex(fact["namespace"])
+        have = tx.live_get(bbgdb.MIGRATION, fence_key(ns))
+        carried = fact.get("subject", "") + fact.get("manifest", "")
+        if have is None and not carried:
             raise StoreRefused(
-                f"{tx.path}: a fence event (namespace {ns.hex()}) cannot be applied to a store "
-                "on the Fjall engine: bbg keeps a fence as subject ‖ manifest, which event/1 "
-                "does not carry. Move the store with snapshot/restore instead",
+                f"{tx.path}: a fence event (namespace {ns.hex()}) without bbg's subject and "
+                "manifest cannot be applied to a store on the Fjall engine: bbg keeps a fence "
+                "as subject ‖ manifest, and a stream tailed from a SQLite store does not carry "
+                "them. Move the store with snapshot/restore instead",
                 path=str(tx.path), namespace=ns.hex(), engine=FJALL,
+            )  # fmt: skip
+        if have is not None and carried and have.hex() != carried:
+            raise Conflict(
+                f"{tx.path}: the stream fences namespace {ns.hex()} with subject ‖ manifest "
+                f"{carried}, but it is fenced here with {have.hex()}",
+                path=str(tx.path), namespace=ns.hex(),
             )  # fmt: skip
 
 

@@ -247,6 +247,9 @@ def meta_event(doc: dict[str, Any]) -> Event:
         ns = bytes.fromhex(doc["namespace"])
         fact = {"fact": "fence", "namespace": doc["namespace"], "import_id": doc["import_id"],
                 "reason": doc["reason"]}  # fmt: skip
+        if doc.get("value"):  # a Fjall store's fence: bbg's subject ‖ manifest
+            value = bytes.fromhex(doc["value"])
+            fact["subject"], fact["manifest"] = value[:32].hex(), value[32:].hex()
         return _meta(kind, meta_event_id(kind, ns), fact,
                      {"table": "bbg_import_v1_fences", "key": doc["namespace"]})  # fmt: skip
     if kind == "generation":

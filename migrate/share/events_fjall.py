@@ -71,7 +71,7 @@ from migrate.store.codec import (
     split_history_key,
     split_request_value,
 )
-from migrate.store.keyspace import FENCE_PREFIX, FjallView, decode_status
+from migrate.store.keyspace import FENCE_PREFIX, FENCE_VALUE_LEN, FjallView, decode_status
 from migrate.store.readonly import open_readonly
 
 WINDOW_ROWS = 65536
@@ -225,12 +225,13 @@ def _commit_events(view: FjallView, rows: Rows, commits: set[bytes]) -> Iterator
 
 
 def _meta_events(view: FjallView, rows: Rows) -> Iterator[Event]:
-    for key, _value in rows(bbgdb.MIGRATION, FENCE_PREFIX):
+    for key, value in rows(bbgdb.MIGRATION, FENCE_PREFIX):
         ns = key[len(FENCE_PREFIX):]
         record = view.fence_record(ns) or {}
+        bbg_value = value.hex() if len(value) == FENCE_VALUE_LEN else ""  # subject ‖ manifest
         yield meta_event({"kind": "fence", "namespace": ns.hex(),
                           "import_id": record.get("import_id") or record.get("manifest") or "",
-                          "reason": record.get("reason") or ""})  # fmt: skip
+                          "reason": record.get("reason") or "", "value": bbg_value})  # fmt: skip
     for key, value in rows(bbgdb.MIGRATION, bbgdb.STATUS):
         if key == bbgdb.STATUS:
             marker = decode_status(value) or ""

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from bbg_core.errors import Locked, StoreRefused, ValidationFailed
+from bbg_core.errors import Conflict, Locked, StoreRefused, ValidationFailed
 from fences import generations, namespaces
 from migrate import api
 from migrate.share.apply import apply_stream
 from migrate.store import bbgdb, open_store
 from migrate.store.engine import ENGINE_ENV, FJALL, SQLITE, records_dir
+from migrate.store.keyspace import fence_key
 from tests.share.conftest import run_cli
 from tests.share.stores import birth, graph_writes
 from tests.share.test_stream_hostile import _blob_line, _flip_blob
@@ -130,19 +131,66 @@ def test_a_bad_stream_changes_nothing_and_creates_nothing(
     assert unchanged(graph) == before
 
 
-def test_a_fence_event_is_refused_by_name_unless_fenced_already(tmp_path: Path) -> None:
-    """event/1 carries no subject ‖ manifest, which bbg keeps as a fence's value."""
+def test_a_fjall_fence_event_carries_subject_and_manifest_into_a_new_fjall_store(
+    tmp_path: Path,
+) -> None:
+    """A Fjall store's fence travels as bbg's value (subject ‖ manifest): the copy holds the
+    same ``bbg_import_v1`` fence row byte for byte, and is fenced (writes refused)."""
     source = fjall_graph(tmp_path / "src", fence=True)
     data = tail_bytes(source)
+    fences = [json.loads(x) for x in data.splitlines() if b'"kind":"fence"' in x]
+    assert [f["asserted"][0]["subject"] for f in fences] == ["01" * 32]
+    assert [f["asserted"][0]["manifest"] for f in fences] == ["02" * 32]
+    dest = tmp_path / "copy"
+    report = api.apply(dest, io.BytesIO(data))
+    assert report["deltas"]["fences"] == 1
+    key = fence_key(birth("g-2").namespace)
+    assert stores.live_get(dest, bbgdb.MIGRATION, key) == b"\x01" * 32 + b"\x02" * 32
+    assert stores.live_get(dest, bbgdb.MIGRATION, key) == stores.live_get(
+        source, bbgdb.MIGRATION, key)
+    assert stores.live_digest(dest) == stores.live_digest(source)
+    res = run_cli("--store", str(dest), "doctor", "--json")
+    assert json.loads(res.stdout)["healthy"] is True, res.stdout
+
+
+def test_a_fence_event_without_subject_and_manifest_is_refused_unless_fenced_already(
+    tmp_path: Path,
+) -> None:
+    """A stream tailed from a SQLite store carries no subject ‖ manifest, which bbg keeps as
+    a fence's value: refused by name into a Fjall store, a no-op where fenced already."""
+    source = fjall_graph(tmp_path / "src", fence=True)
+    lines = []
+    for raw in tail_bytes(source).splitlines(keepends=True):
+        if b'"kind":"fence"' in raw:
+            doc = json.loads(raw)
+            del doc["asserted"][0]["subject"], doc["asserted"][0]["manifest"]
+            raw = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+        lines.append(raw)
+    data = b"".join(lines)
     dest = tmp_path / "copy"
     with pytest.raises(StoreRefused) as info:
         api.apply(dest, io.BytesIO(data))
-    assert "subject ‖ manifest" in info.value.message and info.value.context["line"] > 0
+    assert "subject and manifest" in info.value.message and info.value.context["line"] > 0
     assert not dest.exists() and not records_dir(dest).exists()
     shutil.copytree(source, dest)  # already fenced: the fence event is a no-op
     shutil.copytree(records_dir(source), records_dir(dest))
     report = api.apply(dest, io.BytesIO(data))
     assert report["replayed"] == report["events"]
+
+
+def test_a_fence_event_with_other_values_than_the_stores_fence_is_a_conflict(
+    tmp_path: Path,
+) -> None:
+    source = fjall_graph(tmp_path / "src", fence=True)
+    data = tail_bytes(source).replace(("02" * 32).encode(), ("03" * 32).encode())
+    dest = tmp_path / "copy"
+    shutil.copytree(source, dest)
+    shutil.copytree(records_dir(source), records_dir(dest))
+    before = unchanged(dest)
+    with pytest.raises(Conflict) as info:
+        api.apply(dest, io.BytesIO(data))
+    assert "03" * 32 in info.value.message and "02" * 32 in info.value.message
+    assert unchanged(dest) == before
 
 
 def test_the_batch_bound_is_a_named_refusal(graph: Path, tmp_path: Path) -> None:
