@@ -17,12 +17,10 @@ from tests.conftest import ROOT
 from tests.fjall.conftest import extract
 from tests.share.stores import cell_small_store, graph_store
 
-# apply and mcp work on SQLite stores only in this version; a Fjall store is refused by name
-# (migrate.store.readonly.open_sqlite_readonly, test_fjall_refused.py).  doctor, snapshot,
-# restore and backup work on both (their Fjall tests carry engine("fjall") and use the
-# fjall_* fixtures at the end).  Until the rest lands every test here runs on SQLite: each
-# test gets the engine("sqlite") marker (unless it names an engine itself), and the stores
-# built once for the package and by module fixtures are made on SQLite too.
+# Every sharing command works on both engines.  The tests here were written for the SQLite
+# store and stay pinned to it: each test gets the engine("sqlite") marker unless it names an
+# engine itself, and the stores built once for the package and by module fixtures are made on
+# SQLite too.  The Fjall tests carry engine("fjall") and use the fjall_* fixtures at the end.
 ENGINE = "sqlite"
 HERE = Path(__file__).resolve().parent
 

@@ -23,6 +23,7 @@ import pytest
 from migrate import api
 from migrate.store.codec import CONTENT, HEADS, HISTORY, REQUESTS, history_key
 from migrate.store.engine import FJALL, records_dir
+from tests.fjall.conftest import extract
 from tests.share.conftest import run_cli
 from tests.support import stores
 
@@ -217,3 +218,34 @@ def test_nohistory_leaves_no_byte_on_disk(fj: Path) -> None:
         assert after[f"fjall:{table}"] == before[f"fjall:{table}"]
     _healthy(fj)
     _no_leftovers(fj)
+
+
+def test_nohistory_then_excise_on_the_real_crates_store(tmp_path: Path) -> None:
+    """bbg-small, written by the real fjall 2.11.2 crate (no records of ours): the dropped
+    history's and the excised namespace's bytes are gone from every file, the rest stays."""
+    store = extract("bbg-small", tmp_path / "src")
+    assert not records_dir(store).exists()
+    counts = _namespaces(store)
+    ns = max(counts, key=lambda k: counts[k])
+    head = stores.live_get(store, HEADS, ns)
+    dropped = [(k, v) for k, v in stores.live_rows(store, HISTORY) if k[:32] == ns][:-1]
+    assert dropped and head is not None
+    raw = raw_bytes(store)
+    assert [k for k, _ in dropped if k in raw]  # the history keys show before
+    doc = _cli(store, "nohistory", ns.hex())
+    assert doc["dropped"] == len(dropped)
+    after = raw_bytes(store)
+    assert not [k for k, _ in dropped if k in after]
+    assert stores.live_get(store, HEADS, ns) == head
+    _healthy(store)
+    others = sorted(k for k in counts if k != ns)
+    values = dict(stores.live_rows(store, CONTENT))
+    raw = raw_bytes(store)
+    doc = _cli(store, "excise", "--namespace", others[0].hex())
+    gone = [bytes.fromhex(c) for c in doc["contents"]]  # type: ignore[union-attr]
+    assert gone and all(stores.live_get(store, CONTENT, c) is None for c in gone)
+    gone_from_disk([values[c] for c in gone], raw, store, [*gone, others[0], *values])
+    assert stores.live_get(store, HEADS, others[0]) is None
+    assert stores.live_get(store, HEADS, ns) == head  # the other namespaces stay
+    _healthy(store)
+    _no_leftovers(store)
