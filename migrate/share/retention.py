@@ -14,14 +14,15 @@ there (its event travels in the stream).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import ValidationFailed
-from migrate.share import retention_fjall
-from migrate.store import history, ledger, open_store
+from migrate.store import keyspace_retention, ledger, open_store
 from migrate.store import retention as ops
-from migrate.store.codec import ID_LEN, Head
+from migrate.store.codec import CONTENT, HISTORY, ID_LEN
 from migrate.store.engine import FJALL, engine_of
 
 CANNOT_REACH = [
@@ -52,26 +53,39 @@ def nohistory(store_dir: Path, namespaces: list[str], *, dry_run: bool = False) 
     """Drop the superseded history rows of ``namespaces`` (hex), keeping their heads, every
     receipt and every claim; the plan (``dry_run``) or the receipt."""
     wanted = _ids(namespaces, "namespace")
-    if engine_of(store_dir) == FJALL:
-        return _sealed(*retention_fjall.nohistory(store_dir, wanted, dry_run=dry_run), dry_run)
-    with open_store(store_dir) as store, store.transaction(kind="nohistory") as tx:
-        done = []
-        for ns in sorted(set(wanted)):
-            if store.head(ns) is None:
-                raise ValidationFailed(
-                    f"namespace {ns.hex()} has no head in {store_dir}; nothing to keep or drop",
-                    errors=[{"code": "unknown-namespace", "detail": ns.hex()}],
-                )
-            done.append(ops.drop_history(tx, ns))
-        if dry_run:
-            tx.discard()
-        report = {
-            "kind": "bbg-nohistory",
-            "dry_run": dry_run,
-            "namespaces": done,
-            "dropped": sum(d["dropped"] for d in done),
-        }
+    with _retention_store(store_dir, dry_run) as store:
+        with store.transaction(kind="nohistory") as tx:
+            done = []
+            for ns in sorted(set(wanted)):
+                if store.head(ns) is None:
+                    raise ValidationFailed(
+                        f"namespace {ns.hex()} has no head in {store_dir}; nothing to keep or "
+                        "drop", errors=[{"code": "unknown-namespace", "detail": ns.hex()}],
+                    )  # fmt: skip
+                done.append(ops.drop_history(tx, ns))
+            if dry_run:
+                tx.discard()
+            report = {
+                "kind": "bbg-nohistory",
+                "dry_run": dry_run,
+                "namespaces": done,
+                "dropped": sum(d["dropped"] for d in done),
+            }
     return _sealed(report, tx, dry_run)
+
+
+@contextmanager
+def _retention_store(store_dir: Path, dry_run: bool) -> Iterator[Any]:
+    """The store a verb runs on.  On the Fjall engine, once the verb's transaction committed
+    (and not for a dry run), the keyspace is rewritten so that the removed bytes are gone
+    (:mod:`migrate.store.keyspace_retention`); what a killed rewrite left is removed first."""
+    fjall = engine_of(store_dir) == FJALL and not dry_run
+    if fjall:
+        keyspace_retention.sweep_rewrites(store_dir)
+    with open_store(store_dir) as store:
+        yield store
+        if fjall:
+            keyspace_retention.rewrite(store)
 
 
 def _sealed(report: dict[str, Any], tx: Any, dry_run: bool) -> dict[str, Any]:
@@ -84,22 +98,6 @@ def _sealed(report: dict[str, Any], tx: Any, dry_run: bool) -> dict[str, Any]:
     }
 
 
-def _redacted_transactions(tx: Any, contents: list[bytes], namespaces: list[bytes]) -> list[int]:
-    """The ledger transactions whose events the excision redacts (read before it runs)."""
-    found: set[int] = set()
-    for cid in contents:
-        found.update(ledger.txs_recording(tx, cid))
-        for key in history.keys_naming(tx, cid):
-            ns, index = bytes(key[:ID_LEN]), int.from_bytes(bytes(key[ID_LEN:]), "big")
-            for t, before, after in ledger.moves_of(tx, ns):
-                low = -1 if before is None else Head.decode(bytes(before)).index
-                if low < index <= Head.decode(bytes(after)).index:
-                    found.add(int(t))
-    for ns in namespaces:
-        found.update(ledger.txs_moving(tx, ns))
-    return sorted(found)
-
-
 def excise(
     store_dir: Path, contents: list[str], namespaces: list[str], *, dry_run: bool = False
 ) -> dict[str, Any]:
@@ -109,35 +107,35 @@ def excise(
     if not cids and not nss:
         raise ValidationFailed("name at least one --content ID or --namespace NS",
                                errors=[{"code": "nothing-to-excise", "detail": ""}])  # fmt: skip
-    if engine_of(store_dir) == FJALL:
-        return _sealed(*retention_fjall.excise(store_dir, cids, nss, dry_run=dry_run), dry_run)
-    with open_store(store_dir) as store, store.transaction(kind="excise") as tx:
-        # An id this store already excised is no error: a rerun after a kill finishes the job
-        # (the excision committed, or it did not and runs now).
-        for cid in cids:
-            if tx.get("application_content", cid) is None and ledger.is_excised(
-                    tx, "content", cid) is None:  # fmt: skip
-                raise ValidationFailed(
-                    f"content {cid.hex()} is not in {store_dir}",
-                    errors=[{"code": "unknown-content", "detail": cid.hex()}],
-                )
-        for ns in nss:
-            if ledger.is_excised(tx, "namespace", ns) is not None:
-                continue
-            if store.head(ns) is None and not history.has_entries(tx, ns):
-                raise ValidationFailed(
-                    f"namespace {ns.hex()} is not in {store_dir}",
-                    errors=[{"code": "unknown-namespace", "detail": ns.hex()}],
-                )
-        redacted = _redacted_transactions(tx, cids, nss)
-        done = ops.excise(tx, list(cids), list(nss))
-        if dry_run:
-            tx.discard()
-        report = {
-            "kind": "bbg-excise",
-            "dry_run": dry_run,
-            "contents": done["contents"],
-            "namespaces": done["namespaces"],
-            "redacted_transactions": redacted,
-        }
+    with _retention_store(store_dir, dry_run) as store:
+        with store.transaction(kind="excise") as tx:
+            # An id this store already excised is no error: a rerun after a kill finishes the
+            # job (the excision committed, or it did not and runs now).
+            for cid in cids:
+                if tx.live_get(CONTENT, cid) is None and ledger.is_excised(
+                        tx, "content", cid) is None:  # fmt: skip
+                    raise ValidationFailed(
+                        f"content {cid.hex()} is not in {store_dir}",
+                        errors=[{"code": "unknown-content", "detail": cid.hex()}],
+                    )
+            for ns in nss:
+                if ledger.is_excised(tx, "namespace", ns) is not None:
+                    continue
+                if store.head(ns) is None and next(
+                        tx.live_rows(HISTORY, prefix=ns), None) is None:  # fmt: skip
+                    raise ValidationFailed(
+                        f"namespace {ns.hex()} is not in {store_dir}",
+                        errors=[{"code": "unknown-namespace", "detail": ns.hex()}],
+                    )
+            redacted = ops.redacted_transactions(tx, cids, nss)
+            done = ops.excise(tx, list(cids), list(nss))
+            if dry_run:
+                tx.discard()
+            report = {
+                "kind": "bbg-excise",
+                "dry_run": dry_run,
+                "contents": done["contents"],
+                "namespaces": done["namespaces"],
+                "redacted_transactions": redacted,
+            }
     return _sealed(report, tx, dry_run)

@@ -212,6 +212,16 @@ def moves_of(db: _Db, namespace: bytes) -> Iterator[tuple[Any, ...]]:
     yield from db.rows(f"SELECT tx, before, after FROM {HEADS} WHERE namespace = ?", (namespace,))
 
 
+def contents_of_lone_moves(db: _Db, namespace: bytes) -> Iterator[bytes]:
+    """The content keys written by the transactions that moved ``namespace``'s head and no
+    other namespace's."""
+    for (key,) in db.rows(
+        f"SELECT key FROM {ROWS} WHERE tbl = ? AND tx IN (SELECT tx FROM {HEADS} "
+        "GROUP BY tx HAVING count(*) = 1 AND min(namespace) = ?)", (ORDINAL[CONTENT], namespace),
+    ):  # fmt: skip
+        yield bytes(key)
+
+
 def boundary_of(db: _Db, namespace: bytes) -> tuple[int, Head] | None:
     """``(first retained index, the head just below it)`` of a ``nohistory`` namespace."""
     row = db.one(

@@ -23,7 +23,10 @@ from fences import namespaces as fence_ns
 from migrate.store import ledger
 from migrate.store.codec import (
     CONTENT,
-    ORDINAL,
+    HEADS,
+    HISTORY,
+    ID_LEN,
+    REQUESTS,
     U64_MAX,
     Head,
     commit_items,
@@ -31,7 +34,21 @@ from migrate.store.codec import (
     record_payload,
 )
 from migrate.store.graph import head as live_head
-from migrate.store.tx import Tx
+from migrate.store.keyspace import FjallTx
+from migrate.store.tx import Tx, check_table
+
+
+def _remove(tx: Tx, table: str, keys: list[bytes]) -> int:
+    """Remove ``keys`` from bbg's ``table`` in ``tx``: SQLite deletes the rows; a Fjall store
+    writes tombstones (its keyspace is rewritten afterwards so that the bytes are gone,
+    :mod:`migrate.store.keyspace_retention`).  How many were there."""
+    if isinstance(tx, FjallTx):
+        present = [k for k in keys if tx.live_get(table, k) is not None]
+        for key in present:
+            tx.put_raw(table, key, None)
+        return len(present)
+    check_table(table)
+    return sum(tx.execute(f"DELETE FROM {table} WHERE key = ?", (k,)).rowcount for k in keys)
 
 
 def drop_history(tx: Tx, namespace: bytes) -> dict[str, Any]:
@@ -48,22 +65,18 @@ def drop_history(tx: Tx, namespace: bytes) -> dict[str, Any]:
     if first <= low:
         report["dropped"] = 0
         return report
-    below = tx.one(
-        "SELECT value FROM application_history WHERE key = ?", (history_key(namespace, first - 1),)
-    )
+    below = tx.live_get(HISTORY, history_key(namespace, first - 1))
     if below is None:
         raise StoreError(f"{tx.path}: namespace {namespace.hex()} history index {first - 1} is "
                          "missing; run doctor", path=str(tx.path))  # fmt: skip
-    prev = Head(first - 1, bytes(below[0]))
-    tx.execute(
-        "DELETE FROM application_history WHERE key >= ? AND key < ?",
-        (history_key(namespace, low), history_key(namespace, first)),
-    )
+    lo, hi = history_key(namespace, low), history_key(namespace, first)
+    _remove(tx, HISTORY, [k for k, _ in tx.live_rows(HISTORY, prefix=namespace)
+                          if lo <= k < hi])  # fmt: skip
     tx.execute(
         f"INSERT INTO {ledger.BOUNDARIES} (namespace, first_index, prev, tx) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (namespace) DO UPDATE SET first_index = excluded.first_index, "
         "prev = excluded.prev, tx = excluded.tx",
-        (namespace, first, prev.encode(), tx.number),
+        (namespace, first, Head(first - 1, bytes(below)).encode(), tx.number),
     )
     tx.mark("nohistory", namespace.hex())
     tx.note_event({"kind": "nohistory", **report})
@@ -118,41 +131,39 @@ def mark_boundary(tx: Tx, doc: dict[str, Any]) -> bool:
 
 
 def excise(tx: Tx, contents: list[bytes], namespaces: list[bytes]) -> dict[str, Any]:
-    """Remove ``contents`` (ids) and ``namespaces``; what went (ids and counts, no bytes)."""
+    """Remove ``contents`` (ids) and ``namespaces``; what went (ids and counts, no bytes).
+    A SQLite store also fences an excised namespace; a Fjall store cannot (bbg's fence holds
+    a transfer's subject and manifest), and ``apply`` refuses it from the ledger alike
+    (:func:`refuse_excised`)."""
     gone_contents: list[str] = []
     gone_namespaces: list[dict[str, Any]] = []
     for ns in sorted(set(namespaces)):
         if ledger.is_excised(tx, "namespace", ns) is not None:
             continue
         current = live_head(tx, ns)
-        commits = [bytes(r[0]) for r in tx.rows(
-            "SELECT value FROM application_history WHERE key > ? AND key <= ?",
-            (ns, history_key(ns, U64_MAX)))]  # fmt: skip
-        history = tx.execute("DELETE FROM application_history WHERE key > ? AND key <= ?",
-                             (ns, history_key(ns, U64_MAX))).rowcount  # fmt: skip
-        requests = tx.execute("DELETE FROM application_requests WHERE key > ? AND key <= ?",
-                              (ns, ns + b"\xff" * 32)).rowcount  # fmt: skip
-        tx.execute("DELETE FROM application_heads WHERE key = ?", (ns,))
+        entries = list(tx.live_rows(HISTORY, prefix=ns))
+        history = _remove(tx, HISTORY, [k for k, _ in entries])
+        requests = _remove(tx, REQUESTS, [k for k, _ in tx.live_rows(REQUESTS, prefix=ns)])
+        _remove(tx, HEADS, [ns])
         tx.execute(f"DELETE FROM {ledger.BOUNDARIES} WHERE namespace = ?", (ns,))
-        for cid in sorted(set(commits)):
-            if tx.one("SELECT 1 FROM application_history WHERE value = ? LIMIT 1", (cid,)) is None:
-                contents.append(cid)
+        commits = sorted({bytes(v) for _, v in entries})
+        remaining = {bytes(v) for _, v in tx.live_rows(HISTORY)}
+        contents.extend(cid for cid in commits if cid not in remaining)
         contents.extend(_unshared_payloads(tx, ns, commits))
         tx.execute(f"INSERT INTO {ledger.EXCISED} (what, id, tx) VALUES ('namespace', ?, ?)",
                    (ns, tx.number))  # fmt: skip
-        fence_ns.fence(tx, ns, import_id="excise", reason=f"excised at transaction {tx.number}")
+        if not isinstance(tx, FjallTx):
+            fence_ns.fence(tx, ns, import_id="excise",
+                           reason=f"excised at transaction {tx.number}")  # fmt: skip
         gone_namespaces.append({"namespace": ns.hex(), "history": history, "requests": requests,
                                 "head": None if current is None else current.index})  # fmt: skip
     for cid in sorted(set(contents)):
         if ledger.is_excised(tx, "content", cid) is not None:
             continue
-        row = tx.execute(f"DELETE FROM {CONTENT} WHERE key = ?", (cid,))
+        _remove(tx, CONTENT, [cid])
         tx.execute(f"INSERT INTO {ledger.EXCISED} (what, id, tx) VALUES ('content', ?, ?)",
                    (cid, tx.number))  # fmt: skip
-        if row.rowcount:
-            gone_contents.append(cid.hex())
-        else:
-            gone_contents.append(cid.hex())  # recorded even if absent: apply must refuse it
+        gone_contents.append(cid.hex())  # recorded even if absent: apply must refuse it
     if not gone_contents and not gone_namespaces:
         return {"contents": [], "namespaces": []}
     tx.mark("excise")
@@ -164,15 +175,22 @@ def excise(tx: Tx, contents: list[bytes], namespaces: list[bytes]) -> dict[str, 
 def _named_by(tx: Tx, cid: bytes) -> list[bytes]:
     """The payload ids content row ``cid`` names: a commit record's items, an item record's
     raw payload, and the raw payloads of those items (:func:`commit_items`)."""
-    value = tx.get(CONTENT, cid)
+    value = tx.live_get(CONTENT, cid)
     if value is None:
         return []
     items = commit_items(value)
     out = items + record_payload(value)
     for item in items:
-        item_value = tx.get(CONTENT, item)
+        item_value = tx.live_get(CONTENT, item)
         if item_value is not None:
             out += record_payload(item_value)
+    return out
+
+
+def _live_commits(tx: Tx) -> set[bytes]:
+    """Every commit a history entry or a request receipt still names."""
+    out = {bytes(value) for _, value in tx.live_rows(HISTORY)}
+    out.update(bytes(v[40:72]) for _, v in tx.live_rows(REQUESTS) if len(v) == 72)
     return out
 
 
@@ -185,23 +203,34 @@ def _unshared_payloads(tx: Tx, namespace: bytes, commits: list[bytes]) -> list[b
     found: set[bytes] = set()
     for cid in commits:
         found.update(_named_by(tx, cid))
-    for (key,) in tx.rows(
-        f"SELECT key FROM {ledger.ROWS} WHERE tbl = ? AND tx IN (SELECT tx FROM {ledger.HEADS} "
-        "GROUP BY tx HAVING count(*) = 1 AND min(namespace) = ?)", (ORDINAL[CONTENT], namespace),
-    ):  # fmt: skip
-        found.add(bytes(key))
+    found.update(ledger.contents_of_lone_moves(tx, namespace))
     if not found:
         return []
     live: set[bytes] = set()
-    for (raw,) in tx.rows(
-        "SELECT value FROM application_history UNION "
-        "SELECT substr(value, 41, 32) FROM application_requests WHERE length(value) = 72"
-    ):
-        cid = bytes(raw)
+    for cid in _live_commits(tx):
         if cid in found:
             live.add(cid)
         live.update(_named_by(tx, cid))
-    return sorted(c for c in found - live if tx.get(CONTENT, c) is not None)
+    return sorted(c for c in found - live if tx.live_get(CONTENT, c) is not None)
+
+
+def redacted_transactions(tx: Tx, contents: list[bytes], namespaces: list[bytes]) -> list[int]:
+    """The ledger transactions whose events the excision of ``contents`` and ``namespaces``
+    redacts (read before it runs)."""
+    found: set[int] = set()
+    wanted = set(contents)
+    for cid in contents:
+        found.update(ledger.txs_recording(tx, cid))
+    hits = [bytes(k) for k, v in tx.live_rows(HISTORY) if bytes(v) in wanted] if wanted else []
+    for key in hits:
+        ns, index = key[:ID_LEN], int.from_bytes(key[ID_LEN:], "big")
+        for t, before, after in ledger.moves_of(tx, ns):
+            low = -1 if before is None else Head.decode(bytes(before)).index
+            if low < index <= Head.decode(bytes(after)).index:
+                found.add(int(t))
+    for ns in namespaces:
+        found.update(ledger.txs_moving(tx, ns))
+    return sorted(found)
 
 
 def refuse_excised(tx: Tx, what: str, ident: bytes, line_event: str) -> None:
