@@ -92,9 +92,8 @@ def apply_boundary(tx: Tx, namespace: bytes, first: int, prev: Head) -> bool:
         return False
     if current is not None:
         if current.index >= prev.index:
-            at = tx.one("SELECT value FROM application_history WHERE key = ?",
-                        (history_key(namespace, prev.index),))  # fmt: skip
-            if current == prev or (at is not None and bytes(at[0]) == prev.commit):
+            at = tx.live_get(HISTORY, history_key(namespace, prev.index))
+            if current == prev or at == prev.commit:
                 return False  # the receiver holds this history itself (more than the sender)
         raise HeadMismatch(
             f"{tx.path}: namespace {namespace.hex()} is at {current.describe()}; the stream "
@@ -103,8 +102,7 @@ def apply_boundary(tx: Tx, namespace: bytes, first: int, prev: Head) -> bool:
         )  # fmt: skip
     if first != prev.index + 1 or not 0 < first <= U64_MAX:
         raise StoreError(f"boundary {first} does not follow head {prev.describe()}")
-    tx.execute("INSERT INTO application_heads (key, value) VALUES (?, ?)",
-               (namespace, prev.encode()))  # fmt: skip
+    tx.set_head(namespace, prev)  # absent until now (above)
     # tx 0: received from a stream, not yet marked by its nohistory event (mark_boundary).
     tx.execute(
         f"INSERT INTO {ledger.BOUNDARIES} (namespace, first_index, prev, tx) VALUES (?, ?, ?, 0)",

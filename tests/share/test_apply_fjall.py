@@ -266,3 +266,27 @@ def test_a_bad_stream_into_a_store_the_cyber_code_wrote_leaves_no_records(
     report = api.apply(store, io.BytesIO(data))
     assert report["replayed"] == report["events"] == len(lines)
     assert {t: r for t, r in stores.dump(store).items() if t.startswith("fjall:")} == rows
+
+
+def test_a_sqlite_stream_with_a_retained_boundary_applies_into_a_fjall_store(
+    cell_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After ``nohistory`` a stream starts the namespace at a boundary (its head set to the
+    head below the first retained entry): into a Fjall store that head goes to the keyspace,
+    as into a SQLite store to its table, and both replicas are the same."""
+    heads = stores.live_rows(cell_store, "application_heads")
+    ns = max(heads, key=lambda kv: int.from_bytes(kv[1][:8], "little"))[0]
+    done = run_cli("--store", str(cell_store), "nohistory", ns.hex(), "--yes", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["dropped"] > 0, done.stderr
+    data = tail_bytes(cell_store)
+    assert b'"kind":"boundary"' in data
+    replicas = {}
+    for engine in (SQLITE, FJALL):
+        monkeypatch.setenv(ENGINE_ENV, engine)
+        replicas[engine] = tmp_path / engine
+        report = api.apply(replicas[engine], io.BytesIO(data))
+        assert report["deltas"]["boundaries"] >= 1
+    assert stores.engine_of(replicas[FJALL]) == FJALL
+    assert stores.live_digest(replicas[FJALL]) == stores.live_digest(replicas[SQLITE])
+    assert stores.live_get(replicas[FJALL], "application_heads", ns) == dict(heads)[ns]
+    assert api.doctor(replicas[FJALL])["healthy"] is True
