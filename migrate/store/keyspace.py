@@ -27,6 +27,7 @@ five application tables stay empty -- bbg's rows live in the keyspace only.
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from itertools import islice
@@ -47,6 +48,22 @@ FENCE_VALUE_LEN = 64
 #: The key prefix of a transferred namespace's reservation (bbg ``transfer.rs``).
 SOURCE_PREFIX = b"s"
 _NOTED = frozenset({"application_content", "application_unique_claims"})
+#: SQL naming one of bbg's five tables: on a Fjall store they live in the keyspace, and the
+#: records' tables of the same names stay empty, so such SQL is a bug (:func:`records_sql`).
+_BBG_TABLE_SQL = re.compile(
+    r"\bapplication_(?:content|unique_claims|requests|history|heads)\b")
+
+
+def records_sql(path: Path, sql: str) -> str:
+    """``sql`` for the records of a Fjall store; refused (StoreError) if it names one of bbg's
+    five tables, which on this engine live in the keyspace, not in the records."""
+    if _BBG_TABLE_SQL.search(sql):
+        raise StoreError(
+            f"{path}: a statement on bbg's tables reached the records of a Fjall store (they "
+            f"live in the keyspace; this is a bug in bbg-migrate, please report it): {sql}",
+            path=str(path),
+        )  # fmt: skip
+    return sql
 
 
 def fence_key(namespace: bytes) -> bytes:
@@ -169,11 +186,11 @@ class FjallView(KeyspaceRows):
 
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
         """One row of a query on the records."""
-        return self.records.one(sql, params)
+        return self.records.one(records_sql(self.directory, sql), params)
 
     def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]:
         """The rows of a query on the records."""
-        return self.records.rows(sql, params, batch)
+        return self.records.rows(records_sql(self.directory, sql), params, batch)
 
     def read(self) -> AbstractContextManager[None]:
         """A read snapshot of the records (the keyspace snapshot is fixed already)."""
@@ -298,6 +315,18 @@ class FjallTx(Tx):
 
     def fence_record(self, namespace: bytes) -> dict[str, Any] | None:
         return _fence_record(self, self, namespace)
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        return super().execute(records_sql(self.path, sql), params)
+
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
+        return super().one(records_sql(self.path, sql), params)
+
+    def rows(self, sql: str, params: Any = (), batch: int = 512) -> Iterator[tuple[Any, ...]]:
+        return super().rows(records_sql(self.path, sql), params, batch)
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        super().executemany(records_sql(self.path, sql), rows)
 
     def put_fence(self, namespace: bytes, import_id: str, reason: str,
                   value: bytes | None = None) -> bool:  # fmt: skip

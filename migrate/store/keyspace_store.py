@@ -34,7 +34,7 @@ from migrate.store.engine import FJALL, records_dir
 from migrate.store.fjall import open_keyspace
 from migrate.store.fjall.session import KeyspaceWriter, open_writer
 from migrate.store.fjall.writer import build_keyspace
-from migrate.store.keyspace import FjallTx, FjallView, KeyspaceRows, empty_records
+from migrate.store.keyspace import FjallTx, FjallView, KeyspaceRows, empty_records, records_sql
 from migrate.store.store import Store
 from migrate.store.tables import StagedTables, StoreTables
 from migrate.store.tx import Tx
@@ -113,6 +113,9 @@ class FjallStore(Store):
     @property
     def path(self) -> Path:
         return self.directory
+
+    def one(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        return super().one(records_sql(self.directory, sql), params)
 
     def live_get(self, table: str, key: bytes) -> bytes | None:
         return self.rows_view().live_get(table, key)
