@@ -17,7 +17,8 @@ SQLite file, so memory stays bounded either way.  The store adapters are in
 
 History, heads and requests are all keyed by namespace first, so one merge pass over the
 three streams sees each namespace's rows together; state is per namespace only (one 9-byte
-slot per history entry of the namespace being checked).
+slot per history entry of the namespace being checked, and its 32-byte commit for the first
+``MAX_KEPT_COMMITS`` entries, so that a request's head is compared without a lookup).
 
 Retention (a store's ``nohistory`` and ``excise``): a source may also offer
 ``boundary(namespace) -> (first retained index, head just below it) | None`` and
@@ -57,6 +58,8 @@ LinkError = dict[str, str]
 _SHAPE_CODES = frozenset({"bad-key-length", "bad-value-length"})
 Lookup = Callable[[str, bytes], bytes | None]
 _END = b"\xff" * (ID_LEN + 1)  # sorts after every namespace
+#: The most history commits of one namespace kept in memory (32 bytes each: 16 MiB).
+MAX_KEPT_COMMITS = 1 << 19
 
 
 class SortedTables(Protocol):
@@ -185,6 +188,9 @@ def _namespace(
 ) -> Iterator[LinkError]:
     nsx = ns.hex()
     present = array("Q")  # history indices of this namespace, ascending
+    # Their commits, in the same order, while the namespace is small enough to keep them
+    # (a request's head is then compared without a lookup); past the bound, looked up.
+    commits: bytearray | None = bytearray()
     expect = 0 if bound is None else bound[0]
     last: Head | None = None if bound is None else bound[1]
     for key, commit in hist_rows:
@@ -209,6 +215,10 @@ def _namespace(
                 f"namespace {nsx} index {index}: commit {commit.hex()} not in application_content",
             )
         present.append(index)
+        if commits is not None:
+            commits += commit
+            if len(present) > MAX_KEPT_COMMITS:
+                commits = None
         expect = index + 1
         last = Head(index, commit)
 
@@ -233,7 +243,12 @@ def _namespace(
             continue  # a receipt of a dropped entry: kept resolvable, its history is gone
         pos = bisect.bisect_left(present, rhead.index)
         found = pos < len(present) and present[pos] == rhead.index
-        actual = get(HISTORY, history_key(ns, rhead.index)) if found else None
+        if not found:
+            actual = None
+        elif commits is not None:
+            actual = bytes(commits[ID_LEN * pos : ID_LEN * (pos + 1)])
+        else:
+            actual = get(HISTORY, history_key(ns, rhead.index))
         # bbg also requires the namespace to have a head (the request's head is compared
         # with it); without one, the receipt cannot agree with the namespace's history.
         if actual != rhead.commit or head is None:
