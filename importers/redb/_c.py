@@ -314,7 +314,8 @@ def tree_getter(
     turn = threading.Lock()
 
     def get(key: bytes) -> bytes | None:
-        reader.check_open()
+        if reader.closed:
+            reader.check_open()  # raises
         with turn:
             found = lib.redb_get(it, native.map, root_page, lo, hi, kw, vw, budget, key,
                                  len(key), value, length)  # fmt: skip

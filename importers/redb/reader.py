@@ -547,7 +547,7 @@ class RedbFile(Closing):
         getter = self._getters.get(name)
         if getter is None:
             getter = self._getters[name] = self._getter(name)
-        return getter(bytes(key))
+        return getter(key if type(key) is bytes else bytes(key))
 
     def _getter(self, name: str) -> Callable[[bytes], bytes | None]:
         """``get`` of table ``name`` with its arguments bound (the table list, the key

@@ -36,6 +36,7 @@ Codes (meanings in fixtures/legacy/README.md): ``history-gap``,
 from __future__ import annotations
 
 import bisect
+import struct
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
@@ -49,8 +50,6 @@ from migrate.store.codec import (
     REQUESTS,
     Head,
     history_key,
-    split_history_key,
-    split_request_value,
 )
 from migrate.store.scratch import ScratchTables
 
@@ -60,6 +59,8 @@ Lookup = Callable[[str, bytes], bytes | None]
 _END = b"\xff" * (ID_LEN + 1)  # sorts after every namespace
 #: The most history commits of one namespace kept in memory (32 bytes each: 16 MiB).
 MAX_KEPT_COMMITS = 1 << 19
+_BE = struct.Struct(">Q")  # a history key's index (codec.history_key)
+_LE = struct.Struct("<Q")  # a head's index (codec.Head)
 
 
 class SortedTables(Protocol):
@@ -193,8 +194,10 @@ def _namespace(
     commits: bytearray | None = bytearray()
     expect = 0 if bound is None else bound[0]
     last: Head | None = None if bound is None else bound[1]
+    index = -1
+    commit = b""
     for key, commit in hist_rows:
-        _, index = split_history_key(key)
+        index = _BE.unpack_from(key, ID_LEN)[0]  # the key's length was checked by the stream
         if index != expect:
             yield _err(
                 "history-gap",
@@ -220,6 +223,7 @@ def _namespace(
             if len(present) > MAX_KEPT_COMMITS:
                 commits = None
         expect = index + 1
+    if index >= 0:
         last = Head(index, commit)
 
     head = None if head_value is None else Head.decode(head_value)
@@ -237,22 +241,30 @@ def _namespace(
 
     counts = bytearray(len(present))  # receipts per history entry, saturating at 255
     for key, value in req_rows:
-        request = key[ID_LEN:].hex()
-        _, rhead = split_request_value(value)
-        if bound is not None and rhead.index < bound[0]:
+        # fingerprint ‖ head (index u64 LE ‖ commit): the length was checked by the stream.
+        rindex = _LE.unpack_from(value, ID_LEN)[0]
+        if bound is not None and rindex < bound[0]:
             continue  # a receipt of a dropped entry: kept resolvable, its history is gone
-        pos = bisect.bisect_left(present, rhead.index)
-        found = pos < len(present) and present[pos] == rhead.index
+        rcommit = bytes(value[ID_LEN + 8 :])
+        pos = bisect.bisect_left(present, rindex)
+        found = pos < len(present) and present[pos] == rindex
+        actual: bytes | bytearray | None
         if not found:
             actual = None
         elif commits is not None:
-            actual = bytes(commits[ID_LEN * pos : ID_LEN * (pos + 1)])
+            actual = commits[ID_LEN * pos : ID_LEN * (pos + 1)]
         else:
-            actual = get(HISTORY, history_key(ns, rhead.index))
+            actual = get(HISTORY, history_key(ns, rindex))
+        if actual == rcommit and head is not None and rindex <= head.index:
+            if found and counts[pos] < 255:
+                counts[pos] += 1
+            continue
+        request = key[ID_LEN:].hex()
+        rhead = Head(rindex, rcommit)
         # bbg also requires the namespace to have a head (the request's head is compared
         # with it); without one, the receipt cannot agree with the namespace's history.
-        if actual != rhead.commit or head is None:
-            shown = "absent" if actual is None else actual.hex()
+        if actual != rcommit or head is None:
+            shown = "absent" if actual is None else bytes(actual).hex()
             yield _err(
                 "request-head-mismatch",
                 f"request {request}: head {rhead.describe()} disagrees with "
