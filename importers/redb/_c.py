@@ -10,6 +10,7 @@ not built; the package then uses the pure-Python backend.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -291,6 +292,39 @@ def tree_get(
     if found < 0:
         raise _error(reader, it.err, table)
     return ffi.unpack(value[0], length[0]) if found else None
+
+
+def tree_getter(
+    reader: PageReader,
+    root_page: int,
+    root_checksum: int,
+    key_width: int | None,
+    value_width: int | None,
+    table: str,
+) -> Callable[[bytes], bytes | None]:
+    """``tree_get`` of one tree with its arguments bound, reusing one C iterator (and the
+    page buffers it grew) across calls; each call still descends from the root, verifying
+    every page on the way.  Calls from several threads take turns."""
+    native = _native(reader)
+    it = _new_iter()
+    value = ffi.new("char **")
+    length = ffi.new("uint64_t *")
+    lo, hi = root_checksum & _MASK64, root_checksum >> 64
+    kw, vw, budget = _width(key_width), _width(value_width), reader.layout.data_pages + 1
+    turn = threading.Lock()
+
+    def get(key: bytes) -> bytes | None:
+        if reader.closed:
+            reader.check_open()  # raises
+        with turn:
+            found = lib.redb_get(it, native.map, root_page, lo, hi, kw, vw, budget, key,
+                                 len(key), value, length)  # fmt: skip
+            reader.pages_read += it.pages
+            if found < 0:
+                raise _error(reader, it.err, table)
+            return ffi.unpack(value[0], length[0]) if found else None
+
+    return get
 
 
 def xxh3_128(data: bytes) -> int:

@@ -23,8 +23,9 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
@@ -83,6 +84,8 @@ class RedbFile(Closing):
         self.path = Path(path)
         self._label = str(self.path)
         self._tables: list[TableInfo] | None = None
+        # Point lookups of each table, its descent's arguments bound once (see ``get``).
+        self._getters: dict[str, Callable[[bytes], bytes | None]] = {}
         self._mm: mmap.mmap | None = None
         self._budget = memory_budget
         try:
@@ -541,18 +544,25 @@ class RedbFile(Closing):
         """The value stored under ``key`` in table ``name``, or None, descending the tree and
         verifying the pages on the way (normal tables with bytewise-ordered keys, else
         ``ValueError``; ``KeyError`` if there is no such table)."""
+        getter = self._getters.get(name)
+        if getter is None:
+            getter = self._getters[name] = self._getter(name)
+        return getter(key if type(key) is bytes else bytes(key))
+
+    def _getter(self, name: str) -> Callable[[bytes], bytes | None]:
+        """``get`` of table ``name`` with its arguments bound (the table list, the key
+        type and the root are the open commit's: they do not change while it is open).
+        Every call still descends from the verified root, checking each page."""
         info = self._bytewise(self.table(name), "a point lookup")
         if info.root_page is None or info.root_checksum is None:
-            return None
-        return self._impl.tree_get(
-            self._open_reader(),
-            info.root_page,
-            info.root_checksum,
-            info.key_width,
-            info.value_width,
-            info.name,
-            bytes(key),
-        )
+            return lambda key: None
+        args = (self._open_reader(), info.root_page, info.root_checksum, info.key_width,
+                info.value_width, info.name)  # fmt: skip
+        bound = getattr(self._impl, "tree_getter", None)  # the C backend's: one iterator
+        if bound is not None:
+            getter: Callable[[bytes], bytes | None] = bound(*args)
+            return getter
+        return partial(self._impl.tree_get, *args)
 
     def verify_system(self) -> None:
         """Walk and verify every page of the commit's system tree (and, in formats 1 and 2, its

@@ -17,7 +17,8 @@ SQLite file, so memory stays bounded either way.  The store adapters are in
 
 History, heads and requests are all keyed by namespace first, so one merge pass over the
 three streams sees each namespace's rows together; state is per namespace only (one 9-byte
-slot per history entry of the namespace being checked).
+slot per history entry of the namespace being checked, and its 32-byte commit for the first
+``MAX_KEPT_COMMITS`` entries, so that a request's head is compared without a lookup).
 
 Retention (a store's ``nohistory`` and ``excise``): a source may also offer
 ``boundary(namespace) -> (first retained index, head just below it) | None`` and
@@ -35,6 +36,7 @@ Codes (meanings in fixtures/legacy/README.md): ``history-gap``,
 from __future__ import annotations
 
 import bisect
+import struct
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
@@ -48,8 +50,6 @@ from migrate.store.codec import (
     REQUESTS,
     Head,
     history_key,
-    split_history_key,
-    split_request_value,
 )
 from migrate.store.scratch import ScratchTables
 
@@ -57,6 +57,10 @@ LinkError = dict[str, str]
 _SHAPE_CODES = frozenset({"bad-key-length", "bad-value-length"})
 Lookup = Callable[[str, bytes], bytes | None]
 _END = b"\xff" * (ID_LEN + 1)  # sorts after every namespace
+#: The most history commits of one namespace kept in memory (32 bytes each: 16 MiB).
+MAX_KEPT_COMMITS = 1 << 19
+_BE = struct.Struct(">Q")  # a history key's index (codec.history_key)
+_LE = struct.Struct("<Q")  # a head's index (codec.Head)
 
 
 class SortedTables(Protocol):
@@ -185,10 +189,15 @@ def _namespace(
 ) -> Iterator[LinkError]:
     nsx = ns.hex()
     present = array("Q")  # history indices of this namespace, ascending
+    # Their commits, in the same order, while the namespace is small enough to keep them
+    # (a request's head is then compared without a lookup); past the bound, looked up.
+    commits: bytearray | None = bytearray()
     expect = 0 if bound is None else bound[0]
     last: Head | None = None if bound is None else bound[1]
+    index = -1
+    commit = b""
     for key, commit in hist_rows:
-        _, index = split_history_key(key)
+        index = _BE.unpack_from(key, ID_LEN)[0]  # the key's length was checked by the stream
         if index != expect:
             yield _err(
                 "history-gap",
@@ -209,7 +218,12 @@ def _namespace(
                 f"namespace {nsx} index {index}: commit {commit.hex()} not in application_content",
             )
         present.append(index)
+        if commits is not None:
+            commits += commit
+            if len(present) > MAX_KEPT_COMMITS:
+                commits = None
         expect = index + 1
+    if index >= 0:
         last = Head(index, commit)
 
     head = None if head_value is None else Head.decode(head_value)
@@ -227,17 +241,30 @@ def _namespace(
 
     counts = bytearray(len(present))  # receipts per history entry, saturating at 255
     for key, value in req_rows:
-        request = key[ID_LEN:].hex()
-        _, rhead = split_request_value(value)
-        if bound is not None and rhead.index < bound[0]:
+        # fingerprint ‖ head (index u64 LE ‖ commit): the length was checked by the stream.
+        rindex = _LE.unpack_from(value, ID_LEN)[0]
+        if bound is not None and rindex < bound[0]:
             continue  # a receipt of a dropped entry: kept resolvable, its history is gone
-        pos = bisect.bisect_left(present, rhead.index)
-        found = pos < len(present) and present[pos] == rhead.index
-        actual = get(HISTORY, history_key(ns, rhead.index)) if found else None
+        rcommit = bytes(value[ID_LEN + 8 :])
+        pos = bisect.bisect_left(present, rindex)
+        found = pos < len(present) and present[pos] == rindex
+        actual: bytes | bytearray | None
+        if not found:
+            actual = None
+        elif commits is not None:
+            actual = commits[ID_LEN * pos : ID_LEN * (pos + 1)]
+        else:
+            actual = get(HISTORY, history_key(ns, rindex))
+        if actual == rcommit and head is not None and rindex <= head.index:
+            if found and counts[pos] < 255:
+                counts[pos] += 1
+            continue
+        request = key[ID_LEN:].hex()
+        rhead = Head(rindex, rcommit)
         # bbg also requires the namespace to have a head (the request's head is compared
         # with it); without one, the receipt cannot agree with the namespace's history.
-        if actual != rhead.commit or head is None:
-            shown = "absent" if actual is None else actual.hex()
+        if actual != rcommit or head is None:
+            shown = "absent" if actual is None else bytes(actual).hex()
             yield _err(
                 "request-head-mismatch",
                 f"request {request}: head {rhead.describe()} disagrees with "

@@ -81,6 +81,14 @@ class KeyspaceLoader(PageLoader):
         self.rows[table] += len(batch)
         return True
 
+    def finish(self) -> None:
+        """Every row is in (the checking pass is over): the partitions are finished and
+        fsynced on a thread of their own while the links are checked; publication waits
+        for them.  Nothing is published before the checks pass, so an invalid source
+        still changes nothing (the build is removed)."""
+        if self.complete:
+            self._builder.finish_rows_in_background()
+
 
 class FjallBuild(Closing):
     """A new BBG database and its records, built beside ``directory`` (module docstring)."""

@@ -56,20 +56,22 @@ class PageLoader:
         for row in rows:
             n = len(row[0]) + len(row[1])
             if batch and (len(batch) >= page_rows or size + n > page_bytes):
-                self._load(ordinal, table, batch)
+                self._load(ordinal, table, batch, size)
                 batch, size = [], 0
             batch.append((bytes(row[0]), bytes(row[1])) if copy else row)
             size += n
             yield row
         if batch:
-            self._load(ordinal, table, batch)
+            self._load(ordinal, table, batch, size)
 
-    def _load(self, ordinal: int, table: str, batch: list[tuple[bytes, bytes]]) -> None:
+    def _load(self, ordinal: int, table: str, batch: list[tuple[bytes, bytes]],
+              size: int) -> None:  # fmt: skip
+        """Hand on one page (``size``: its key+value bytes, counted as the rows passed)."""
         if self._error is not None:
             return  # the pass goes on: what it finds wrong with the source is said first
         if self._left_rows >= 0:
             self._left_rows -= len(batch)
-            self._left_bytes -= sum(len(k) + len(v) for k, v in batch)
+            self._left_bytes -= size
             if self._left_rows < 0 or self._left_bytes < 0:
                 self._left_rows = self._left_bytes = 0
                 return

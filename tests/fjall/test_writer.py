@@ -256,3 +256,44 @@ def test_a_build_never_removes_a_directory_it_did_not_make(tmp_path: Path) -> No
     assert not (tmp_path / "ks" / OWNER_MARK).exists()
     with open_keyspace(tmp_path / "ks") as ks:
         assert list(ks.scan("p")) == [(b"k", b"v")]
+
+
+def test_partitions_finished_in_the_background_give_the_same_files(tmp_path: Path) -> None:
+    """finish_rows_in_background (the partitions finished while the caller checks) writes
+    the bytes a plain commit writes; rows pushed after it are refused."""
+    from migrate.store.fjall.writer import KeyspaceBuilder
+
+    rows = {"a": _rows(3000), "b": _rows(10, b"w"), "c": []}
+    build_keyspace(tmp_path / "plain", rows, created_at=7)
+    with KeyspaceBuilder(tmp_path / "bg", rows, created_at=7) as builder:
+        for name, part in rows.items():
+            builder.push(name, part)
+        builder.finish_rows_in_background()
+        with pytest.raises(FjallRefused, match="after the build's partitions were finished"):
+            builder.push("c", _rows(1))
+        builder.commit()
+    files = {p.relative_to(tmp_path / "plain").as_posix(): p.read_bytes()
+             for p in sorted((tmp_path / "plain").rglob("*")) if p.is_file()}  # fmt: skip
+    assert files == {p.relative_to(tmp_path / "bg").as_posix(): p.read_bytes()
+                     for p in sorted((tmp_path / "bg").rglob("*")) if p.is_file()}  # fmt: skip
+    assert _all(tmp_path / "bg") == {"a": rows["a"], "b": rows["b"], "c": []}
+
+
+def test_a_failure_of_the_background_finish_is_raised_by_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What finishing the partitions met is raised when the build is committed (not while
+    the caller still checks), and the build is removed: nothing appears at the target."""
+    from migrate.store.fjall import writer as fjwriter
+
+    def no_space(*_a: object, **_k: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fjwriter, "_new_partition", no_space)
+    with fjwriter.KeyspaceBuilder(tmp_path / "ks", ["a"]) as builder:
+        builder.push("a", _rows(5))
+        builder.finish_rows_in_background()
+        with pytest.raises(OSError, match="No space left"):
+            builder.commit()
+    assert not (tmp_path / "ks").exists()
+    assert os.listdir(tmp_path) == []

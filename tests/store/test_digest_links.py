@@ -237,3 +237,29 @@ def test_spill_index_is_removed_even_when_iteration_stops_early() -> None:
     it.close()  # closes the scratch database (filterwarnings=error catches a leak)
     unused = iter_link_errors(DictTables(rows))  # never started: nothing was opened
     del unused
+
+
+@pytest.mark.parametrize("kept", [None, 2, 0])
+def test_request_head_compared_with_the_commit_at_its_index(
+    kept: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A receipt whose head names an existing index but another commit is refused, with the
+    commit history holds there; the same whether the namespace's commits are kept in memory
+    (``kept`` None: all), only the first few, or none (each looked up)."""
+    from migrate.rules import links
+
+    if kept is not None:
+        monkeypatch.setattr(links, "MAX_KEPT_COMMITS", kept)
+    ns, rows = _chain(4)
+    hist = dict(rows["application_history"])
+    requests = rows["application_requests"]
+    for index in (1, 3):
+        req_key, req_val = requests[index]
+        bad = req_val[:40] + h("elsewhere")  # fingerprint, index (unchanged), commit
+        rows["application_requests"] = _drop(rows["application_requests"], req_key) + [
+            (req_key, bad)
+        ]
+    errors = validate_links(DictTables(rows))
+    assert [e["code"] for e in errors] == ["request-head-mismatch"] * 2
+    shown = sorted(e["detail"].rsplit(" = ", 1)[1] for e in errors)
+    assert shown == sorted(hist[hk(ns, i)].hex() for i in (1, 3))

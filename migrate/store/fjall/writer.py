@@ -72,6 +72,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -361,6 +362,9 @@ class KeyspaceBuilder(Closing):
         self._open = True
         self._writers: dict[str, _Segments] = {}
         self._batches: list[bytes] = []
+        self._finishing: threading.Thread | None = None
+        self._finish_error: BaseException | None = None
+        self._finished = False
         self.report: dict[str, Any] = {"path": str(self.target), "partitions": {}}
         try:
             os.mkdir(self.path / layout.JOURNALS)
@@ -390,6 +394,8 @@ class KeyspaceBuilder(Closing):
 
     def push(self, partition: str, rows: list[tuple[bytes, bytes]]) -> None:
         """More rows of ``partition`` (keys ascending, above every key pushed before)."""
+        if self._finishing is not None or self._finished:
+            raise FjallRefused("rows pushed after the build's partitions were finished")
         if rows:
             self._writers[partition].push(rows)
 
@@ -405,23 +411,53 @@ class KeyspaceBuilder(Closing):
         self._batches.append(journal.encode_batch(encoded, seqno))
         return seqno
 
+    def finish_rows_in_background(self) -> None:
+        """No more rows will be pushed: finish every partition (last blocks, segment files,
+        partition files, their fsyncs) on a thread of its own, while the caller goes on
+        (e.g. checking what it pushed).  :meth:`commit` waits for it and raises what it
+        met; :meth:`abort` waits for it before removing the build."""
+        if self._finishing is not None or self._finished:
+            return
+
+        def work() -> None:
+            try:
+                self._finish_partitions()
+            except BaseException as exc:  # raised by commit, in the caller's order
+                self._finish_error = exc
+
+        self._finishing = threading.Thread(target=work, name="fjall-finish", daemon=True)
+        self._finishing.start()
+
+    def _wait_finished(self) -> None:
+        if self._finishing is not None:
+            self._finishing.join()
+            self._finishing = None
+        if self._finish_error is not None:
+            raise self._finish_error
+        if not self._finished:
+            self._finish_partitions()
+
+    def _finish_partitions(self) -> None:
+        last = min(6, self.config.level_count - 1)
+        for name, writer in self._writers.items():
+            writer.push(None)
+            written = writer.finish()
+            ids: list[list[int]] = [[] for _ in range(self.config.level_count)]
+            placed = levels.sort_level([levels.Summary(w.id, w.key_min, w.key_max,
+                                                       w.seqno_max) for w in written])
+            ids[last] = [s.id for s in placed]
+            _new_partition(str(self.path / layout.PARTITIONS / name), self.config, ids)
+            self.report["partitions"][name] = {
+                "rows": writer.rows, "key_value_bytes": writer.bytes,
+                "segments": [w.id for w in written], "level": last if written else None,
+                "segment_bytes": sum(w.file_size for w in written),
+            }  # fmt: skip
+        self._finished = True
+
     def commit(self) -> dict[str, Any]:
         """Finish every partition, write the journal, fsync and rename into place."""
         try:
-            last = min(6, self.config.level_count - 1)
-            for name, writer in self._writers.items():
-                writer.push(None)
-                written = writer.finish()
-                ids: list[list[int]] = [[] for _ in range(self.config.level_count)]
-                placed = levels.sort_level([levels.Summary(w.id, w.key_min, w.key_max,
-                                                           w.seqno_max) for w in written])
-                ids[last] = [s.id for s in placed]
-                _new_partition(str(self.path / layout.PARTITIONS / name), self.config, ids)
-                self.report["partitions"][name] = {
-                    "rows": writer.rows, "key_value_bytes": writer.bytes,
-                    "segments": [w.id for w in written], "level": last if written else None,
-                    "segment_bytes": sum(w.file_size for w in written),
-                }  # fmt: skip
+            self._wait_finished()
             journal0 = str(self.path / layout.JOURNALS / "0")
             data = b"".join(self._batches)
             if len(data) > journal.PRE_ALLOCATED:
@@ -464,6 +500,9 @@ class KeyspaceBuilder(Closing):
 
     def abort(self) -> None:
         """Remove the build (idempotent; nothing after :meth:`commit`)."""
+        if self._finishing is not None:  # its files first: nothing is written after rmtree
+            self._finishing.join()
+            self._finishing = None
         for writer in self._writers.values():
             writer.abort()
         if self._open:
