@@ -50,6 +50,7 @@ typedef struct {
     uint64_t pages;
     uint64_t page_bytes;
     uint64_t need;
+    uint64_t cache_hits;
     ...;
 } redb_iter;
 

@@ -24,7 +24,7 @@ ffi: Any = _ext.ffi
 lib: Any = _ext.lib
 
 # The ABI this module speaks (redb.c's REDB_ABI): an older build has other structs.
-ABI = 2
+ABI = 3
 _NEEDED = (
     "redb_abi",
     "redb_map_limits",
@@ -289,6 +289,7 @@ def tree_get(
         length,
     )
     reader.pages_read += it.pages
+    reader.pages_cached += it.cache_hits  # a fresh iterator: none
     if found < 0:
         raise _error(reader, it.err, table)
     return ffi.unpack(value[0], length[0]) if found else None
@@ -303,8 +304,10 @@ def tree_getter(
     table: str,
 ) -> Callable[[bytes], bytes | None]:
     """``tree_get`` of one tree with its arguments bound, reusing one C iterator (and the
-    page buffers it grew) across calls; each call still descends from the root, verifying
-    every page on the way.  Calls from several threads take turns."""
+    page buffers it grew) across calls.  Each call descends from the root; the branch pages
+    it verified are kept in the iterator's bounded cache (keyed by page and checksum; why that
+    is sound: redb.c, "the lookup cache") and taken from there by later calls, while every
+    leaf is read and verified.  Calls from several threads take turns."""
     native = _native(reader)
     it = _new_iter()
     value = ffi.new("char **")
@@ -317,9 +320,11 @@ def tree_getter(
         if reader.closed:
             reader.check_open()  # raises
         with turn:
+            hits = it.cache_hits
             found = lib.redb_get(it, native.map, root_page, lo, hi, kw, vw, budget, key,
                                  len(key), value, length)  # fmt: skip
             reader.pages_read += it.pages
+            reader.pages_cached += it.cache_hits - hits
             if found < 0:
                 raise _error(reader, it.err, table)
             return ffi.unpack(value[0], length[0]) if found else None

@@ -84,6 +84,9 @@ class PageReader:
         self.path = path
         #: Pages read so far (both paths count them; tests use it to see what a walk read).
         self.pages_read = 0
+        #: Branch pages the C path's point lookups took from their cache of verified pages
+        #: instead of reading them (``pages_read + pages_cached`` is what the pure path reads).
+        self.pages_cached = 0
         #: The C path's handle on this file (set by ``importers.redb._c``).
         self.native: Any = None
         #: Set when the file is closed: reading then raises ValueError (the descriptor number

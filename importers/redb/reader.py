@@ -552,7 +552,9 @@ class RedbFile(Closing):
     def _getter(self, name: str) -> Callable[[bytes], bytes | None]:
         """``get`` of table ``name`` with its arguments bound (the table list, the key
         type and the root are the open commit's: they do not change while it is open).
-        Every call still descends from the verified root, checking each page."""
+        Every call descends from the verified root; on the C path the branch pages already
+        verified are taken from a bounded cache (``_c.tree_getter``), the leaf is always read
+        and verified."""
         info = self._bytewise(self.table(name), "a point lookup")
         if info.root_page is None or info.root_checksum is None:
             return lambda key: None

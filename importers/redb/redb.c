@@ -39,6 +39,9 @@
 #define REDB_MAX_ORDER 20
 #define REDB_LEAF 1
 #define REDB_BRANCH 2
+/* The most bytes of verified branch pages one lookup iterator keeps (also at most an eighth
+ * of the per-open memory budget). */
+#define REDB_CACHE_MAX ((uint64_t)32 << 20)
 
 /* Status of an iterator after a call. */
 #define REDB_MORE 0
@@ -78,7 +81,7 @@ enum {
 };
 
 /* The ABI of this file's functions and structs, checked by _c.py (a stale build is ignored). */
-#define REDB_ABI 2
+#define REDB_ABI 3
 
 typedef struct {
     int fd;
@@ -148,6 +151,22 @@ typedef struct {
     int has_after;
 } redb_tree;
 
+/* Verified branch pages of one tree, kept for point lookups (redb_get): see cache_find. */
+typedef struct {
+    uint64_t raw, lo, hi; /* the page, and the checksum its parent stores for it */
+    uint32_t count;       /* children (branch_check's) */
+    int used;
+    redb_buf page;
+} redb_cached;
+
+typedef struct {
+    redb_cached *slots; /* open addressing, linear probing; cap is a power of two */
+    uint64_t cap, n;
+    uint64_t bytes;     /* page bytes held */
+    int64_t kw;         /* the key width the pages were checked with */
+    int fd;
+} redb_cache;
+
 typedef struct {
     redb_map map;
     redb_err err;
@@ -170,6 +189,8 @@ typedef struct {
     uint32_t inl_i;
     uint64_t sub_count, sub_length, sub_page;
     int sub_has_length;
+    redb_cache cache; /* redb_get's verified branch pages (an iterator bound to one tree) */
+    uint64_t cache_hits; /* branch pages redb_get took from the cache, not the file */
 } redb_iter;
 
 /* ---- little-endian reads (bounds are checked by the callers) ---------------------------- */
@@ -515,10 +536,10 @@ static inline int key_cmp(const uint8_t *a, uint64_t alen, const uint8_t *b, uin
     return alen < blen ? -1 : (alen > blen ? 1 : 0);
 }
 
-/* Read page raw into t->scratch after the budget, depth and bounds checks (btree.py's order). */
-static int open_page(redb_iter *it, redb_tree *t, uint64_t raw, int depth, uint64_t *len) {
+/* The walk's guards before page raw at depth is visited (read or taken from the cache): the
+ * page budget, then the depth (btree.py's Tree._open). */
+static int guard_page(redb_iter *it, uint64_t raw, int depth) {
     redb_err *e = &it->err;
-    uint64_t off;
     memset(e, 0, sizeof(*e));
     e->page = raw;
     e->has_page = 1;
@@ -530,6 +551,14 @@ static int open_page(redb_iter *it, redb_tree *t, uint64_t raw, int depth, uint6
         e->code = E_DEPTH;
         return 0;
     }
+    return 1;
+}
+
+/* Read page raw into t->scratch after the budget, depth and bounds checks (btree.py's order). */
+static int open_page(redb_iter *it, redb_tree *t, uint64_t raw, int depth, uint64_t *len) {
+    redb_err *e = &it->err;
+    uint64_t off;
+    if (!guard_page(it, raw, depth)) return 0;
     if (!page_span(&it->map, raw, &off, len)) {
         e->code = E_PAGE_OUTSIDE;
         return 0;
@@ -679,6 +708,84 @@ static void tree_free(redb_tree *t) {
     buf_free(&t->leaf_page);
 }
 
+/* ---- the lookup cache of verified branch pages -------------------------------------------
+ *
+ * Point lookups in random key order (the links check looks up every history commit in the
+ * content table) descend the same upper levels again and again; redb_get keeps the branch
+ * pages it has read and verified, keyed by page number *and* the checksum the parent stores
+ * for it, and takes a page from here instead of reading and hashing it again.  Sound because
+ * a page is only ever used under the checksum it was verified against: the Merkle chain
+ * from the commit's root checksum to every page a lookup uses is the same as without the
+ * cache (a cached page hashed to exactly the checksum the verified parent now asks for), and
+ * a parent asking for the same page number under another checksum misses and reads the
+ * page afresh (so a shared or damaged page still fails as it did).  The file cannot change
+ * what a lookup returns behind the cache: redb never rewrites a page of a committed tree in
+ * place, and the pipeline holds the source sealed (SHA-256 before, re-checked after the
+ * run), so a file changed during the read is refused whatever was cached.  Leaves are never
+ * cached: every lookup reads and verifies its leaf.  Every page still has its checksum
+ * verified at least once per iterator (the first time it is used), the walk's page budget
+ * and depth guards count cached pages as visited, and the cache is bounded (REDB_CACHE_MAX,
+ * an eighth of the memory budget): past the bound pages are read as before.  It lives as
+ * long as the iterator (one per bound tree getter, i.e. per open file and table), and is
+ * dropped if the iterator is used for another file or key width. */
+
+static uint64_t cache_slot(const redb_cache *c, uint64_t raw) {
+    return ((raw * 0x9E3779B97F4A7C15ULL) >> 32) & (c->cap - 1);
+}
+
+static void cache_clear(redb_cache *c) {
+    for (uint64_t i = 0; i < c->cap; i++) buf_free(&c->slots[i].page);
+    free(c->slots);
+    memset(c, 0, sizeof(*c));
+}
+
+/* The cached branch page raw verified against checksum (lo, hi), or NULL. */
+static const redb_cached *cache_find(const redb_cache *c, uint64_t raw, uint64_t lo,
+                                     uint64_t hi) {
+    if (c->n == 0) return NULL;
+    for (uint64_t i = cache_slot(c, raw);; i = (i + 1) & (c->cap - 1)) {
+        const redb_cached *s = &c->slots[i];
+        if (!s->used) return NULL;
+        if (s->raw == raw) return s->lo == lo && s->hi == hi ? s : NULL;
+    }
+}
+
+/* Keep the verified branch page in *b (its buffer moves into the cache, *b is left empty)
+ * when it fits the bound; the caller's buffer is kept otherwise. */
+static void cache_put(redb_cache *c, uint64_t max_bytes, uint64_t raw, uint64_t lo, uint64_t hi,
+                      uint32_t count, redb_buf *b) {
+    redb_cached *s;
+    uint64_t i;
+    if (b->cap > max_bytes - c->bytes || c->bytes > max_bytes) return;
+    if (2 * (c->n + 1) > c->cap) { /* grow to keep the load at most 1/2 */
+        redb_cache bigger = *c;
+        uint64_t cap = c->cap ? 2 * c->cap : 64;
+        bigger.slots = (redb_cached *)calloc((size_t)cap, sizeof(redb_cached));
+        if (bigger.slots == NULL) return; /* no memory: the page is simply not cached */
+        bigger.cap = cap;
+        for (uint64_t j = 0; j < c->cap; j++) {
+            if (!c->slots[j].used) continue;
+            for (i = cache_slot(&bigger, c->slots[j].raw); bigger.slots[i].used;
+                 i = (i + 1) & (cap - 1)) {
+            }
+            bigger.slots[i] = c->slots[j];
+        }
+        free(c->slots);
+        *c = bigger;
+    }
+    for (i = cache_slot(c, raw); c->slots[i].used; i = (i + 1) & (c->cap - 1))
+        if (c->slots[i].raw == raw) return; /* the same page under another checksum */
+    s = &c->slots[i];
+    s->raw = raw;
+    s->lo = lo;
+    s->hi = hi;
+    s->count = count;
+    s->used = 1;
+    buf_swap(&s->page, b);
+    c->bytes += s->page.cap;
+    c->n++;
+}
+
 /* ---- iterators ---------------------------------------------------------------------------- */
 
 redb_iter *redb_iter_new(void) { return (redb_iter *)calloc(1, sizeof(redb_iter)); }
@@ -687,6 +794,7 @@ void redb_iter_free(redb_iter *it) {
     if (it == NULL) return;
     tree_free(&it->outer);
     tree_free(&it->sub);
+    cache_clear(&it->cache);
     free(it);
 }
 
@@ -863,51 +971,72 @@ size_t redb_iter_next(redb_iter *it, uint64_t *out, size_t cap, char *data, uint
 }
 
 /* Point lookup (btree.py's Tree.get): 1 found (the value's bytes in *value, valid until the
- * iterator is reused or freed), 0 absent, -1 error (it->err). */
+ * iterator is reused or freed), 0 absent, -1 error (it->err).  Branch pages come from the
+ * iterator's cache of verified pages when they are there (see cache_find), else they are
+ * read, verified and kept; the leaf is always read and verified. */
 int redb_get(redb_iter *it, const redb_map *m, uint64_t page, uint64_t lo, uint64_t hi,
              int64_t kw, int64_t vw, int64_t budget, const char *key_c, uint64_t key_len,
              const char **value, uint64_t *value_len) {
     const uint8_t *key = (const uint8_t *)key_c;
     redb_tree *t = &it->outer;
+    redb_cache *cache = &it->cache;
+    uint64_t cache_max = m->budget / 8 < REDB_CACHE_MAX ? m->budget / 8 : REDB_CACHE_MAX;
     int depth = 0;
     iter_reset(it, m, budget);
     tree_init(t, page, lo, hi, kw, vw);
+    if (cache->n && (cache->kw != kw || cache->fd != m->fd)) cache_clear(cache);
+    cache->kw = kw;
+    cache->fd = m->fd;
     for (;;) {
-        const uint8_t *k, *v;
+        const uint8_t *k, *v, *bp;
         uint64_t klen, vlen;
-        t->levels = 0;
-        t->in_leaf = 0;
-        if (!visit(it, t, page, lo, hi, depth, 0)) return -1;
-        if (t->in_leaf) {
-            /* bisect_left over the leaf's keys, then an exact match. */
-            uint32_t x = 0, y = t->leaf.n;
-            while (x < y) {
-                uint32_t mid = (x + y) / 2;
-                leaf_entry(&t->leaf, mid, &k, &klen, &v, &vlen);
-                if (key_cmp(k, klen, key, key_len) < 0)
-                    x = mid + 1;
-                else
-                    y = mid;
-            }
-            if (x >= t->leaf.n) return 0;
-            leaf_entry(&t->leaf, x, &k, &klen, &v, &vlen);
-            if (key_cmp(k, klen, key, key_len) != 0) return 0;
-            *value = (const char *)v;
-            *value_len = vlen;
-            return 1;
+        uint32_t count;
+        const redb_cached *hit = cache_find(cache, page, lo, hi);
+        if (hit != NULL) {
+            if (!guard_page(it, page, depth)) return -1;
+            bp = hit->page.p;
+            count = hit->count;
+            it->cache_hits++;
         } else {
+            t->levels = 0;
+            t->in_leaf = 0;
+            if (!visit(it, t, page, lo, hi, depth, 0)) return -1;
+            if (t->in_leaf) {
+                /* bisect_left over the leaf's keys, then an exact match. */
+                uint32_t x = 0, y = t->leaf.n;
+                while (x < y) {
+                    uint32_t mid = (x + y) / 2;
+                    leaf_entry(&t->leaf, mid, &k, &klen, &v, &vlen);
+                    if (key_cmp(k, klen, key, key_len) < 0)
+                        x = mid + 1;
+                    else
+                        y = mid;
+                }
+                if (x >= t->leaf.n) return 0;
+                leaf_entry(&t->leaf, x, &k, &klen, &v, &vlen);
+                if (key_cmp(k, klen, key, key_len) != 0) return 0;
+                *value = (const char *)v;
+                *value_len = vlen;
+                return 1;
+            }
+            count = t->path[0].count;
+            cache_put(cache, cache_max, page, lo, hi, count, &t->path[0].page);
+            hit = cache_find(cache, page, lo, hi);
+            bp = hit != NULL ? hit->page.p : t->path[0].page.p;
+            if (hit != NULL) it->held -= hit->page.cap; /* no longer the walk's buffer */
+        }
+        {
             /* bisect_left over the separators: child i holds the keys up to key i. */
-            redb_level *lv = &t->path[0];
-            uint32_t x = 0, y = lv->count - 1;
+            uint32_t x = 0, y = count - 1;
             while (x < y) {
                 uint32_t mid = (x + y) / 2;
-                branch_key(lv->page.p, kw, lv->count, mid, &k, &klen);
+                branch_key(bp, kw, count, mid, &k, &klen);
                 if (key_cmp(k, klen, key, key_len) < 0)
                     x = mid + 1;
                 else
                     y = mid;
             }
-            child_of(lv->page.p, lv->count, x, &page, &lo, &hi);
+            child_of(bp, count, x, &page, &lo, &hi);
             depth++;
         }
     }
