@@ -180,8 +180,10 @@ def _legacy_preflight(
     job: Job, kind: str, fp: dict[str, Any], progress: Progress | None
 ) -> tuple[dict[str, Any], LegacyImport]:
     from migrate.pipeline.legacy import LegacyImport
+    from migrate.pipeline.legacy_text import TextImport
 
-    imp = LegacyImport.read(
+    cls = TextImport if kind == "text-archive" else LegacyImport
+    imp = cls.read(
         job.source, kind, fp, accept_torn_tail=job.accept_torn_tail, strict=job.strict,
         progress=progress,
     )  # fmt: skip
@@ -244,4 +246,7 @@ def import_of(job: Job, kind: str, fp: dict[str, Any]) -> tuple[str, str]:
     the seal alone decides, known before the source is read."""
     nonce = job.nonce or identity.default_nonce(fp["sha256"])
     mapping_doc = job.mapping.to_json() if job.mapping is not None else None
-    return nonce, identity.import_id(kind, fp, mapping_doc, nonce, job.content_check, job.strict)
+    return nonce, identity.import_id(
+        kind, fp, mapping_doc, nonce, job.content_check, job.strict,
+        records="cybergraph/text-observation/1" if kind == "text-archive" else None,
+    )  # fmt: skip
