@@ -59,6 +59,7 @@ def import_id(
     content_check: str = "codec",
     strict: bool = False,
     records: str | None = None,
+    namespace: bytes | None = None,
 ) -> str:
     """The id of one import: the same inputs always give the same id.
 
@@ -72,6 +73,8 @@ def import_id(
         doc["strict"] = True
     if records is not None:  # TextArchives: the records written (cybergraph's observations)
         doc["records"] = records
+    if namespace is not None:  # a TextArchive into the caller's namespace
+        doc["namespace"] = namespace.hex()
     return hashlib.sha256(b"bbg-migrate/import-id/1\x00" + canonical_json(doc).encode()).hexdigest()
 
 

@@ -32,7 +32,8 @@ from hashing import hemera
 from migrate import pipeline
 from migrate.pipeline.legacy_text import TextImport
 from migrate.probe.inspect import inspect_bbg
-from tests.pipeline_legacy.support import records
+from tests.pipeline.helpers import cli
+from tests.pipeline_legacy.support import LOCAL, records
 
 ONES = bytes([1] * 32)  # the test's namespace, ``[1; 32]`` (tests/text_archive.rs L19-24)
 
@@ -136,3 +137,29 @@ def test_derived_ids_in_namespace_ones_are_unchanged(tmp_path: Path) -> None:
         assert imp.commit(index).hex() == commit
         key, value = imp.request_row(index + 1)
         assert key[:32] == ONES and value[:32].hex() == fp
+
+
+def test_the_callers_namespace_from_the_command_line(tmp_path: Path) -> None:
+    """``--namespace`` is cybergraph's ``TextArchive::from_database(db, namespace)``: the
+    test's ``[1; 32]`` gets the three lines at 0..2 (head commit: the derived detector)."""
+    src = tmp_path / "texts.jsonl"
+    src.write_bytes(three_lines())
+    store = tmp_path / "bbg"
+    args = ("run", str(src), "--store", str(store), "--namespace", ONES.hex(), "--json")
+    first = cli(*args)
+    assert first.returncode == 0, first.stderr
+    assert cli(*args).stdout == first.stdout  # importing twice: equal results
+    receipt = json.loads(first.stdout)
+    assert receipt["legacy"]["namespace"] == ONES.hex()
+    default = run(src, tmp_path / "other")
+    assert default["import_id"] != receipt["import_id"]  # the namespace is part of the import
+    facts = inspect_bbg(store)["namespaces"]
+    assert list(facts) == [ONES.hex()]
+    assert (facts[ONES.hex()]["head_index"], facts[ONES.hex()]["head_commit"]) == (2, DERIVED[2][0])
+    log = tmp_path / "signals.log"
+    log.write_bytes((LOCAL / "signals-small.log").read_bytes())
+    res = cli("plan", str(log), "--store", str(tmp_path / "x"), "--namespace", ONES.hex())
+    assert res.returncode == 2 and "--namespace applies to TextArchives only" in res.stderr
+    res = cli("plan", str(src), "--store", str(tmp_path / "x"), "--namespace", "01" * 31)
+    assert res.returncode == 2 and "--namespace" in res.stderr
+    assert not (tmp_path / "x").exists()
