@@ -1,4 +1,5 @@
-"""A legacy Signal log or TextArchive as the five-table rows it becomes in BBG.
+"""A legacy Signal log or frame log as the five-table rows it becomes in BBG (a TextArchive
+becomes cybergraph's observations: :mod:`migrate.pipeline.legacy_text`, built on this).
 
 The rows of one source (records in :mod:`migrate.pipeline.legacy_records`, ids in
 :mod:`migrate.pipeline.identity`), for its namespace ``ns`` and items 1..N:
