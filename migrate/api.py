@@ -324,6 +324,7 @@ def make_job(
     content_check: str = "codec",  # migrate.job.CODEC (imported on first use)
     retire_source: bool = False,
     strict: bool = False,
+    namespace: str | None = None,
 ) -> Job | TransferJob:
     """The job of the inputs as an operator types them: ``nonce`` in hex, a mapping as
     ``--subject`` plus ``ORIGIN=INSTALL_NONCE`` pairs or a mapping file (UsageError when
@@ -340,7 +341,8 @@ def make_job(
 
     legacy = {"subject": subject, "map": maps, "mapping": mapping_file, "kind": kind,
               "accept_torn_tail": accept_torn_tail, "content_check": content_check != CODEC,
-              "retire_source": retire_source, "strict": strict}  # fmt: skip
+              "retire_source": retire_source, "strict": strict,
+              "namespace": namespace}  # fmt: skip
     given = ["--" + name.replace("_", "-") for name, value in sorted(legacy.items()) if value]
     bounds = bounds or Bounds()
     moving = transfer.job_for(source, store, nonce, bounds.page_rows, given)
@@ -356,6 +358,9 @@ def make_job(
         kind=kind,
         content_check=content_check,
         strict=strict,
+        namespace=(
+            None if namespace is None else mapping_mod.hex_bytes(namespace, "--namespace", 32)
+        ),
     )
 
 
@@ -394,6 +399,7 @@ def _routed(job: Job | TransferJob, *, retire_source: bool = False) -> Job | Tra
         ("kind", job.kind is not None), ("accept_torn_tail", job.accept_torn_tail),
         ("mapping", job.mapping is not None), ("content_check", job.content_check != CODEC),
         ("retire_source", retire_source), ("strict", job.strict),
+        ("namespace", job.namespace is not None),
     ) if value]  # fmt: skip
     return transfer.job_for(job.source, job.store, job.nonce, job.bounds.page_rows, legacy) or job
 

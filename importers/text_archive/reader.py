@@ -86,12 +86,15 @@ _DECODER: Final = json.JSONDecoder(
 def text_archive_error(
     code: str, line: int, detail: str, path: str | None = None
 ) -> TextArchiveError:
-    """Build the error with its keyword context and a message that says what to do."""
+    """Build the error with its keyword context and a message that says what to do.  The
+    message names ``line N`` as cybergraph's ``legacy text line {n}: ...`` does
+    (cybergraph@546853d9 ``src/text_archive/legacy.rs`` ``malformed``)."""
     where = path if path is not None else "<text archive>"
     hint = _HINTS.get(code, _DEFAULT_HINT)
     return TextArchiveError(
-        f"{where}:{line}: {code}: {detail}; {hint}", code=code, line=line, path=path
-    )
+        f"{where}:{line}: {code}: line {line}: {detail}; {hint}",
+        code=code, line=line, path=path,
+    )  # fmt: skip
 
 
 def normalise(raw: bytes) -> bytes:

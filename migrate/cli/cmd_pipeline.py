@@ -85,6 +85,14 @@ STRICT = typer.Option(
     help="bbg frame log: refuse every frame bbg's own reader would skip, drop or read "
     "leniently (the default imports what bbg's reader returns and lists those frames).",
 )
+NAMESPACE = typer.Option(
+    None,
+    "--namespace",
+    help="TextArchive: the namespace (64 hex digits) its lines go to, at indices 0..n-1, as "
+    "cybergraph's TextArchive::from_database(db, namespace) takes it (default: hemera of the "
+    "import record the receipt keeps).",
+    show_default=False,
+)
 CONTENT_CHECK = typer.Option(
     "codec",
     "--content-check",
@@ -107,11 +115,13 @@ def _job(
     content_check: str = "codec",
     retire_source: bool = False,
     strict: bool = False,
+    namespace: str | None = None,
 ) -> api.Job | api.TransferJob:
     return api.make_job(
         source, named_store(store), nonce=nonce, subject=subject, maps=maps,
         mapping_file=mapping_file, bounds=bounds, accept_torn_tail=accept_torn_tail, kind=kind,
         content_check=content_check, retire_source=retire_source, strict=strict,
+        namespace=namespace,
     )  # fmt: skip
 
 
@@ -241,13 +251,13 @@ def plan_cmd(
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
     accept_torn_tail: bool = TORN, kind: LegacyKind = KIND,
     content_check: ContentCheck = CONTENT_CHECK,
-    strict: bool = STRICT, as_json: bool = JSON,
+    strict: bool = STRICT, namespace: str = NAMESPACE, as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Dry run of `run` (same options): what it would do, or the exit code and message it
     would fail with (3, 4, 11, 1); writes nothing."""
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check, strict=strict)  # fmt: skip
+               content_check, strict=strict, namespace=namespace)  # fmt: skip
     with watch(as_json) as progress:
         doc = api.plan(job, progress)
         if isinstance(job, api.TransferJob):  # shown inside the display's block, as always
@@ -263,14 +273,14 @@ def run_cmd(
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
     retire_source: bool = RETIRE, yes: bool = YES, accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
-    strict: bool = STRICT, receipt: Path = RECEIPT,
+    strict: bool = STRICT, namespace: str = NAMESPACE, receipt: Path = RECEIPT,
     as_json: bool = JSON,
 ) -> None:  # fmt: skip
     """Migrate SOURCE into the store: seal, stage, validate, activate; prints the receipt."""
     confirm_retirement(source, retire_source, yes)  # asks nothing for a BBG store SOURCE
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check, retire_source, strict)  # fmt: skip
+               content_check, retire_source, strict, namespace)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.run(job, max_pages=pages, retire_source=retire_source,
                                     progress=progress), as_json, receipt)  # fmt: skip
@@ -281,11 +291,11 @@ def seal_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
-    strict: bool = STRICT, as_json: bool = JSON, yes: bool = YES,
+    strict: bool = STRICT, namespace: str = NAMESPACE, as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check, strict=strict)  # fmt: skip
+               content_check, strict=strict, namespace=namespace)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.seal(job, progress), as_json)
 
@@ -296,11 +306,12 @@ def stage_cmd(
     map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES,
     page_rows: int = PAGE_ROWS, accept_torn_tail: bool = TORN, kind: LegacyKind = KIND,
     content_check: ContentCheck = CONTENT_CHECK,
-    strict: bool = STRICT, as_json: bool = JSON, yes: bool = YES,
+    strict: bool = STRICT, namespace: str = NAMESPACE, as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
     job = _job(source, store, nonce, subject, map_, mapping, api.Bounds(page_rows=page_rows),
-               accept_torn_tail, kind, content_check, strict=strict)  # fmt: skip
+               accept_torn_tail, kind, content_check, strict=strict,
+               namespace=namespace)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.stage(job, max_pages=pages, progress=progress), as_json)
 
@@ -310,12 +321,12 @@ def validate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
-    strict: bool = STRICT, receipt: Path = RECEIPT,
+    strict: bool = STRICT, namespace: str = NAMESPACE, receipt: Path = RECEIPT,
     as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check, strict=strict)  # fmt: skip
+               content_check, strict=strict, namespace=namespace)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.validate(job, progress), as_json, receipt)
 
@@ -325,12 +336,12 @@ def activate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
     map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
-    strict: bool = STRICT, receipt: Path = RECEIPT,
+    strict: bool = STRICT, namespace: str = NAMESPACE, receipt: Path = RECEIPT,
     as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check, strict=strict)  # fmt: skip
+               content_check, strict=strict, namespace=namespace)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.activate(job, progress), as_json, receipt)
 

@@ -64,5 +64,8 @@ class Job:
     # bbg frame logs only: refuse what the strict decoder refuses instead of reading the log as
     # bbg's own reader does (part of the import's identity when set).
     strict: bool = False
+    # TextArchives only: the caller's namespace (cybergraph ``TextArchive::from_database``);
+    # None: hemera of the import record.  Part of the import's identity when set.
+    namespace: bytes | None = None
     # The engine of a store this job creates (None: the default, the real BBG database).
     engine: str | None = None

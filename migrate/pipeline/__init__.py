@@ -1,7 +1,8 @@
 """The staged migration of a legacy source into a BBG store.
 
-Sources: a cell.redb (its five tables copied byte for byte), an old cyb Signal log or an
-old TextArchive (each becomes one namespace of provenance records: :mod:`.legacy`).
+Sources: a cell.redb (its five tables copied byte for byte), an old cyb Signal log or bbg
+frame log (each becomes one namespace of provenance records: :mod:`.legacy`), or an old
+TextArchive (cybergraph's text observations: :mod:`.legacy_text`).
 
 ``run`` = detect → seal → preflight (inspect) → admit → stage → validate → activate [→ retire].
 Into a new or empty destination, a cell.redb is instead built aside in one checking pass and

@@ -12,7 +12,11 @@ and therefore the same receipt.
 | request id | hemera("bbg-migrate/request/1\\0" ‖ namespace[32] ‖ purpose ‖ 0x00 ‖ import id) |
 | fingerprint | hemera("bbg-migrate/fingerprint/1\\0" ‖ ns ‖ request ‖ head(40) ‖ content ids) |
 | legacy namespace | hemera(import record payload): the record is history[ns‖0] (birth rule) |
-| legacy commit | hemera(item record payload), at history index i = ordinal + 1 (logs) or line |
+| legacy commit | hemera(item record payload), at history index i = ordinal + 1 (logs) |
+| text namespace | hemera(import record payload), the record kept in the receipt (not history) |
+| text commit | hemera(cybergraph observation JSON), at history index line - 1 |
+| text request | hemera("cybergraph/text-import-request/1\\0" ‖ hemera(file) ‖ line u64 LE) |
+| cybergraph fingerprint | cybergraph's application transaction fingerprint (text imports) |
 | legacy raw id | hemera(raw bytes): the frame incl. header, or the line incl. LF |
 | legacy request id | hemera("bbg-migrate/legacy-request/1\\0" ‖ source SHA-256 ‖ index u64 LE) |
 
@@ -29,9 +33,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bbg_core.canonical import canonical_json
+
+if TYPE_CHECKING:
+    from migrate.store.codec import Head
 
 CODEC_BLOB = b"\x01"
 
@@ -51,6 +58,8 @@ def import_id(
     nonce: str,
     content_check: str = "codec",
     strict: bool = False,
+    records: str | None = None,
+    namespace: bytes | None = None,
 ) -> str:
     """The id of one import: the same inputs always give the same id.
 
@@ -62,6 +71,10 @@ def import_id(
         doc["content_check"] = content_check
     if strict:  # bbg frame logs read by the strict decoder (left out by default, as above)
         doc["strict"] = True
+    if records is not None:  # TextArchives: the records written (cybergraph's observations)
+        doc["records"] = records
+    if namespace is not None:  # a TextArchive into the caller's namespace
+        doc["namespace"] = namespace.hex()
     return hashlib.sha256(b"bbg-migrate/import-id/1\x00" + canonical_json(doc).encode()).hexdigest()
 
 
@@ -100,6 +113,34 @@ def fingerprint(
     """The request fingerprint: binds the request to its head and sorted content ids."""
     body = b"".join(sorted(set(content_ids)))
     return hemera(b"bbg-migrate/fingerprint/1\x00" + namespace + request + head + body)
+
+
+def cybergraph_fingerprint(
+    namespace: bytes,
+    request: bytes,
+    expected: Head | None,
+    head: Head,
+    content_ids: Iterable[bytes],
+    required: Iterable[bytes] = (),
+    claims: Iterable[tuple[bytes, bytes]] = (),
+) -> bytes:
+    """cybergraph's application transaction fingerprint (cybergraph@0213210e
+    ``src/application.rs`` ``fingerprint``): hemera over the domain, namespace, request, the
+    expected head (flag byte, then index u64 LE ‖ commit when present), the head, the count
+    and sorted distinct content ids, the count and ids of ``required`` in order, and the
+    count and pairs of the claims; every count u64 LE."""
+    ids = sorted(set(content_ids))
+    needs, pairs = list(required), list(claims)
+    prior = b"\x00" if expected is None else b"\x01" + expected.encode()
+    return hemera(
+        b"cybergraph/application-transaction/1\x00" + namespace + request + prior + head.encode()
+        + _u64(len(ids)) + b"".join(ids) + _u64(len(needs)) + b"".join(needs)
+        + _u64(len(pairs)) + b"".join(k + v for k, v in pairs)
+    )  # fmt: skip
+
+
+def _u64(n: int) -> bytes:
+    return n.to_bytes(8, "little")
 
 
 def legacy_request_id(source_sha256: str, index: int) -> bytes:

@@ -1,4 +1,5 @@
-"""A legacy Signal log or TextArchive as the five-table rows it becomes in BBG.
+"""A legacy Signal log or frame log as the five-table rows it becomes in BBG (a TextArchive
+becomes cybergraph's observations: :mod:`migrate.pipeline.legacy_text`, built on this).
 
 The rows of one source (records in :mod:`migrate.pipeline.legacy_records`, ids in
 :mod:`migrate.pipeline.identity`), for its namespace ``ns`` and items 1..N:
@@ -25,9 +26,9 @@ history order, and its cursor is ``index u64 BE ‖ rows of that item staged (u8
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar, Self
 
 from bbg_core.closing import Closing
 from bbg_core.errors import SourceError, ValidationFailed
@@ -35,7 +36,7 @@ from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 from migrate.pipeline import identity
 from migrate.pipeline import legacy_records as records
 from migrate.pipeline.legacy_scan import LOG_KINDS, Scan, decode_item, ordinal_of, scan
-from migrate.rules.shape import check_shape
+from migrate.rules.shape import RowSource, check_shape
 from migrate.rules.sources import Page
 from migrate.store.codec import (
     ARCHIVE_ORDER,
@@ -78,6 +79,10 @@ class LegacyImport:
     raw_ids: bytearray
     commits: bytearray
     first_raw: bytearray  # 1 where the item is the first with its raw id (content is unique)
+    import_doc: dict[str, Any] = field(default_factory=dict)  # the import record (as JSON)
+
+    #: The item staged first: 0 is the import record (history index 0 of the namespace).
+    first_item: ClassVar[int] = 0
 
     @classmethod
     def read(
@@ -89,8 +94,10 @@ class LegacyImport:
         accept_torn_tail: bool = False,
         strict: bool = False,
         progress: Callable[[int, int], None] | None = None,
-    ) -> LegacyImport:
-        """Decode the whole source strictly, then derive every record and id (no writes)."""
+        namespace: bytes | None = None,
+    ) -> Self:
+        """Decode the whole source strictly, then derive every record and id (no writes).
+        The namespace is hemera(the import record) unless the caller names one."""
         found = scan(
             path, kind, accept_torn_tail=accept_torn_tail, strict=strict, progress=progress
         )
@@ -107,8 +114,9 @@ class LegacyImport:
         )
         record = records.payload(doc)
         imp = cls(
-            path, kind, fingerprint, hemera_digest, found, record, identity.hemera(record),
-            bytearray(), bytearray(), bytearray(found.items),
+            path, kind, fingerprint, hemera_digest, found, record,
+            identity.hemera(record) if namespace is None else namespace,
+            bytearray(), bytearray(), bytearray(found.items), doc,
         )  # fmt: skip
         imp._derive()
         return imp
@@ -152,6 +160,10 @@ class LegacyImport:
     @property
     def head(self) -> Head:
         return Head(self.items, self.commit(self.items))
+
+    @property
+    def history_rows(self) -> int:
+        return self.items + 1
 
     def open(self) -> BinaryIO:
         try:
@@ -213,22 +225,31 @@ class LegacyImport:
         fp = identity.fingerprint(self.namespace, req, head.encode(), contents)
         return self.namespace + req, request_value(fp, head)
 
-    def item_rows(self, fh: BinaryIO, index: int) -> list[Row]:
-        """Every row history ``index`` contributes, in a fixed order (the staging unit)."""
-        ns = self.namespace
-        if index == 0:
-            rows: list[Row] = [(ORDINAL[CONTENT], ns, _BLOB + self.record)]
-        else:
-            raw = self.read_raw(fh, index)
-            raw_id = self.raw_id(index)
-            rows = [(ORDINAL[CONTENT], raw_id, _BLOB + raw)] if self.first_raw[index - 1] else []
-            payload = self._record_payload(index, raw, raw_id)
-            rows.append((ORDINAL[CONTENT], self.commit(index), _BLOB + payload))
-        rows.append((ORDINAL[REQUESTS], *self.request_row(index)))
+    def item_rows(self, fh: BinaryIO, item: int) -> list[Row]:
+        """Every row ``item`` contributes, in a fixed order (the staging unit): its content,
+        its request receipt, its history entry, and the head after the last item."""
+        ns, index = self.namespace, item - self.first_item
+        rows = self.content_rows(fh, item)
+        rows.append((ORDINAL[REQUESTS], *self.request_row(item)))
         rows.append((ORDINAL[HISTORY], history_key(ns, index), self.commit(index)))
-        if index == self.items:
+        if item == self.items:
             rows.append((ORDINAL[HEADS], ns, self.head.encode()))
         return rows
+
+    def content_rows(self, fh: BinaryIO, index: int) -> list[Row]:
+        """The content rows history ``index`` writes (the import record at 0)."""
+        if index == 0:
+            return [(ORDINAL[CONTENT], self.namespace, _BLOB + self.record)]
+        raw = self.read_raw(fh, index)
+        raw_id = self.raw_id(index)
+        rows = [(ORDINAL[CONTENT], raw_id, _BLOB + raw)] if self.first_raw[index - 1] else []
+        payload = self._record_payload(index, raw, raw_id)
+        rows.append((ORDINAL[CONTENT], self.commit(index), _BLOB + payload))
+        return rows
+
+    def rows_of(self, fh: BinaryIO) -> RowSource:
+        """The rows this source becomes, as a RowSource (five tables in key order)."""
+        return LegacyRows(self, fh)
 
     # -- reports -------------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
@@ -250,20 +271,21 @@ class LegacyImport:
         """
         with self.open() as fh:
             shape = check_shape(
-                LegacyRows(self, fh), verify_blob_ids=False, hemera_digest=False, progress=progress
+                self.rows_of(fh), verify_blob_ids=False, hemera_digest=False, progress=progress
             )
-        head = self.head
+        namespaces = {}
+        if self.history_rows:  # an empty TextArchive writes no namespace (cybergraph: no head)
+            head = self.head
+            namespaces[self.namespace.hex()] = {
+                "head_index": head.index,
+                "head_commit": head.commit.hex(),
+                "history_rows": self.history_rows,
+            }
         return {
             "kind": self.kind,
             "tables": {name: stats.to_json() for name, stats in sorted(shape.tables.items())},
             "content_codecs": shape.codecs,
-            "namespaces": {
-                self.namespace.hex(): {
-                    "head_index": head.index,
-                    "head_commit": head.commit.hex(),
-                    "history_rows": self.items + 1,
-                }
-            },
+            "namespaces": namespaces,
             "archive_digest_sha256": shape.archive_digest_sha256,
             "archive_digest_hemera": shape.archive_digest_hemera,
             "valid": True,
@@ -284,19 +306,22 @@ class LegacyRows:
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         imp = self._imp
+        items = range(imp.first_item, imp.items + 1)  # item i sits at history i - first_item
         if table == CONTENT:
             return self._content()
         if table == REQUESTS:
-            order = sorted(imp.request(i) + i.to_bytes(8, "big") for i in range(imp.items + 1))
+            order = sorted(imp.request(i) + i.to_bytes(8, "big") for i in items)
             return (imp.request_row(int.from_bytes(k[ID_LEN:], "big")) for k in order)
         if table == HISTORY:
-            return ((history_key(imp.namespace, i), imp.commit(i)) for i in range(imp.items + 1))
+            at = imp.first_item
+            return ((history_key(imp.namespace, i - at), imp.commit(i - at)) for i in items)
         if table == HEADS:
-            return iter([(imp.namespace, imp.head.encode())])
+            return iter([(imp.namespace, imp.head.encode())] if imp.history_rows else [])
         assert table == CLAIMS
         return iter(())
 
-    def _content(self) -> Iterator[tuple[bytes, bytes]]:
+    def _keys(self) -> list[bytes]:
+        """``id ‖ role ‖ item u64 BE`` of every content row (a role per kind of payload)."""
         imp = self._imp
         keys = [imp.namespace + bytes([_ROLE_RECORD]) + bytes(8)]
         for i in range(1, imp.items + 1):
@@ -304,19 +329,27 @@ class LegacyRows:
             if imp.first_raw[i - 1]:
                 keys.append(imp.raw_id(i) + bytes([_ROLE_RAW]) + tail)
             keys.append(imp.commit(i) + bytes([_ROLE_COMMIT]) + tail)
+        return keys
+
+    def _value(self, role: int, item: int) -> bytes:
+        """The payload of the content row of ``role`` for ``item``."""
+        imp = self._imp
+        if role == _ROLE_RECORD:
+            return imp.record
+        if role == _ROLE_RAW:
+            return imp.read_raw(self._fh, item)
+        return imp.record_payload(self._fh, item)
+
+    def _content(self) -> Iterator[tuple[bytes, bytes]]:
+        keys = self._keys()
         keys.sort()
         last = b""
         for key in keys:
-            cid, role, index = key[:ID_LEN], key[ID_LEN], int.from_bytes(key[ID_LEN + 1 :], "big")
+            cid, role, item = key[:ID_LEN], key[ID_LEN], int.from_bytes(key[ID_LEN + 1 :], "big")
             if cid == last:
                 continue  # one content row per id: equal ids hold equal bytes
             last = cid
-            if role == _ROLE_RECORD:
-                yield cid, _BLOB + imp.record
-            elif role == _ROLE_RAW:
-                yield cid, _BLOB + imp.read_raw(self._fh, index)
-            else:
-                yield cid, _BLOB + imp.record_payload(self._fh, index)
+            yield cid, _BLOB + self._value(role, item)
 
 
 def encode_cursor(index: int, staged: int) -> bytes:
@@ -353,7 +386,7 @@ class LegacySource(Closing):
         rows: list[Row] = []
         nbytes = 0
         position = cursor or b""
-        for index in range(first, self.imp.items + 1):
+        for index in range(max(first, self.imp.first_item), self.imp.items + 1):
             item = self.imp.item_rows(self._fh, index)
             done = skip if index == first else 0
             for n, row in enumerate(item[done:], start=done + 1):

@@ -1,6 +1,8 @@
 """The records a legacy Signal log or TextArchive becomes in BBG (canonical JSON Blobs).
 
-One source = one namespace.  Its index-0 commit is the **import record**
+One source = one namespace.  A log's index-0 commit is the **import record** (a TextArchive
+becomes cybergraph's observations instead, :mod:`migrate.pipeline.legacy_text`, and its
+import record is kept in the receipt)
 (``schemas/legacy-import-record.schema.json``)::
 
     {"format": "bbg-migrate/legacy-import/1",

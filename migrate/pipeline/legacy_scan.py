@@ -218,11 +218,23 @@ def decode_item(kind: str, raw: bytes, index: int, start: int, path: Path) -> di
         else:
             body = decode_line(raw, index, start, hash_fn=identity.hemera, path=str(path))
     except (SignalLogError, TextArchiveError, StopIteration) as exc:
-        # The strict pass accepted these bytes; failing now means the file changed under us.
-        raise ValidationFailed(
-            f"{path}: the item at byte {start} no longer decodes; the source changed after "
-            "it was read. Stop whatever writes it, then start again",
-            path=str(path),
-            errors=[{"code": "source-changed", "detail": f"item {index} at byte {start}"}],
-        ) from exc
+        raise _changed(path, index, start) from exc
     return summary(body)
+
+
+def decode_text(raw: bytes, line: int, start: int, path: Path) -> TextRecord:
+    """The TextArchive line ``line`` (1-based, at byte ``start``) from its exact raw bytes."""
+    try:
+        return decode_line(raw, line, start, hash_fn=identity.hemera, path=str(path))
+    except TextArchiveError as exc:
+        raise _changed(path, line, start) from exc
+
+
+def _changed(path: Path, index: int, start: int) -> ValidationFailed:
+    # The strict pass accepted these bytes; failing now means the file changed under us.
+    return ValidationFailed(
+        f"{path}: the item at byte {start} no longer decodes; the source changed after "
+        "it was read. Stop whatever writes it, then start again",
+        path=str(path),
+        errors=[{"code": "source-changed", "detail": f"item {index} at byte {start}"}],
+    )

@@ -168,6 +168,11 @@ def source_kind(job: Job) -> str:
             f"{job.source}: --strict applies to bbg frame logs only (this is a {kind})",
             path=str(job.source),
         )
+    if job.namespace is not None and kind != "text-archive":
+        raise UsageError(
+            f"{job.source}: --namespace applies to TextArchives only (this is a {kind})",
+            path=str(job.source),
+        )
     if job.accept_torn_tail and kind not in LOG_KINDS:
         raise UsageError(
             f"{job.source}: --accept-torn-tail applies to frame logs only (this is a {kind})",
@@ -180,10 +185,12 @@ def _legacy_preflight(
     job: Job, kind: str, fp: dict[str, Any], progress: Progress | None
 ) -> tuple[dict[str, Any], LegacyImport]:
     from migrate.pipeline.legacy import LegacyImport
+    from migrate.pipeline.legacy_text import TextImport
 
-    imp = LegacyImport.read(
+    cls = TextImport if kind == "text-archive" else LegacyImport
+    imp = cls.read(
         job.source, kind, fp, accept_torn_tail=job.accept_torn_tail, strict=job.strict,
-        progress=progress,
+        progress=progress, namespace=job.namespace,
     )  # fmt: skip
     # The seal of a log or archive counts the source's bytes read (the scan above); the row
     # check that follows counts rows' key+value bytes, which are not the file's bytes and
@@ -244,4 +251,8 @@ def import_of(job: Job, kind: str, fp: dict[str, Any]) -> tuple[str, str]:
     the seal alone decides, known before the source is read."""
     nonce = job.nonce or identity.default_nonce(fp["sha256"])
     mapping_doc = job.mapping.to_json() if job.mapping is not None else None
-    return nonce, identity.import_id(kind, fp, mapping_doc, nonce, job.content_check, job.strict)
+    return nonce, identity.import_id(
+        kind, fp, mapping_doc, nonce, job.content_check, job.strict,
+        records="cybergraph/text-observation/1" if kind == "text-archive" else None,
+        namespace=job.namespace,
+    )  # fmt: skip

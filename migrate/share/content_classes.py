@@ -9,7 +9,8 @@ that wrote the store put it there (fixtures/legacy/README.md "Write semantics";
 * ``data_children``: a child of a Data pair (nox Model B: 64-byte payload = left ‖ right; the
   tagged scheme: ``0x03`` ‖ left ‖ right): cybergraph's commit requires both children;
 * ``record_payloads``: the raw bytes of a legacy event or line, named by its item record's
-  ``raw.id``;
+  ``raw.id``, and the text and raw line a cybergraph text observation names (``text``,
+  ``provenance.raw``);
 * ``birth_content``: written by a namespace's birth transaction (birth record plus one shared
   artifact): the index-0 request's fingerprint covers exactly {namespace, id};
 * ``receipt_commits``: the commit a request receipt names as its head, whose history entry
@@ -28,19 +29,24 @@ read, through :mod:`migrate.store.references`.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from typing import Any
 
 from migrate.store import references
-from migrate.store.codec import COMMIT_PREFIX, ITEM_PREFIX, commit_items, record_payload
+from migrate.store.codec import (
+    COMMIT_PREFIX,
+    ITEM_PREFIX,
+    OBSERVATION_PREFIX,
+    Head,
+    commit_items,
+    record_payload,
+)
 from migrate.store.connection import Connection
 from migrate.store.references import FirstClass
 
 CLASSES = (
     "commit_items", "data_children", "record_payloads", "birth_content", "receipt_commits"
 )  # fmt: skip
-TX_DOMAIN = b"cybergraph/application-transaction/1\x00"
 # Hemera calls the birth check may spend (unresolved rows x birth transactions).
 MAX_BIRTH_TRIALS = 200_000
 
@@ -59,7 +65,7 @@ def _collect(conn: Connection, refs: FirstClass) -> None:
     for value in references.referenced_commits(conn):
         if value.startswith(COMMIT_PREFIX):
             refs.add(0, commit_items(value))
-        elif value.startswith(ITEM_PREFIX):
+        elif value.startswith((ITEM_PREFIX, OBSERVATION_PREFIX)):
             refs.add(2, record_payload(value))
     for value in references.data_pairs(conn):
         refs.add(1, _data_children(value))
@@ -72,13 +78,9 @@ def _births(conn: Connection) -> list[tuple[bytes, bytes, bytes]]:
 
 
 def _birth_fingerprint(ns: bytes, request: bytes, other: bytes) -> bytes:
-    from migrate.pipeline.identity import hemera
+    from migrate.pipeline.identity import cybergraph_fingerprint
 
-    ids = sorted({ns, other})
-    return hemera(
-        TX_DOMAIN + ns + request + b"\x00" + struct.pack("<Q", 0) + ns
-        + struct.pack("<Q", len(ids)) + b"".join(ids) + struct.pack("<QQ", 0, 0)
-    )  # fmt: skip
+    return cybergraph_fingerprint(ns, request, None, Head(0, ns), [ns, other])
 
 
 def classify(conn: Connection, candidates: Iterator[bytes], sample: int) -> dict[str, Any]:

@@ -91,6 +91,8 @@ def split_request_value(raw: bytes) -> tuple[bytes, Head]:
 # record lists its items; a legacy item record names its raw payload.
 COMMIT_PREFIX = b"\x01cell/commit/1\x00"
 ITEM_PREFIX = b'\x01{"format":"bbg-migrate/legacy-item/1"'
+# A cybergraph text observation (cybergraph@78d2343e src/text_archive.rs): serde field order.
+OBSERVATION_PREFIX = b'\x01{"schema":"cybergraph/text-observation/1"'
 _ITEMS_AT = len(COMMIT_PREFIX) + 32 + 8 + 32  # n u32 LE follows ns, index, previous
 
 
@@ -107,13 +109,18 @@ def commit_items(value: bytes) -> list[bytes]:
 
 
 def record_payload(value: bytes) -> list[bytes]:
-    """The raw payload id a legacy item record names (``raw.id``); none for any other value."""
+    """The payload ids a record names: a legacy item record's ``raw.id``, a cybergraph text
+    observation's ``text`` and ``provenance.raw``; none for any other value."""
     import json
 
-    if not value.startswith(ITEM_PREFIX):
-        return []
     try:
-        raw = json.loads(value[1:])["raw"]["id"]
-        return [bytes.fromhex(raw)] if isinstance(raw, str) and len(raw) == 64 else []
-    except (ValueError, KeyError, TypeError):
+        if value.startswith(ITEM_PREFIX):
+            raw = json.loads(value[1:])["raw"]["id"]
+            return [bytes.fromhex(raw)] if isinstance(raw, str) and len(raw) == 64 else []
+        if value.startswith(OBSERVATION_PREFIX):
+            doc = json.loads(value[1:])
+            named = [doc["text"], (doc.get("provenance") or {}).get("raw")]
+            return [bytes(i) for i in named if isinstance(i, list) and len(i) == ID_LEN]
+    except (ValueError, KeyError, TypeError, AttributeError):
         return []
+    return []

@@ -9,14 +9,16 @@ import pytest
 from fences.seal import fingerprint
 from hashing import hemera
 from migrate import pipeline
-from migrate.pipeline.legacy import LegacyImport, LegacyRows, LegacySource
+from migrate.pipeline.legacy import LegacyImport, LegacySource
+from migrate.pipeline.legacy_text import TextImport
 from migrate.probe.inspect import inspect_bbg
 from migrate.store.codec import ARCHIVE_ORDER
 from tests.pipeline_legacy.support import copy_fixture, records
 
 
 def read(src: Path, kind: str) -> LegacyImport:
-    return LegacyImport.read(src, kind, fingerprint(src, kind))
+    cls = TextImport if kind == "text-archive" else LegacyImport
+    return cls.read(src, kind, fingerprint(src, kind))
 
 
 @pytest.mark.parametrize(
@@ -40,7 +42,7 @@ def test_pages_resume_after_every_cursor_and_match_the_sorted_view(
         assert [p.rows[0] for p in tiny] == full and all(len(p.rows) == 1 for p in tiny)
     # What staging copies is exactly the view the source digest is taken over.
     with imp.open() as fh:
-        view = LegacyRows(imp, fh)
+        view = imp.rows_of(fh)
         for ordinal, table in enumerate(ARCHIVE_ORDER):
             staged = sorted((k, v) for o, k, v in full if o == ordinal)
             assert list(view.rows(table)) == staged, table
@@ -54,13 +56,13 @@ def test_identical_raw_lines_share_one_content_row(tmp_path: Path) -> None:
     store = tmp_path / "bbg"
     receipt = pipeline.run(pipeline.Job(src, store)).receipt
     assert receipt is not None
-    # Import record + one raw line + three item records.
+    # One text + one raw line + three observations (cybergraph's records; no import record).
     assert receipt["counts"]["rows"]["application_content"] == 5
     report = inspect_bbg(store)
     assert report["valid"], report["errors"]
     recs = records(store, receipt["legacy"]["namespace"])
-    raws = {doc["raw"]["id"] for _, doc, _ in recs[1:]}
-    assert raws == {hemera.hash(line).hex()}
-    assert [doc["provenance"]["span"] for _, doc, _ in recs[1:]] == [
-        [0, len(line)], [len(line), 2 * len(line)], [2 * len(line), 3 * len(line)]
-    ]  # fmt: skip
+    assert len(recs) == 3
+    raws = {bytes(doc["provenance"]["raw"]) for _, doc, _ in recs}
+    assert raws == {hemera.hash(line)}
+    assert {bytes(doc["text"]) for _, doc, _ in recs} == {hemera.hash(text.encode())}
+    assert [doc["provenance"]["line"] for _, doc, _ in recs] == [1, 2, 3]

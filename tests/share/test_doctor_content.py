@@ -20,12 +20,13 @@ from tests.pipeline.helpers import LEGACY
 
 # (fixture, the classes its import must show). Counts: cell-small has 105 content rows, 50
 # of them commits; 54 are listed by commit records and one birth's shared artifact is not
-# listed anywhere (only the birth request's fingerprint covers it).
+# listed anywhere (only the birth request's fingerprint covers it).  texts-small: 20 raw
+# lines and 19 distinct texts (its expected file), each named by a cybergraph observation.
 CASES = [
     ("cell-small.redb.gz", {"commit_items": 54, "birth_content": 1}),
     ("cell-data-tagged-ids.redb.gz", {"commit_items": 74, "birth_content": 2}),
     ("signals-small.log", {"record_payloads": 10}),
-    ("texts-small.jsonl", {"record_payloads": 20}),
+    ("texts-small.jsonl", {"record_payloads": 20 + 19}),
 ]
 
 
