@@ -34,7 +34,11 @@ SOURCE = typer.Argument(
 STORE = store_option("Destination BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 NONCE = typer.Option(None, "--nonce", help="Run nonce (hex); default: derived from the source.")
-SUBJECT = typer.Option(None, "--subject", help="Map the origins to this subject (64 hex).")
+SUBJECT = typer.Option(
+    None, "--subject",
+    help="Prepare neuron's import of the origins into this subject (64 hex; it must be "
+    "activated in the store; neuron completes the import).",
+)  # fmt: skip
 MAP = typer.Option(None, "--map", help="ORIGIN=INSTALL_NONCE (hex), repeatable; needs --subject.")
 MAPPING = typer.Option(
     None,
