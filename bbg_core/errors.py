@@ -28,7 +28,8 @@ The tree (exit code in brackets)::
     │   └── Conflict [4]                  same request/nonce/key, different content
     ├── ValidationFailed [3]              inputs violate the rules (errors=[{code, detail}])
     │   ├── SubjectNotActivated [3]       a mapping's subject has no head in the destination
-    │   │                                 (neuron's ``Missing``; subject=, path=)
+    │   │                                 (neuron's ``Missing``), or one that is no neuron
+    │   │                                 record of it (subject=, path=[, reason=])
     │   └── OriginNotCellRecord [3]       a mapped origin's history is not neuron's legacy cell
     │                                     records (neuron's ``Data(InvalidData)`` or
     │                                     ``Conflict``; namespace=, index=, key=)

@@ -25,6 +25,7 @@ from bbg_core.errors import SubjectNotActivated
 from migrate.job import Job
 from migrate.job.mapping import Mapping
 from migrate.pipeline.destination import read_destination
+from migrate.rules.cell_records import subject_refusal
 from migrate.store.graph import head as live_head
 from migrate.store.live import LiveReader
 
@@ -39,16 +40,29 @@ CHECKPOINT = "unknown (decided by neuron at import)"
 def binding(db: LiveReader | None, directory: Path, mapping: Mapping) -> dict[str, Any]:
     """The subject's binding as neuron's import will take it: its head commit and index
     (network, policy and epoch are neuron's to read).  SubjectNotActivated (exit 3) when the
-    subject's namespace has no head here (``db`` None: no store there yet)."""
+    subject's namespace has no head here (``db`` None: no store there yet; neuron's
+    ``Missing``), or a head that does not read as a ``neuron/activation/1`` /
+    ``neuron/commit/1`` record of the subject (neuron's ``Data(...)`` or ``Conflict``)."""
     subject = mapping.subject
     current = None if db is None else live_head(db, subject)
-    if current is None:
+    if db is None or current is None:
         raise SubjectNotActivated(
             f"{directory}: subject {subject.hex()} not activated: its namespace has no head "
             "in this store, and neuron's import refuses such a subject (Missing). Activate the "
             "subject neuron in this store first, then map origins to it; nothing was written",
             path=str(directory),
             subject=subject.hex(),
+        )
+    refused = subject_refusal(db.live_get, subject, current.index, current.commit)
+    if refused is not None:
+        reason, detail = refused
+        raise SubjectNotActivated(
+            f"{directory}: subject {subject.hex()} is not an activated neuron here: its head is "
+            f"not a neuron record of this subject, and neuron's import refuses it ({reason}): "
+            f"{detail}; nothing was written",
+            path=str(directory),
+            subject=subject.hex(),
+            reason=reason,
         )
     return {
         "subject": subject.hex(),

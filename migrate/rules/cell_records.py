@@ -1,4 +1,5 @@
-"""A mapped origin's history read as neuron's legacy reader reads it.
+"""A mapped origin's history read as neuron's legacy reader reads it (and the subject's head
+as neuron's ``inspect`` reads it: :func:`subject_refusal`).
 
 neuron's semantic import (cyberia-to/neuron@fd24e768 ``engine/src/legacy.rs`` ``inspect``)
 walks an origin's history from index 0 and decodes each commit as a record of its data model
@@ -165,3 +166,25 @@ def _finding(origin: bytes, index: int, refused: _Refused) -> dict[str, Any]:
         "reason": refused.reason,
         "detail": f"origin {origin.hex()} {refused.detail}",
     }
+
+
+def subject_refusal(
+    lookup: Lookup, subject: bytes, index: int, commit: bytes
+) -> tuple[str, str] | None:
+    """neuron's ``Neuron::inspect`` (neuron@53dbf8d1 ``engine/src/neuron.rs``) on the
+    subject's head ``(index, commit)``: a ``neuron/activation/1`` record (3 fields) at index 0,
+    else ``neuron/commit/1`` (8 fields), whose field 0 is the subject and (index > 0) field 1
+    the head's index; ``(reason, detail)`` of the first refusal, None when it reads so.  The
+    schema identity and the ``neuron/root/1`` state are neuron's to check."""
+    reader = _Reader(lookup)
+    schema = ("neuron/activation/1", 3) if index == 0 else ("neuron/commit/1", 8)
+    what = f"head index {index} commit {commit.hex()}"
+    try:
+        f = reader.record(commit, schema, what)
+        if reader.reference(f[0], f"{what} (neuron)") != subject:
+            raise _Refused("Conflict", f"{what}: its neuron field is not the subject")
+        if index > 0 and reader.uint(f[1], f"{what} (index)") != index:
+            raise _Refused("Conflict", f"{what}: its index field is not {index}")
+    except _Refused as refused:
+        return refused.reason, refused.detail
+    return None

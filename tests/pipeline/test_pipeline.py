@@ -166,6 +166,31 @@ def test_mapping_refuses_a_subject_that_is_not_activated(tmp_path: Path) -> None
         assert dump(other) == before
 
 
+def test_mapping_refuses_a_subject_head_that_is_no_neuron_record(tmp_path: Path) -> None:
+    """neuron@53dbf8d1 engine/src/neuron.rs ``inspect``: the head at index 0 is read with
+    ``r.record(head.commit, "neuron/activation/1", 3)?`` (a Blob fails ``Reader::pair``:
+    InvalidData, neuron@dbebea3f model/src/data.rs) and ``r.reference(f[0])? != neuron`` is a
+    Conflict: a head that is a plain Blob, or the activation of another neuron, is refused."""
+    src = tmp_path / "cell.redb"
+    names = write_store(src)
+    blob = tmp_path / "blob"
+    activate_subject(blob, blob=True)
+    other = tmp_path / "other"
+    activate_subject(other, "cd" * 32)  # another neuron's activation, moved under SUBJECT
+    from tests.support.stores import live_get, put_raw
+
+    moved = live_get(other, "application_heads", bytes.fromhex("cd" * 32))
+    assert moved is not None
+    put_raw(other, "application_heads", bytes.fromhex(SUBJECT), moved)
+    for store, reason in ((blob, "Data(InvalidData)"), (other, "Conflict")):
+        before = dump(store)
+        for verb in ("plan", "run"):
+            res = cli(*_mapped(src, store, verb, names))
+            assert res.returncode == 3, res.stderr
+            assert "is not an activated neuron here" in res.stderr and reason in res.stderr
+            assert dump(store) == before
+
+
 @pytest.mark.slow
 def test_mapping_ends_prepared_validated_inert(tmp_path: Path) -> None:
     """With the subject activated, a mapped run converts the origins beside it and claims
