@@ -15,6 +15,7 @@ Expected behaviour transcribed from cyberia-to/neuron:
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from migrate.rules.cell_records import check_origin
@@ -85,7 +86,8 @@ def test_run_and_plan_refuse_a_blob_origin_and_write_nothing(tmp_path: Path) -> 
 
 def test_converted_log_origins_are_refused(tmp_path: Path) -> None:
     """A converted log's namespace starts with the toolkit's own import record (a Blob)."""
-    log = Path(__file__).parents[2] / "fixtures" / "legacy" / "bbg-cli-small.log"
+    log = tmp_path / "bbg-cli-small.log"  # a copy: runs elsewhere may hold the fixture's lock
+    shutil.copy(Path(__file__).parents[2] / "fixtures" / "legacy" / "bbg-cli-small.log", log)
     store = tmp_path / "bbg"
     plain = cli("plan", str(log), "--store", str(store), "--json")
     assert plain.returncode == 0, plain.stderr
