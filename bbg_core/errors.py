@@ -27,6 +27,12 @@ The tree (exit code in brackets)::
     │   ├── HeadMismatch [4]              expected head is stale; nothing written
     │   └── Conflict [4]                  same request/nonce/key, different content
     ├── ValidationFailed [3]              inputs violate the rules (errors=[{code, detail}])
+    │   ├── SubjectNotActivated [3]       a mapping's subject has no head in the destination
+    │   │                                 (neuron's ``Missing``), or one that is no neuron
+    │   │                                 record of it (subject=, path=[, reason=])
+    │   └── OriginNotCellRecord [3]       a mapped origin's history is not neuron's legacy cell
+    │                                     records (neuron's ``Data(InvalidData)`` or
+    │                                     ``Conflict``; namespace=, index=, key=)
     ├── Locked [11]                       the source or store is held by another process / sealed
     └── Interrupted [130]                 stopped by the operator
 
@@ -156,6 +162,20 @@ class ValidationFailed(MigrateError):
     code = "validation-failed"
 
 
+class SubjectNotActivated(ValidationFailed):
+    """A mapped run whose subject neuron has no head in the destination: neuron's import
+    inspects the subject first and refuses with ``Missing`` (nothing is written)."""
+
+    code = "subject-not-activated"
+
+
+class OriginNotCellRecord(ValidationFailed):
+    """A mapped origin whose history neuron's legacy reader refuses: index 0 must be a
+    ``cell/birth/1`` record and each later entry a ``cell/commit/1`` chained to it."""
+
+    code = "origin-not-cell-record"
+
+
 class NotReady(MigrateError):
     """A step whose earlier steps are unfinished (``validate`` before staging is complete,
     ``activate`` before ``validate``), or ``stage --pages N`` that stopped with rows left:
@@ -250,6 +270,8 @@ __all__ = [
     "HeadMismatch",
     "Conflict",
     "ValidationFailed",
+    "SubjectNotActivated",
+    "OriginNotCellRecord",
     "Locked",
     "Interrupted",
     "EXIT_CODES",

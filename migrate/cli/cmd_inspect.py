@@ -76,6 +76,12 @@ def _render(doc: dict[str, Any]) -> None:
             )
             for e in refused[:20]:
                 err.print(f"  {e['code']}: {e['detail']}", markup=False)
+    for prepared in doc.get("neuron_imports", []):
+        err.print(
+            f"mapped import {prepared['import_id']}: {prepared['state']}; complete with "
+            f"`{prepared['complete_with']}`",
+            markup=False,
+        )
     for e in doc.get("errors", [])[:20]:
         where = e.get("detail") or e.get("message") or ""
         err.print(f"  {e['code']}: {where}", markup=False)

@@ -34,7 +34,11 @@ SOURCE = typer.Argument(
 STORE = store_option("Destination BBG store directory (default ./bbg).")
 JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 NONCE = typer.Option(None, "--nonce", help="Run nonce (hex); default: derived from the source.")
-SUBJECT = typer.Option(None, "--subject", help="Map the origins to this subject (64 hex).")
+SUBJECT = typer.Option(
+    None, "--subject",
+    help="Prepare neuron's import of the origins into this subject (64 hex; it must be "
+    "activated in the store; neuron completes the import).",
+)  # fmt: skip
 MAP = typer.Option(None, "--map", help="ORIGIN=INSTALL_NONCE (hex), repeatable; needs --subject.")
 MAPPING = typer.Option(
     None,
@@ -152,6 +156,7 @@ def receipt_facts(receipt: dict[str, Any]) -> None:
     if receipt["head"]:
         rows.append(("subject head", f"{receipt['head']['index']} {receipt['head']['commit']}"))
         rows.append(("fenced origins", len(receipt["fences"])))
+    rows += _neuron_rows(receipt.get("neuron_import"))
     facts("receipt", rows)
     grid = table("table", "rows", "new rows")
     for name, n in receipt["counts"]["rows"].items():
@@ -241,7 +246,19 @@ def _plan_report(source: Path, doc: dict[str, Any], as_json: bool) -> None:
         rows += [("namespace", doc["legacy"]["namespace"]), ("items", doc["legacy"]["items"]),
                  ("torn tail", "none" if torn is None else show(torn))]  # fmt: skip
     rows.append(("fences", len(doc["fences"])))
+    rows += _neuron_rows(doc.get("neuron_import"))
     facts(f"plan: {source} -> {doc['destination']['path']}", rows)
+
+
+def _neuron_rows(prepared: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """A mapped run's end state (receipt and plan): what neuron completes, and how."""
+    if prepared is None:
+        return []
+    head = prepared["binding"]["head"]
+    return [
+        ("neuron import", f"{prepared['state']}; complete with `{prepared['complete_with']}`"),
+        ("subject head", f"{head['index']} {head['commit']}"),
+    ]
 
 
 @app.command("plan")

@@ -1,4 +1,5 @@
-"""The optional mapping of origin namespaces to a subject (published when the import activates).
+"""The optional mapping of origin namespaces to a subject neuron: neuron's semantic import,
+prepared (validated, inert) by a run and completed by neuron (:mod:`migrate.pipeline.subject`).
 
 Given on the command line (``--subject HEX --map ORIGIN=INSTALL_NONCE ...``) or as a JSON file
 validated by ``schemas/mapping.schema.json``::

@@ -28,7 +28,7 @@ from bbg_core.errors import Conflict, StoreRefused
 from fences import generations
 from fences.seal import Seal
 from migrate.job import Bounds, Job
-from migrate.pipeline import fresh, gate, retire, stages
+from migrate.pipeline import fresh, gate, retire, stages, subject
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
 from migrate.pipeline.preflight import Preflight, preflight
@@ -97,7 +97,9 @@ def _store(job: Job) -> Iterator[Store]:
     # A normal open: a store whose status marker is not a generation this build writes
     # (sealed ``export-v1``, ``copying``, unknown) is refused here, before any write.
     # Then the store's run lock: one step at a time, so two runs of one import into one
-    # store never interleave (:mod:`migrate.store.runlock`).
+    # store never interleave (:mod:`migrate.store.runlock`).  A mapped job's subject must be
+    # activated there first: checked read-only, so a refusal creates no store.
+    subject.require(job, resolve_store_dir(job.store, create=True))
     with open_store(job.store, create=True, engine=job.engine) as store, \
             run_lock(store.directory):
         yield store
@@ -264,6 +266,10 @@ def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
     with gated(job, _preflight(job, progress), dry=True) as g:
         pre = g.pre
         admission = admit(g.db, g.directory, job, pre)
+        prepared = None
+        if job.mapping is not None:  # admit refused a subject that is not activated
+            bound = subject.binding(g.db, g.directory, job.mapping)
+            prepared = subject.prepared(g.directory, job.mapping, bound, pre.namespaces)
         marker, reached = generations.read_status(g.db) if g.db is not None else (None, "original")
     dest: dict[str, Any] = {
         "path": str(g.directory),
@@ -293,10 +299,10 @@ def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
         **({"legacy": pre.report["legacy"]} if pre.legacy is not None else {}),
         **({"content_check": job.content_check} if pre.legacy is None else {}),
         "mapping": mapping.to_json() if mapping is not None else None,
-        "fences": [o.origin.hex() for o in mapping.origins] if mapping is not None else [],
-        "generation_after": "neuron-v1"
-        if mapping is not None
-        else dest["generation"] or "original",
+        # A mapped run fences nothing and promotes nothing: neuron's import does both.
+        "fences": [],
+        "generation_after": dest["generation"] or "original",
+        **({"neuron_import": prepared} if prepared is not None else {}),
         # Staged copy + published copy + SQLite's per-row overhead, and the WAL of one page.
         "disk_bytes_needed": 0
         if already

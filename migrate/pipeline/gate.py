@@ -20,26 +20,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bbg_core.errors import Conflict, HeadMismatch
-from fences import FenceReader, generations
+from fences import FenceReader
 from fences.namespaces import fence_of
 from fences.seal import Seal, seal
 from migrate.job import CODEC, Job
-from migrate.pipeline import continuity, identity
-from migrate.pipeline.preflight import Preflight, preflight, source_kind
+from migrate.pipeline import continuity, subject
+from migrate.pipeline.destination import read_destination
+from migrate.pipeline.preflight import Preflight, preflight, refuse_origins, source_kind
 from migrate.store import creation, imports
-from migrate.store.connection import Connection
-from migrate.store.engine import FJALL, engine_of
 from migrate.store.graph import head as live_head
-from migrate.store.keyspace_store import open_fjall_view, refuse_guarded
 from migrate.store.layout import (
-    DB_NAME,
-    PRE_LEDGER_VERSION,
-    check_header,
-    needs_upgrade,
-    require_bbg,
     require_writable,
     resolve_store_dir,
-    schema_state,
 )
 from migrate.store.live import LiveReader
 from migrate.store.readonly import ReadHandle
@@ -120,47 +112,22 @@ def gated(job: Job, progress: Progress | None, *, dry: bool) -> Iterator[Gate]:
         if not dry:
             yield Gate(held, pre, directory, None)
             return
-        if engine_of(directory) == FJALL:
-            # The real BBG database: read as one snapshot, without its lock (its owner may
-            # be running); the refusals run's open gives (an import guard, a marker this
-            # build may not write) come first.
-            refuse_guarded(directory)
-            with open_fjall_view(directory) as view:
-                generations.require_readable(view)
-                yield Gate(held, pre, directory, view)
-            return
-        db_path = directory / DB_NAME
-        # What run's open does with the file: create the store where none is usable yet,
-        # else identify the file by its header bytes before SQLite opens it.
-        conn = None
-        if creation.has_store_file(db_path):
-            check_header(db_path)
-            conn = Connection(db_path, readonly=True)
-        try:
-            if conn is not None and schema_state(conn) == "empty":
-                conn.close()  # a WAL-only header: a store an older build never checkpointed
-                conn = None
-            if conn is not None:
-                # The refusals ``run``'s open gives: a store from before the ledger (it needs
-                # `upgrade`), a marker this build may not write.
-                if require_bbg(conn) == PRE_LEDGER_VERSION:
-                    raise needs_upgrade(db_path)
-                generations.require_readable(conn)
-            yield Gate(held, pre, directory, conn)
-        finally:
-            if conn is not None:
-                conn.close()
+        with read_destination(directory) as db:
+            yield Gate(held, pre, directory, db)
 
 
 def admit(db: Reader | None, directory: Path, job: Job, pre: Preflight) -> Admission:
     """Every refusal ``run`` makes at the store before it writes, in its order; else what it
     would do.  ``db`` is None when no store exists yet (everything is new)."""
     iid = pre.import_id
-    if db is None:
-        return Admission(None, 0, False, False)
-    state = imports.import_state(db, iid)
+    state = None if db is None else imports.import_state(db, iid)
     if state == "active":
         return Admission(state, pre.rows, True, True)
+    if job.mapping is not None:
+        subject.binding(db, directory, job.mapping)  # neuron's first check: Missing
+        refuse_origins(job, pre)  # then each origin (neuron's legacy reader)
+    if db is None:
+        return Admission(None, 0, False, False)
     if state == "discarded":
         raise Conflict(
             f"{directory}: import {iid} was discarded; use a new --nonce", import_id=iid
@@ -213,11 +180,10 @@ def require_known(db: Reader, directory: Path, job: Job, pre: Preflight) -> None
 
 
 def pinned_namespaces(job: Job, pre: Preflight) -> list[bytes]:
-    """Namespaces this import pins (stages): the origins, and the subject's when mapped."""
-    out = [bytes.fromhex(ns) for ns in sorted(pre.namespaces)]
-    if job.mapping is not None:
-        out.append(identity.subject_birth(job.mapping.subject)[0])
-    return sorted(set(out))
+    """Namespaces this import pins (stages): the source's.  A mapped run writes nothing in
+    its subject's namespace (neuron binds the import to the subject's head when it
+    imports), so that namespace is not pinned."""
+    return [bytes.fromhex(ns) for ns in sorted(pre.namespaces)]
 
 
 def destination_conflicts(db: Reader, pre: Preflight, import_id: str) -> list[dict[str, str]]:

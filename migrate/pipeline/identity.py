@@ -7,8 +7,6 @@ and therefore the same receipt.
 |---|---|
 | import id | SHA-256(canonical JSON of {kind, fingerprint, mapping, nonce[, content check]}) |
 | default nonce | SHA-256("bbg-migrate/default-nonce/1\\0" ‖ source SHA-256) |
-| prog id | hemera("bbg-migrate/prog-id/1\\0" ‖ subject[32] ‖ install nonce) |
-| subject birth | payload "bbg-migrate/subject-birth/1\\0" ‖ subject[32]; ns = hemera(payload) |
 | request id | hemera("bbg-migrate/request/1\\0" ‖ namespace[32] ‖ purpose ‖ 0x00 ‖ import id) |
 | fingerprint | hemera("bbg-migrate/fingerprint/1\\0" ‖ ns ‖ request ‖ head(40) ‖ content ids) |
 | legacy namespace | hemera(import record payload): the record is history[ns‖0] (birth rule) |
@@ -83,17 +81,6 @@ def default_nonce(source_sha256: str) -> str:
     return hashlib.sha256(
         b"bbg-migrate/default-nonce/1\x00" + bytes.fromhex(source_sha256)
     ).hexdigest()
-
-
-def prog_id(subject: bytes, install_nonce: bytes) -> bytes:
-    """The prog id an origin namespace is mapped to, for ``subject`` and its install nonce."""
-    return hemera(b"bbg-migrate/prog-id/1\x00" + subject + install_nonce)
-
-
-def subject_birth(subject: bytes) -> tuple[bytes, bytes]:
-    """(namespace, birth payload) of the subject's namespace: the id of its birth record."""
-    payload = b"bbg-migrate/subject-birth/1\x00" + subject
-    return hemera(payload), payload
 
 
 def request_id(namespace: bytes, purpose: str, import_ident: str) -> bytes:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bbg_core.errors import SourceError, UsageError, ValidationFailed
+from bbg_core.errors import OriginNotCellRecord, SourceError, UsageError, ValidationFailed
 from migrate.job import CODEC, MODES, Bounds, Job
 from migrate.job.mapping import Mapping
 from migrate.pipeline import identity
@@ -44,6 +44,8 @@ class Preflight:
     nonce: str
     import_id: str
     legacy: LegacyImport | None = None
+    #: Mapped origins neuron's legacy reader refuses (:func:`refuse_origins`).
+    refusals: tuple[dict[str, Any], ...] = ()
 
     @property
     def namespaces(self) -> dict[str, dict[str, Any]]:
@@ -100,12 +102,13 @@ def _check_mapping(mapping: Mapping, report: dict[str, Any], path: Path) -> None
                 "detail": f"{len(mapped)} origins mapped; an import maps at most {MAX_ORIGINS}",
             }
         )
-    subject_ns = identity.subject_birth(mapping.subject)[0].hex()
-    if subject_ns in mapped:
+    # neuron: an origin equal to the subject is a Conflict (migration.rs prepare_import);
+    # the subject's namespace is the subject id itself.
+    if mapping.subject.hex() in mapped:
         errors.append(
             {
                 "code": "mapping-origin-is-subject",
-                "detail": f"origin {subject_ns} is the subject's own namespace",
+                "detail": f"origin {mapping.subject.hex()} is the subject itself",
             }
         )
     errors += [
@@ -203,12 +206,47 @@ def preflight(
 ) -> Preflight:
     """Read and check the source (read-only) whose fingerprint is ``fp``; raise if wrong."""
     legacy = None
+    refusals: list[dict[str, Any]] = []
     if kind == "redb":
         with RedbSource(job.source) as src:
             report = redb_report(job, src, progress)
+            if job.mapping is not None and report["valid"]:
+                refusals = origin_refusals(job.mapping, report, src.lookup)
     else:
         report, legacy = _legacy_preflight(job, kind, fp, progress)
-    return judge(job, kind, fp, report, legacy)
+        if job.mapping is not None:
+            refusals = [_not_cell_log(o.origin, kind) for o in job.mapping.origins]
+    return judge(job, kind, fp, report, legacy, refusals)
+
+
+def origin_refusals(
+    mapping: Mapping, report: dict[str, Any], lookup: Callable[[str, bytes], bytes | None]
+) -> list[dict[str, Any]]:
+    """neuron's legacy reader on each mapped origin of the source (:mod:`.cell_records`):
+    the first refusal of each, in origin order."""
+    from migrate.rules.cell_records import check_origin
+
+    out = []
+    for o in mapping.origins:
+        facts = report["namespaces"].get(o.origin.hex())
+        if facts is not None:
+            found = check_origin(lookup, o.origin, int(facts["head_index"]))
+            if found is not None:
+                out.append(found)
+    return out
+
+
+def _not_cell_log(origin: bytes, kind: str) -> dict[str, Any]:
+    """A converted log's namespace starts with the toolkit's own import record, a Blob:
+    never neuron's ``cell/birth/1`` (``Reader::pair`` on a Blob: ``InvalidData``)."""
+    return {
+        "code": "origin-not-cell-record",
+        "namespace": origin.hex(),
+        "index": 0,
+        "reason": "Data(InvalidData)",
+        "detail": f"origin {origin.hex()} index 0 is the toolkit's import record of a {kind} "
+        "(a Blob), not a cell/birth/1 record",
+    }
 
 
 def redb_report(job: Job, source: RowSource, progress: Progress | None) -> dict[str, Any]:
@@ -224,9 +262,11 @@ def judge(
     fp: dict[str, Any],
     report: dict[str, Any],
     legacy: LegacyImport | None = None,
+    refusals: list[dict[str, Any]] | None = None,
 ) -> Preflight:
     """The preflight of a source whose report is ``report``: refuse an invalid source, a
-    bound exceeded or a mapping that does not fit (nothing written); else its identities."""
+    bound exceeded or a mapping that does not fit -- ``refusals``: its origins that neuron's
+    legacy reader refuses -- (nothing written); else its identities."""
     if not report["valid"]:
         first = report["errors"][0]
         raise ValidationFailed(
@@ -242,8 +282,30 @@ def judge(
         _check_mapping(job.mapping, report, job.source)
     nonce, iid = import_of(job, kind, fp)
     return Preflight(
-        kind=kind, report=report, fingerprint=fp, nonce=nonce, import_id=iid, legacy=legacy
-    )
+        kind=kind, report=report, fingerprint=fp, nonce=nonce, import_id=iid, legacy=legacy,
+        refusals=tuple(refusals or ()),
+    )  # fmt: skip
+
+
+def refuse_origins(job: Job, pre: Preflight) -> None:
+    """OriginNotCellRecord (exit 3) for the first mapped origin neuron's legacy reader
+    refuses.  Raised by the admission after the subject check, in neuron's order
+    (``prepare_import`` inspects the subject before each origin)."""
+    refusals = pre.refusals
+    if refusals:
+        first = refusals[0]
+        raise OriginNotCellRecord(
+            f"{job.source}: mapped origin {first['namespace']} is not neuron's legacy cell "
+            f"history at index {first['index']}: neuron's import refuses it "
+            f"({first['reason']}): {first['detail']}"
+            + (f" (and {len(refusals) - 1} more origins)" if len(refusals) > 1 else "")
+            + "; map only origins written by the cell runtime, or convert without a "
+            "mapping; nothing was written",
+            path=str(job.source),
+            namespace=first["namespace"],
+            index=first["index"],
+            errors=list(refusals),
+        )
 
 
 def import_of(job: Job, kind: str, fp: dict[str, Any]) -> tuple[str, str]:

@@ -14,25 +14,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bbg_core.canonical import canonical_json
 from bbg_core.errors import Conflict, NotReady, ValidationFailed
 from fences import generations
-from fences.namespaces import fence
 from fences.seal import Seal
 from migrate.job import CODEC, Job
-from migrate.job.mapping import Mapping
-from migrate.pipeline import continuity, gate, identity
+from migrate.pipeline import continuity, gate, subject
 from migrate.pipeline.preflight import Preflight
 from migrate.rules.links import iter_link_errors
 from migrate.rules.shape import check_shape
 from migrate.rules.sources import PageSource
 from migrate.store import guard, imports
 from migrate.store.codec import ARCHIVE_ORDER as DIGEST_ORDER
-from migrate.store.codec import Head
 from migrate.store.digest import archive_digest
 from migrate.store.engine import FJALL
 from migrate.store.graph import head as live_head
-from migrate.store.graph import publish
 from migrate.store.store import Store
 
 ROWS_STREAM = "rows"
@@ -252,80 +247,6 @@ def validate_stage(
     return detail
 
 
-def _publish_manifest(tx: Any, mapping: Mapping, pre: Preflight) -> dict[str, Any]:
-    """Birth the subject's namespace if needed, then append the import manifest commit."""
-    gen = generations.BUILD_GENERATION
-    subject_ns, birth = identity.subject_birth(mapping.subject)
-    current = live_head(tx, subject_ns)
-    if current is None:
-        request = identity.request_id(subject_ns, "birth", "")
-        birth_head = Head(0, subject_ns)
-        current = publish(
-            tx,
-            reader_generation=gen,
-            namespace=subject_ns,
-            request=request,
-            expected=None,
-            new_head=birth_head,
-            contents={subject_ns: identity.CODEC_BLOB + birth},
-            claims={},
-            fingerprint=identity.fingerprint(
-                subject_ns, request, birth_head.encode(), [subject_ns]
-            ),
-        )
-    origins = []
-    for o in mapping.origins:
-        facts = pre.namespaces[o.origin.hex()]
-        origins.append(
-            {
-                "origin": o.origin.hex(),
-                "head": {"index": facts["head_index"], "commit": facts["head_commit"]},
-                "install_nonce": o.install_nonce.hex(),
-                "prog": identity.prog_id(mapping.subject, o.install_nonce).hex(),
-            }
-        )
-    manifest = {
-        "format": "bbg-migrate/import-manifest/1",
-        "import_id": pre.import_id,
-        "subject": mapping.subject.hex(),
-        "subject_namespace": subject_ns.hex(),
-        "source": {
-            "kind": pre.kind,
-            "sha256": pre.fingerprint["sha256"],
-            "size_bytes": pre.fingerprint["size_bytes"],
-            "archive_digest_sha256": pre.report["archive_digest_sha256"],
-        },
-        "origins": origins,
-    }
-    import schemas
-
-    schemas.validate(manifest, "import-manifest")
-    payload = canonical_json(manifest).encode()
-    manifest_id = identity.hemera(payload)
-    request = identity.request_id(subject_ns, "manifest", pre.import_id)
-    new_head = Head(current.index + 1, manifest_id)
-    publish(
-        tx,
-        reader_generation=gen,
-        namespace=subject_ns,
-        request=request,
-        expected=current,
-        new_head=new_head,
-        contents={manifest_id: identity.CODEC_BLOB + payload},
-        claims={},
-        fingerprint=identity.fingerprint(subject_ns, request, new_head.encode(), [manifest_id]),
-    )
-    return {
-        "head": {
-            "namespace": subject_ns.hex(),
-            "index": new_head.index,
-            "commit": manifest_id.hex(),
-        },
-        "manifest": manifest_id.hex(),
-        "mappings": [{"origin": o["origin"], "prog": o["prog"]} for o in origins],
-    }
-
-
 def activate_stage(
     store: Store,
     job: Job,
@@ -382,22 +303,20 @@ def _activate(
 
         inserted = imports.activate(tx, iid, None if progress is None else table_done)
         published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
-        fenced: list[str] = []
         if job.mapping is not None:
-            published = _publish_manifest(tx, job.mapping, pre)
-            for o in job.mapping.origins:
-                prog = identity.prog_id(job.mapping.subject, o.install_nonce)
-                fence(tx, o.origin, import_id=iid, reason=f"mapped to prog {prog.hex()}",
-                      subject=job.mapping.subject,
-                      manifest=bytes.fromhex(published["manifest"]))  # fmt: skip
-                fenced.append(o.origin.hex())
-            generation = generations.promote(tx, "neuron-v1")
-        else:
-            generation = generations.settle(tx)
+            # Prepared, validated, inert: the origins are converted beside the activated
+            # subject; nothing is written in the subject's namespace, no fence, no manifest,
+            # no generation promotion -- those are neuron's import's, under the subject's
+            # authority (:mod:`migrate.pipeline.subject`).
+            bound = subject.binding(tx, store.directory, job.mapping)
+            published["neuron_import"] = subject.prepared(
+                store.directory, job.mapping, bound, pre.namespaces
+            )
+        generation = generations.settle(tx)
         validated = imports.journal_of(tx, iid, "validated")
         assert validated is not None
         receipt = build_receipt(
-            pre, published, fenced, generation, inserted, validated["archive_digest_sha256"]
+            pre, published, [], generation, inserted, validated["archive_digest_sha256"]
         )
         imports.record_receipt(tx, iid, receipt)
         imports.journal(tx, iid, "activated", {"generation": generation})
@@ -499,6 +418,8 @@ def build_receipt(
             "staged_archive_sha256": staged_digest,
         },
     }
+    if "neuron_import" in published:  # a mapped run (optional: other receipts unchanged)
+        receipt["neuron_import"] = published["neuron_import"]
     if pre.legacy is not None:
         # Optional, so a cell.redb receipt stays exactly as it was.
         receipt["legacy"] = pre.legacy.facts()

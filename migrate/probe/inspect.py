@@ -78,9 +78,25 @@ def inspect_bbg(
                 _FiveTables(StoreTables(conn)), progress=progress, content_check=content_check
             )
         )
+        prepared = _neuron_imports(conn)
+        if prepared:  # only a store with mapped runs: other reports stay as they were
+            report["neuron_imports"] = prepared
         for name, read in (sections or {}).items():
             report[name] = read(conn)
     return report
+
+
+def _neuron_imports(conn: Any) -> list[dict[str, Any]]:
+    """The mapped runs of this store: each prepared, validated and inert, awaiting the
+    ``neuron … import`` its receipt names (:mod:`migrate.pipeline.subject`)."""
+    from migrate.store import imports
+
+    out = []
+    for iid, state, _ in imports.all_imports(conn):
+        receipt = imports.receipt_of(conn, iid) if state == "active" else None
+        if receipt is not None and "neuron_import" in receipt:
+            out.append({"import_id": iid, **receipt["neuron_import"]})
+    return out
 
 
 class _FiveTables:

@@ -313,7 +313,8 @@ def test_manifest_options_reach_run(tmp_path: Path) -> None:
     single = cli("run", str(root / "nonced.redb"), "--store", str(tmp_path / "cli"), "--nonce",
                  "abcd", "--json")  # fmt: skip
     assert json.loads(single.stdout) == got["nonced.redb"]["receipt"]
-    assert got["mapped.redb"]["receipt"]["generation"] == "neuron-v1"
+    # No store holds the subject: refused as neuron refuses (Missing), as a single run is.
+    assert got["mapped.redb"]["error"]["code"] == "subject-not-activated"
     assert got["nonced.redb"]["receipt"]["nonce"] == "abcd"
     assert got["torn.log"]["receipt"]["legacy"]["torn_tail"] is not None
     assert got["bounded.redb"]["exit_code"] == 3

@@ -148,11 +148,10 @@ def test_semantic_rules_of_a_mapping() -> None:
 
     from bbg_core.errors import ValidationFailed
     from migrate.job.mapping import build
-    from migrate.pipeline import identity
     from migrate.pipeline.preflight import MAX_ORIGINS, _check_mapping
 
     subject = "ab" * 32
-    own = identity.subject_birth(bytes.fromhex(subject))[0].hex()
+    own = subject  # neuron: the subject's namespace is the subject id (neuron.rs inspect)
     other = "cd" * 32
     with pytest.raises(ValidationFailed) as info:
         both = build(subject, [(own, "01"), (other, "02")])

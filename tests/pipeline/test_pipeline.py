@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 import schemas
-from migrate.pipeline import identity
 from migrate.probe.inspect import inspect_bbg
 from tests.fs import fs_state, untouched_but_scratch
 from tests.pipeline.helpers import cell_fixtures, cli, expected, tree_state, unpack
+from tests.support.cell_records import write_store
+from tests.support.stores import dump, status
+from tests.support.subject import SUBJECT, activate_subject
 
 VALID = [p for p in cell_fixtures() if expected(p)["valid"]]
 INVALID = [p for p in cell_fixtures() if not expected(p)["valid"]]
@@ -130,49 +132,131 @@ def test_step_by_step_equals_run(tmp_path: Path) -> None:
     assert json.loads(stepped.stdout) == json.loads(direct.stdout)
 
 
-@pytest.mark.slow
-def test_mapping_publishes_manifest_fences_and_promotes(tmp_path: Path) -> None:
+def _mapped(
+    src: Path, store: Path, verb: str = "run", names: list[str] | None = None
+) -> list[str]:
+    namespaces = names or sorted(expected(LOCAL_SMALL)["namespaces"])
+    args = [verb, str(src), "--store", str(store), "--subject", SUBJECT, "--json"]
+    for i, ns in enumerate(namespaces):
+        args += ["--map", f"{ns}={i:02x}"]
+    return args
+
+
+def test_mapping_refuses_a_subject_that_is_not_activated(tmp_path: Path) -> None:
+    """neuron's import inspects the subject first and refuses a namespace with no head
+    (cyberia-to/neuron@53dbf8d1 engine/src/neuron.rs ``inspect``:
+    ``self.graph.head(neuron)?.ok_or(Error::Missing)?``, called first by
+    neuron@fd24e768 engine/src/migration.rs ``prepare_import``): ``plan`` and ``run`` refuse
+    the same way (exit 3), and nothing is written -- no store is created."""
     src = unpack(LOCAL_SMALL, tmp_path / "src")
-    namespaces = sorted(expected(LOCAL_SMALL)["namespaces"])
-    maps = [f"{ns}={i:02x}" * 1 for i, ns in enumerate(namespaces)]
-    args = ["run", str(src), "--store", str(tmp_path / "bbg"), "--subject", "ab" * 32, "--json"]
-    for m in maps:
-        args += ["--map", m]
-    res = cli(*args)
+    for verb in ("plan", "run", "seal"):
+        res = cli(*_mapped(src, tmp_path / "new", verb))
+        assert res.returncode == 3, (verb, res.stderr)
+        assert f"subject {SUBJECT} not activated" in res.stderr
+        assert "subject-not-activated" in res.stderr or "Missing" in res.stderr
+        assert not (tmp_path / "new").exists()
+    # A store that holds other namespaces but not the subject: refused, unchanged.
+    other = tmp_path / "other"
+    plain = cli("run", str(unpack(LOCAL_SMALL, tmp_path / "o")), "--store", str(other))
+    assert plain.returncode == 0, plain.stderr
+    before = dump(other)
+    for verb in ("plan", "run"):
+        res = cli(*_mapped(src, other, verb))
+        assert res.returncode == 3 and f"subject {SUBJECT} not activated" in res.stderr
+        assert dump(other) == before
+
+
+def test_mapping_refuses_a_subject_head_that_is_no_neuron_record(tmp_path: Path) -> None:
+    """neuron@53dbf8d1 engine/src/neuron.rs ``inspect``: the head at index 0 is read with
+    ``r.record(head.commit, "neuron/activation/1", 3)?`` (a Blob fails ``Reader::pair``:
+    InvalidData, neuron@dbebea3f model/src/data.rs) and ``r.reference(f[0])? != neuron`` is a
+    Conflict: a head that is a plain Blob, or the activation of another neuron, is refused."""
+    src = tmp_path / "cell.redb"
+    names = write_store(src)
+    blob = tmp_path / "blob"
+    activate_subject(blob, blob=True)
+    other = tmp_path / "other"
+    activate_subject(other, "cd" * 32)  # another neuron's activation, moved under SUBJECT
+    from tests.support.stores import live_get, put_raw
+
+    moved = live_get(other, "application_heads", bytes.fromhex("cd" * 32))
+    assert moved is not None
+    put_raw(other, "application_heads", bytes.fromhex(SUBJECT), moved)
+    for store, reason in ((blob, "Data(InvalidData)"), (other, "Conflict")):
+        before = dump(store)
+        for verb in ("plan", "run"):
+            res = cli(*_mapped(src, store, verb, names))
+            assert res.returncode == 3, res.stderr
+            assert "is not an activated neuron here" in res.stderr and reason in res.stderr
+            assert dump(store) == before
+
+
+@pytest.mark.slow
+def test_mapping_ends_prepared_validated_inert(tmp_path: Path) -> None:
+    """With the subject activated, a mapped run converts the origins beside it and claims
+    nothing: no commit in the subject's namespace, no fence, no manifest, no generation
+    promotion (neuron's import writes those under the subject's own authority:
+    neuron@fd24e768 engine/src/migration.rs ``prepare_import`` signs them); the receipt and
+    ``plan`` name the binding and the neuron command that completes the import."""
+    src = tmp_path / "cell.redb"
+    namespaces = write_store(src, origins=3, commits=2)  # neuron's cell records
+    store = tmp_path / "bbg"
+    subject_head = activate_subject(store)
+    plan = cli(*_mapped(src, store, "plan", namespaces))
+    assert plan.returncode == 0, plan.stderr
+    planned = json.loads(plan.stdout)
+    schemas.validate(planned, "plan")
+    assert planned["fences"] == [] and planned["generation_after"] == "original"
+    human = cli(*[a for a in _mapped(src, store, "plan", namespaces) if a != "--json"])
+    assert "prepared, validated, inert; complete with `neuron --store" in " ".join(
+        human.stderr.split()
+    )
+    res = cli(*_mapped(src, store, names=namespaces))
     assert res.returncode == 0, res.stderr
     receipt = json.loads(res.stdout)
-    assert receipt["generation"] == "neuron-v1"
-    assert receipt["fences"] == namespaces
-    assert [m["origin"] for m in receipt["mappings"]] == namespaces
-    want_progs = [
-        identity.prog_id(bytes.fromhex("ab" * 32), bytes([i])).hex() for i in range(3)
-    ]
-    assert [m["prog"] for m in receipt["mappings"]] == want_progs
-    assert receipt["head"]["index"] == 1  # birth, then the manifest
-    report = inspect_bbg(tmp_path / "bbg")
+    schemas.validate(receipt, "receipt")
+    assert receipt["generation"] == "original"
+    assert receipt["fences"] == [] and receipt["manifest"] is None and receipt["head"] is None
+    assert receipt["mappings"] == []
+    prepared = receipt["neuron_import"]
+    assert prepared == planned["neuron_import"]
+    assert prepared["state"] == "prepared, validated, inert"
+    assert prepared["binding"]["subject"] == SUBJECT
+    assert prepared["binding"]["head"] == {"index": 0, "commit": subject_head.commit.hex()}
+    assert prepared["binding"]["network"] == "read by neuron at import"
+    assert [o["origin"] for o in prepared["origins"]] == namespaces
+    assert {o["checkpoint"] for o in prepared["origins"]} == {
+        "unknown (decided by neuron at import)"
+    }
+    pairs = " ".join(f"{ns}={i:02x}" for i, ns in enumerate(namespaces))
+    assert prepared["complete_with"] == (
+        f"neuron --store {store} --key-file KEYFILE import {SUBJECT} {pairs} --nonce N"
+    )
+    report = inspect_bbg(store)
     assert report["valid"], report["errors"]
-    assert receipt["head"]["namespace"] in report["namespaces"]
-    # An original-generation reader now refuses the store.
-    from bbg_core.errors import StoreRefused
+    # inspect names the prepared import and how to complete it.
+    assert report["neuron_imports"] == [{"import_id": receipt["import_id"], **prepared}]
+    shown = cli("inspect", str(store))
+    assert "prepared, validated, inert; complete with `neuron --store" in shown.stderr
+    schemas.validate(json.loads(cli("inspect", str(store), "--json").stdout), "bbg-inspect")
+    # The subject's namespace is as it was, and nothing was fenced.
+    assert report["namespaces"][SUBJECT]["head_index"] == 0
+    assert status(store) == "complete"
+    from fences.namespaces import fence_of
     from migrate.store import open_store
 
-    with pytest.raises(StoreRefused):
-        open_store(tmp_path / "bbg", reader_generation="original")
-    # A write to a fenced origin is refused.
-    from bbg_core.errors import Fenced
-    from migrate.store.codec import Head
-
-    with open_store(tmp_path / "bbg") as store:
-        ns = bytes.fromhex(namespaces[1])
-        head = store.head(ns)
-        assert head is not None
-        with pytest.raises(Fenced):
-            store.commit(ns, b"\x07" * 32, head, Head(head.index + 1, ns), {}, {}, b"\x00" * 32)
+    with open_store(store) as handle:
+        assert handle.head(bytes.fromhex(SUBJECT)) == subject_head
+        assert all(fence_of(handle, bytes.fromhex(ns)) is None for ns in namespaces)
+    # An exact rerun returns the same receipt.
+    again = cli(*_mapped(src, store, names=namespaces))
+    assert again.returncode == 0 and json.loads(again.stdout) == receipt
     # An incomplete mapping is refused before anything is written.
     res = cli(
-        "run", str(src), "--store", str(tmp_path / "b2"), "--subject", "ab" * 32, "--map", maps[0]
-    )
-    assert res.returncode == 3 and "mapping-incomplete" not in res.stdout
+        "run", str(src), "--store", str(tmp_path / "b2"), "--subject", SUBJECT, "--map",
+        f"{namespaces[0]}=00",
+    )  # fmt: skip
+    assert res.returncode == 3 and "mapping-incomplete" in res.stderr
     assert not (tmp_path / "b2").exists()
 
 

@@ -17,6 +17,8 @@ import pytest
 import schemas
 from tests.fs import fs_state, readonly_mount, untouched_but_scratch
 from tests.pipeline.helpers import LEGACY, cell_fixtures, cli, expected, unpack
+from tests.support.cell_records import write_store
+from tests.support.subject import activate_subject
 
 SMALL = LEGACY / "cell-small.redb.gz"
 NAMESPACES = sorted(expected(SMALL)["namespaces"])
@@ -32,10 +34,32 @@ def _nonce_conflict(tmp: Path) -> tuple[list[str], None]:
 
 
 def _fenced(tmp: Path) -> tuple[list[str], None]:
+    """A namespace of the source fenced in the destination (a mapped run fences nothing, so
+    the fence is put as neuron's import would leave one)."""
+    from fences.namespaces import fence
+    from migrate.store import open_store
+
     src = unpack(SMALL, tmp / "src")
     store = str(tmp / "bbg")
-    assert cli("run", str(src), "--store", store, *SUBJECT, *MAPS).returncode == 0
+    assert cli("run", str(src), "--store", store).returncode == 0
+    with open_store(Path(store)) as handle, handle.transaction() as tx:
+        fence(tx, bytes.fromhex(NAMESPACES[0]), import_id="neuron", reason="imported by neuron",
+              subject=b"\xab" * 32, manifest=b"\x6b" * 32)  # fmt: skip
     return [str(src), "--store", store, "--nonce", "0f"], None
+
+
+def _subject_missing(tmp: Path) -> tuple[list[str], None]:
+    src = tmp / "cell.redb"
+    names = write_store(src)
+    maps = [arg for i, ns in enumerate(names) for arg in ("--map", f"{ns}={i + 1:02x}")]
+    return [str(src), "--store", str(tmp / "bbg"), *SUBJECT, *maps], None
+
+
+def _blob_origins(tmp: Path) -> tuple[list[str], None]:
+    src = unpack(SMALL, tmp / "src")
+    store = tmp / "bbg"
+    activate_subject(store)
+    return [str(src), "--store", str(store), *SUBJECT, *MAPS], None
 
 
 def _invalid(tmp: Path) -> tuple[list[str], None]:
@@ -48,10 +72,13 @@ def _bounds(tmp: Path) -> tuple[list[str], None]:
 
 
 def _sealed_with_mapping(tmp: Path) -> tuple[list[str], None]:
-    src = unpack(SMALL, tmp / "src")
-    store = str(tmp / "bbg")
-    assert cli("seal", str(src), "--store", store, *SUBJECT, *MAPS).returncode == 0
-    return [str(src), "--store", store], None
+    src = tmp / "cell.redb"
+    names = write_store(src)
+    maps = [arg for i, ns in enumerate(names) for arg in ("--map", f"{ns}={i + 1:02x}")]
+    store = tmp / "bbg"
+    activate_subject(store)
+    assert cli("seal", str(src), "--store", str(store), *SUBJECT, *maps).returncode == 0
+    return [str(src), "--store", str(store)], None
 
 
 def _locked(tmp: Path) -> tuple[list[str], int]:
@@ -68,6 +95,11 @@ SCENARIOS: dict[str, tuple[Callable[[Path], tuple[list[str], int | None]], int]]
     "source-locked": (_locked, 11),
     "invalid-source": (_invalid, 3),
     "over-a-bound": (_bounds, 3),
+    # neuron's import: the subject must have a head (neuron.rs inspect: Missing), and each
+    # origin must read as cell records (legacy.rs inspect; data.rs Reader::pair on a Blob:
+    # InvalidData) -- both refused before anything is written.
+    "subject-not-activated": (_subject_missing, 3),
+    "origin-not-cell-record": (_blob_origins, 3),
 }
 
 
@@ -160,16 +192,18 @@ def test_plan_writes_nothing_whatever_the_store_path(
 
 @pytest.mark.slow
 def test_stage_on_other_options_names_the_input_that_differs(tmp_path: Path) -> None:
-    src = unpack(SMALL, tmp_path / "src")
+    src = tmp_path / "cell.redb"
+    names = write_store(src)
+    maps = [arg for i, ns in enumerate(names) for arg in ("--map", f"{ns}={i + 1:02x}")]
     store = str(tmp_path / "bbg")
+    activate_subject(Path(store))
     mapping = tmp_path / "m.json"
     mapping.write_text(
         json.dumps(
             {
                 "subject": "ab" * 32,
                 "origins": [
-                    {"origin": ns, "install_nonce": f"{i + 1:02x}"}
-                    for i, ns in enumerate(NAMESPACES)
+                    {"origin": ns, "install_nonce": f"{i + 1:02x}"} for i, ns in enumerate(names)
                 ],
             }
         )
@@ -180,11 +214,11 @@ def test_stage_on_other_options_names_the_input_that_differs(tmp_path: Path) -> 
         assert res.returncode == 4, (verb, res.stderr)
         err = " ".join(res.stderr.split())
         assert "derived from the source's SHA-256: no --nonce was given" in err
-        assert f"mapping: sealed with --subject {'ab' * 32} --map {NAMESPACES[0]}=01" in err
+        assert f"mapping: sealed with --subject {'ab' * 32} --map {names[0]}=01" in err
         assert "this call has no mapping" in err
-        assert f"give --subject {'ab' * 32} --map {NAMESPACES[0]}=01" in err
+        assert f"give --subject {'ab' * 32} --map {names[0]}=01" in err
         assert "use a new nonce" not in err
-    res = cli("stage", str(src), "--store", store, *SUBJECT, *MAPS)
+    res = cli("stage", str(src), "--store", store, *SUBJECT, *maps)
     assert res.returncode == 0, res.stderr
 
 

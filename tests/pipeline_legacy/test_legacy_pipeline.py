@@ -19,6 +19,7 @@ from migrate import pipeline
 from migrate.probe.inspect import inspect_bbg
 from tests.pipeline.helpers import cli, tree_state
 from tests.pipeline_legacy.support import content, copy_fixture, expected, records
+from tests.support.subject import SUBJECT, activate_subject
 
 VALID = ["signals-small.log", "texts-small.jsonl", "bbg-cli-small.log", "texts-cybergraph.jsonl"]
 INVALID_LOGS = [
@@ -312,17 +313,23 @@ def test_step_by_step_resumes_item_by_item_and_equals_run(tmp_path: Path) -> Non
     assert stepped == direct
 
 
-def test_mapping_uses_the_source_namespace_as_the_single_origin(tmp_path: Path) -> None:
+def test_a_converted_log_cannot_be_a_mapped_origin(tmp_path: Path) -> None:
+    """A log's namespace starts with the toolkit's own import record, a Blob, which neuron's
+    legacy reader refuses (neuron@fd24e768 engine/src/legacy.rs ``inspect``, neuron@dbebea3f
+    model/src/data.rs ``Reader::pair``: a Blob is InvalidData); the subject is checked first
+    (neuron.rs ``inspect``: Missing).  Nothing is written either way."""
     src = copy_fixture("signals-small.log", tmp_path)
     plan = run_json("plan", str(src), "--store", str(tmp_path / "bbg"))
     ns = plan["legacy"]["namespace"]
-    receipt = run_json("run", str(src), "--store", str(tmp_path / "bbg"), "--subject", "ab" * 32,
-                       "--map", f"{ns}=01")  # fmt: skip
-    assert receipt["fences"] == [ns]
-    assert [m["origin"] for m in receipt["mappings"]] == [ns]
-    assert receipt["generation"] == "neuron-v1"
-    assert inspect_bbg(tmp_path / "bbg")["valid"]
-    res = cli("run", str(src), "--store", str(tmp_path / "b2"), "--subject", "ab" * 32,
+    mapped = ("--subject", SUBJECT, "--map", f"{ns}=01")
+    res = cli("run", str(src), "--store", str(tmp_path / "bbg"), *mapped)
+    assert res.returncode == 3 and "not activated" in res.stderr
+    assert not (tmp_path / "bbg").exists()
+    activate_subject(tmp_path / "bbg")
+    res = cli("run", str(src), "--store", str(tmp_path / "bbg"), *mapped)
+    assert res.returncode == 3 and "toolkit's import record" in res.stderr
+    assert "Data(InvalidData)" in res.stderr
+    res = cli("run", str(src), "--store", str(tmp_path / "b2"), "--subject", SUBJECT,
               "--map", f"{'cd' * 32}=01")  # fmt: skip
     assert res.returncode == 3 and "not a namespace of the source" in res.stderr
     assert not (tmp_path / "b2").exists()

@@ -33,8 +33,12 @@ def _digest(store: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mapped", [False, True], ids=["plain", "mapped"])
+@pytest.mark.parametrize("mapped", [False], ids=["plain"])
 def test_migrated_demo_round_trips(tmp_path: Path, mapped: bool) -> None:
+    # A mapped run no longer fences or promotes (neuron's import does, under the subject's
+    # authority), and the demo's namespaces are Blob histories neuron refuses as origins:
+    # fences and neuron-v1 travelling over tail/apply are covered by tests/share
+    # (test_apply_fjall, test_tail_fjall), which put them directly.
     source = unpack_demo(tmp_path)
     store = tmp_path / "bbg"
     extra: list[str] = []

@@ -1,0 +1,116 @@
+"""A mapped run's subject neuron, read as neuron's semantic import reads it.
+
+A mapping names a subject neuron and the legacy origins it will take over.  neuron's
+import (cyberia-to/neuron@fd24e768 ``engine/src/migration.rs`` ``prepare_import``) inspects
+the subject first (``engine/src/neuron.rs`` ``inspect``): the subject's namespace **is** the
+subject id, and a namespace with no head is refused with ``Error::Missing``.  The import
+manifest is then bound to the subject's current head commit and to the network, policy and
+epoch of its ``neuron/root/1`` state.
+
+The toolkit holds no authority of the subject, so it cannot publish neuron's import (the
+evidence is signed by the subject's key over the post-import state; see
+``docs/operations.md`` "Mapped runs").  A mapped run therefore ends *prepared, validated and
+inert*: the origins converted into the destination that holds the subject, nothing written in
+the subject's namespace, no fence and no manifest; ``neuron import`` completes it.  This
+module refuses a missing subject (``plan`` and ``run`` alike, before anything is written) and
+describes that end state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bbg_core.errors import SubjectNotActivated
+from migrate.job import Job
+from migrate.job.mapping import Mapping
+from migrate.pipeline.destination import read_destination
+from migrate.rules.cell_records import subject_refusal
+from migrate.store.graph import head as live_head
+from migrate.store.live import LiveReader
+
+STATE = "prepared, validated, inert"
+#: What the toolkit cannot read reliably from neuron's records: neuron reads it at import.
+BY_NEURON = "read by neuron at import"
+#: A live continuation's checkpoint is judged by neuron's Rune runtime
+#: (``validate_checkpoint``, migration.rs); the toolkit has no such runtime.
+CHECKPOINT = "unknown (decided by neuron at import)"
+
+
+def binding(db: LiveReader | None, directory: Path, mapping: Mapping) -> dict[str, Any]:
+    """The subject's binding as neuron's import will take it: its head commit and index
+    (network, policy and epoch are neuron's to read).  SubjectNotActivated (exit 3) when the
+    subject's namespace has no head here (``db`` None: no store there yet; neuron's
+    ``Missing``), or a head that does not read as a ``neuron/activation/1`` /
+    ``neuron/commit/1`` record of the subject (neuron's ``Data(...)`` or ``Conflict``)."""
+    subject = mapping.subject
+    current = None if db is None else live_head(db, subject)
+    if db is None or current is None:
+        raise SubjectNotActivated(
+            f"{directory}: subject {subject.hex()} not activated: its namespace has no head "
+            "in this store, and neuron's import refuses such a subject (Missing). Activate the "
+            "subject neuron in this store first, then map origins to it; nothing was written",
+            path=str(directory),
+            subject=subject.hex(),
+        )
+    refused = subject_refusal(db.live_get, subject, current.index, current.commit)
+    if refused is not None:
+        reason, detail = refused
+        raise SubjectNotActivated(
+            f"{directory}: subject {subject.hex()} is not an activated neuron here: its head is "
+            f"not a neuron record of this subject, and neuron's import refuses it ({reason}): "
+            f"{detail}; nothing was written",
+            path=str(directory),
+            subject=subject.hex(),
+            reason=reason,
+        )
+    return {
+        "subject": subject.hex(),
+        "head": {"index": current.index, "commit": current.commit.hex()},
+        "network": BY_NEURON,
+        "policy": BY_NEURON,
+        "epoch": BY_NEURON,
+    }
+
+
+def require(job: Job, directory: Path) -> None:
+    """Refuse a mapped job whose subject is not activated at ``directory``, read through a
+    read-only handle before the store is opened for writing (which would create it)."""
+    if job.mapping is None:
+        return
+    with read_destination(directory) as db:
+        binding(db, directory, job.mapping)
+
+
+def completion(directory: Path, mapping: Mapping) -> str:
+    """The neuron command that completes the import (KEYFILE: the subject's key file; N: a
+    fresh import nonce of the operator's choice)."""
+    pairs = " ".join(f"{o.origin.hex()}={o.install_nonce.hex()}" for o in mapping.origins)
+    return (
+        f"neuron --store {directory} --key-file KEYFILE import {mapping.subject.hex()} "
+        f"{pairs} --nonce N"
+    )
+
+
+def prepared(
+    directory: Path, mapping: Mapping, bound: dict[str, Any], namespaces: dict[str, Any]
+) -> dict[str, Any]:
+    """What a mapped run leaves (``plan`` says it will): the binding, each origin's head
+    as converted, and the command that completes the import."""
+    return {
+        "state": STATE,
+        "binding": bound,
+        "origins": [
+            {
+                "origin": o.origin.hex(),
+                "head": {
+                    "index": namespaces[o.origin.hex()]["head_index"],
+                    "commit": namespaces[o.origin.hex()]["head_commit"],
+                },
+                "install_nonce": o.install_nonce.hex(),
+                "checkpoint": CHECKPOINT,
+            }
+            for o in mapping.origins
+        ],
+        "complete_with": completion(directory, mapping),
+    }
