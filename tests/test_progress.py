@@ -30,6 +30,8 @@ def _finishing(stage: str) -> list[str]:
 
 
 SEAL_FINISHING = _finishing("seal")
+#: A new store is written (Fjall: segments, synced) and renamed into place after activation.
+PUBLISH = "activate: finishing: publish"
 
 
 @pytest.fixture
@@ -106,7 +108,7 @@ def test_json_progress_lines(tmp_path: Path, source: Path) -> None:
     assert res.returncode == 0, res.stderr
     json.loads(res.stdout)  # the receipt stays alone on stdout
     docs = _lines(res.stderr)
-    _each_stage_rises_to_its_total(docs, [STAGES[0], *SEAL_FINISHING, *STAGES[1:]])
+    _each_stage_rises_to_its_total(docs, [STAGES[0], *SEAL_FINISHING, *STAGES[1:], PUBLISH])
     assert next(d for d in docs if d["stage"] == "stage" and d["status"] == "finished")[
         "total"] == 220  # fmt: skip
 
@@ -130,8 +132,10 @@ def test_json_progress_names_what_runs_after_a_count_is_complete(
     seal_end, stage_start = order.index(("seal", "finished")), order.index(("stage", "started"))
     between = order[seal_end + 1 : stage_start]
     assert between == [(f, s) for f in SEAL_FINISHING for s in ("started", "finished")]
+    assert order[-2:] == [(PUBLISH, "started"), (PUBLISH, "finished")]
+    assert order[-3] == ("activate", "finished")
     for doc in docs:
-        if doc["stage"] in SEAL_FINISHING:
+        if doc["stage"] in [*SEAL_FINISHING, PUBLISH]:
             assert doc["unit"] == "steps" and doc["total"] == 1
             assert doc["done"] == (1 if doc["status"] == "finished" else 0)
         if doc["elapsed_seconds"] < 1.0:
