@@ -18,7 +18,8 @@ second run starts while the first is paused half-way).
 
 ``python -m tests.kill_runner share-op:N ARGS...``: the N-th file operation of a Fjall
 store's build and publication by ``restore`` / ``backup`` (:mod:`migrate.store.fjall.writer`,
-:mod:`migrate.share.publish`) is never made: the process is SIGKILLed just before it.
+:mod:`migrate.share.publish`, and :mod:`bbg_core.files` while a store is published; a SQLite
+store's publication too) is never made: the process is SIGKILLed just before it.
 
 The hooks live here, in the tests, not in the product.
 """
@@ -88,12 +89,25 @@ def main() -> None:
 
         retire.retire = retiring  # type: ignore[assignment]
     elif spec.startswith("share-op:"):
+        from bbg_core import files
         from migrate.share import publish
         from migrate.store.fjall import writer
 
         killing = _KillingOs(int(spec.removeprefix("share-op:")))
         publish.os = killing  # type: ignore[assignment]
         writer.os = killing  # type: ignore[assignment]
+        # The publication's fsyncs go through bbg_core.files: count them too (the one after
+        # the rename is where a kill leaves a complete store that the command did not report).
+        real_publish = publish.Aside.publish
+
+        def publishing(*args: Any, **kwargs: Any) -> Any:
+            files.os = killing  # type: ignore[assignment]
+            try:
+                return real_publish(*args, **kwargs)
+            finally:
+                files.os = os
+
+        publish.Aside.publish = publishing  # type: ignore[method-assign]
     else:
         pause: tuple[float, str] | None = None
         sig = signal.SIGKILL

@@ -106,6 +106,10 @@ def _summary(doc: dict[str, Any], as_json: bool, schema: str | None = None) -> N
                  "; a plain stream (no check lines: not verified as a whole)")
     elif doc["kind"] not in ("bbg-restore", "bbg-backup"):
         line = "; ".join(f"{k.replace('_', ' ')} {show(v)}" for k, v in doc.items() if k != "kind")
+    elif doc["kind"] == "bbg-restore" and doc.get("already_restored"):
+        line = (f"already restored, nothing written: {doc['dest']} holds this snapshot's store "
+                f"({count(doc['records'], 'record')}, store {doc['store_id']}); archive digest "
+                f"{doc['archive_digest_sha256']}")  # fmt: skip
     elif doc["kind"] == "bbg-restore":
         line = (f"restored {count(doc['records'], 'record')} into {doc['dest']} (ledger "
                 f"transaction {doc['basis_tx']:,}, store {doc['store_id']}); "
