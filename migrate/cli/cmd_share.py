@@ -140,6 +140,10 @@ def tail_cmd(
     `tx` and `at`; --since TX is stable forever (appending never renumbers).  On a Fjall store
     one transaction per write batch: `tx` = seqno + 1, `at` = 0 (docs/event1.md)."""
     directory = _store(store)
+    if verifiable and follow:  # with --output too: never a follow file silently plain
+        raise UsageError("--verifiable is not available with --follow yet: a follower's "
+                         "stream has no end to close; take tail --since TX --verifiable "
+                         "for the part to hand over (docs/event1.md)")  # fmt: skip
     if output is not None:
         if not follow:
             raise UsageError("--output resumes a follower: use it with --follow")
@@ -152,10 +156,6 @@ def _stream_to_stdout(
     directory: Path, since: int, *, follow: bool, poll: float, verifiable: bool
 ) -> None:
     out = sys.stdout.buffer
-    if verifiable and follow:
-        raise UsageError("--verifiable is not available with --follow yet: a follower's "
-                         "stream has no end to close; take tail --since TX --verifiable "
-                         "for the part to hand over (docs/event1.md)")  # fmt: skip
     with _stdout_reader_may_leave():
         if verifiable:
             for line in api.verifiable_lines(api.tail(directory, since), since):
