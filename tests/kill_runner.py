@@ -68,28 +68,33 @@ class _KillingOs:
         return real
 
 
+def _files_killing_during(owner: Any, name: str, killing: _KillingOs) -> None:
+    """While ``owner.name`` runs, :mod:`bbg_core.files` counts its file operations too."""
+    from bbg_core import files
+
+    real = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        files.os = killing  # type: ignore[assignment]
+        try:
+            return real(*args, **kwargs)
+        finally:
+            files.os = os
+
+    setattr(owner, name, counted)
+
+
 def main() -> None:
     spec = sys.argv[1]
     if spec.startswith("file-op:"):
-        from bbg_core import files
         from migrate.pipeline import retire
 
         killing = _KillingOs(int(spec.removeprefix("file-op:")))
         retire.os = killing  # type: ignore[assignment]
         # The retirement writes its record with bbg_core.files.atomic_write: count those
         # operations too, but only while a retirement runs (the store's own fsyncs are not).
-        real_retire = retire.retire
-
-        def retiring(*args: Any, **kwargs: Any) -> Any:
-            files.os = killing  # type: ignore[assignment]
-            try:
-                return real_retire(*args, **kwargs)
-            finally:
-                files.os = os
-
-        retire.retire = retiring  # type: ignore[assignment]
+        _files_killing_during(retire, "retire", killing)
     elif spec.startswith("share-op:"):
-        from bbg_core import files
         from migrate.share import publish
         from migrate.store.fjall import writer
 
@@ -98,16 +103,7 @@ def main() -> None:
         writer.os = killing  # type: ignore[assignment]
         # The publication's fsyncs go through bbg_core.files: count them too (the one after
         # the rename is where a kill leaves a complete store that the command did not report).
-        real_publish = publish.Aside.publish
-
-        def publishing(*args: Any, **kwargs: Any) -> Any:
-            files.os = killing  # type: ignore[assignment]
-            try:
-                return real_publish(*args, **kwargs)
-            finally:
-                files.os = os
-
-        publish.Aside.publish = publishing  # type: ignore[method-assign]
+        _files_killing_during(publish.Aside, "publish", killing)
     else:
         pause: tuple[float, str] | None = None
         sig = signal.SIGKILL
