@@ -306,6 +306,42 @@ def require_regular(path: Path) -> int:
         os.close(fd)
 
 
+# -- the permission policy: private by default -----------------------------------------
+#
+# Everything bbg-migrate creates -- a store on either engine and the records directory beside
+# it, receipts, follow files, reports, backups, restored stores -- is readable by its owner
+# only: every directory it creates is 0700, every file 0600, whatever the caller's umask.  A
+# file or directory that exists already keeps its mode (a rerun never changes an operator's
+# choice; :func:`atomic_write` gives the new bytes the old file's mode).  The command line
+# applies the policy to the whole process (:func:`private_creation`), which also covers the
+# files SQLite and the Fjall writer create on their own (``-wal``, ``-shm``, segments,
+# journals); the helpers here create with the same modes for library callers.
+
+#: The mode of every directory the tool creates.
+PRIVATE_DIR = 0o700
+#: The mode of every file the tool creates.
+PRIVATE_FILE = 0o600
+#: The umask under which the modes above come out whatever a creator asks for.
+PRIVATE_UMASK = 0o077
+
+
+@contextmanager
+def private_creation() -> Iterator[None]:
+    """Run the block under the umask of the policy (then give the caller's back)."""
+    previous = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def _existing_mode(path: Path) -> int | None:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
 # -- durable writes: the one fsync of a file, of a directory, and the one atomic write ----
 
 
@@ -345,12 +381,15 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace ``path`` by ``data`` so that a reader, or a crash, sees the old file or the
     whole new one: a temporary file beside it (``.NAME.tmp``), fsync, rename over ``path``,
     fsync of the directory.  One writer per path; a temporary file a killed writer left is
-    overwritten by the next write.  OSError is the caller's to translate."""
+    overwritten by the next write.  A new file is 0600; a file replaced keeps its mode.
+    OSError is the caller's to translate."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    mode = _existing_mode(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
     try:
         try:
+            os.fchmod(fd, PRIVATE_FILE if mode is None else mode)
             _write_all(fd, data)
         finally:
             os.close(fd)

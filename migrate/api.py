@@ -135,6 +135,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "fleet_html": ("migrate.fleet", "write_html"),
     "fleet_default_workers": ("migrate.fleet", "default_workers"),
     "fleet_torn_tail": ("migrate.fleet.run", "torn_tail"),
+    "fleet_seals": ("migrate.fleet", "sealing_jobs"),
 }
 
 __getattr__ = lazy_names(__name__, _EXPORTS)
@@ -234,6 +235,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors (checked agai
     fleet_html = _migrate_fleet.write_html
     fleet_default_workers = _migrate_fleet.default_workers
     fleet_torn_tail = _migrate_fleet_run.torn_tail
+    fleet_seals = _migrate_fleet.sealing_jobs
 
 
 def inspect(

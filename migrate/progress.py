@@ -16,7 +16,8 @@ second pass, is held at the highest value seen), and a total never falls below `
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Protocol
 
 
@@ -38,13 +39,44 @@ class CountsCallback(Protocol):
 def phase(
     observer: Observer | None, stage: str, total: int | None = None, *, unit: str = "rows"
 ) -> RowsCallback | None:
-    """The ``(rows, nbytes)`` callback of one stage (``unit``: which of the two counts)."""
+    """The ``(rows, nbytes)`` callback of one stage (``unit``: which of the two counts); it
+    can also say what the stage finishes with (:func:`finishing`)."""
     count = counter(observer, stage, total, unit)
-    if count is None:
+    if observer is None or count is None:
         return None
-    if unit == "bytes":
-        return lambda rows, nbytes: count(nbytes)
-    return lambda rows, nbytes: count(rows)
+    return _Phase(observer, stage, count, unit == "bytes")
+
+
+#: How a stage that has counted all its units names what it still does (a check that runs
+#: after the last row, a flush, a publication): ``STAGE: finishing: WHAT``.
+FINISHING = "{stage}: finishing: {what}"
+
+
+class _Phase:
+    """The callback :func:`phase` returns."""
+
+    def __init__(self, observer: Observer, stage: str, count: Callable[[int], None],
+                 bytes_: bool) -> None:  # fmt: skip
+        self._observer, self._stage, self._count, self._bytes = observer, stage, count, bytes_
+
+    def __call__(self, rows: int, nbytes: int) -> None:
+        self._count(nbytes if self._bytes else rows)
+
+    def finishing(self, what: str) -> Callable[[], None]:
+        return step(self._observer, FINISHING.format(stage=self._stage, what=what))
+
+
+@contextmanager
+def finishing(callback: object, what: str) -> Iterator[None]:
+    """While the block runs, the stage that ``callback`` (a :func:`phase` callback) counts
+    has counted every unit and does ``what``: reported as a step of its own, ``STAGE:
+    finishing: WHAT``, so a display never sits at 100 % without saying why.  Any other
+    callback (None, a plain function) reports nothing."""
+    said = getattr(callback, "finishing", None)
+    done = said(what) if callable(said) else None
+    yield
+    if done is not None:
+        done()
 
 
 CountCallback = Callable[[int], None]

@@ -18,7 +18,8 @@ second run starts while the first is paused half-way).
 
 ``python -m tests.kill_runner share-op:N ARGS...``: the N-th file operation of a Fjall
 store's build and publication by ``restore`` / ``backup`` (:mod:`migrate.store.fjall.writer`,
-:mod:`migrate.share.publish`) is never made: the process is SIGKILLed just before it.
+:mod:`migrate.share.publish`, and :mod:`bbg_core.files` while a store is published; a SQLite
+store's publication too) is never made: the process is SIGKILLed just before it.
 
 ``python -m tests.kill_runner rewrite-op:N ARGS...``: the same for the rewrite of a Fjall
 store by ``excise`` / ``nohistory`` (:mod:`migrate.store.keyspace_retention`; the exchange
@@ -71,26 +72,32 @@ class _KillingOs:
         return real
 
 
+def _files_killing_during(owner: Any, name: str, killing: _KillingOs) -> None:
+    """While ``owner.name`` runs, :mod:`bbg_core.files` counts its file operations too."""
+    from bbg_core import files
+
+    real = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        files.os = killing  # type: ignore[assignment]
+        try:
+            return real(*args, **kwargs)
+        finally:
+            files.os = os
+
+    setattr(owner, name, counted)
+
+
 def main() -> None:
     spec = sys.argv[1]
     if spec.startswith("file-op:"):
-        from bbg_core import files
         from migrate.pipeline import retire
 
         killing = _KillingOs(int(spec.removeprefix("file-op:")))
         retire.os = killing  # type: ignore[assignment]
         # The retirement writes its record with bbg_core.files.atomic_write: count those
         # operations too, but only while a retirement runs (the store's own fsyncs are not).
-        real_retire = retire.retire
-
-        def retiring(*args: Any, **kwargs: Any) -> Any:
-            files.os = killing  # type: ignore[assignment]
-            try:
-                return real_retire(*args, **kwargs)
-            finally:
-                files.os = os
-
-        retire.retire = retiring  # type: ignore[assignment]
+        _files_killing_during(retire, "retire", killing)
     elif spec.startswith("share-op:"):
         from migrate.share import publish
         from migrate.store.fjall import writer
@@ -98,6 +105,9 @@ def main() -> None:
         killing = _KillingOs(int(spec.removeprefix("share-op:")))
         publish.os = killing  # type: ignore[assignment]
         writer.os = killing  # type: ignore[assignment]
+        # The publication's fsyncs go through bbg_core.files: count them too (the one after
+        # the rename is where a kill leaves a complete store that the command did not report).
+        _files_killing_during(publish.Aside, "publish", killing)
     elif spec.startswith("rewrite-op:"):
         from migrate.store import keyspace_retention as rewriting
         from migrate.store.fjall import writer

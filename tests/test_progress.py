@@ -24,6 +24,16 @@ from tests.pty_run import run_on_pty
 STAGES = ["seal", "stage", "validate", "activate"]
 
 
+#: What the seal's checking pass does after its last row is counted (issue 28 item 11).
+def _finishing(stage: str) -> list[str]:
+    return [f"{stage}: finishing: {what}" for what in ("content ids", "links", "namespaces")]
+
+
+SEAL_FINISHING = _finishing("seal")
+#: A new store is written (Fjall: segments, synced) and renamed into place after activation.
+PUBLISH = "activate: finishing: publish"
+
+
 @pytest.fixture
 def source(tmp_path: Path) -> Path:
     return unpack(LEGACY / "cell-small.redb.gz", tmp_path / "src")
@@ -98,9 +108,38 @@ def test_json_progress_lines(tmp_path: Path, source: Path) -> None:
     assert res.returncode == 0, res.stderr
     json.loads(res.stdout)  # the receipt stays alone on stdout
     docs = _lines(res.stderr)
-    _each_stage_rises_to_its_total(docs, STAGES)
+    _each_stage_rises_to_its_total(docs, [STAGES[0], *SEAL_FINISHING, *STAGES[1:], PUBLISH])
     assert next(d for d in docs if d["stage"] == "stage" and d["status"] == "finished")[
         "total"] == 220  # fmt: skip
+
+
+def test_json_progress_names_what_runs_after_a_count_is_complete(
+    tmp_path: Path, source: Path
+) -> None:
+    """The work after a stage's last counted row (the link check, ...) is a step of its own,
+    ``STAGE: finishing: WHAT``, between the stage's end and the next stage's start; and no
+    line claims a rate before its stage has run a second (an instant stage would claim
+    billions of rows a second)."""
+    res = subprocess.run(
+        [sys.executable, "-m", "migrate", "--json-progress", "run", str(source), "--store",
+         str(tmp_path / "bbg")],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    docs = _lines(res.stderr)
+    order = [(d["stage"], d["status"]) for d in docs if d["status"] != "running"]
+    seal_end, stage_start = order.index(("seal", "finished")), order.index(("stage", "started"))
+    between = order[seal_end + 1 : stage_start]
+    assert between == [(f, s) for f in SEAL_FINISHING for s in ("started", "finished")]
+    assert order[-2:] == [(PUBLISH, "started"), (PUBLISH, "finished")]
+    assert order[-3] == ("activate", "finished")
+    for doc in docs:
+        if doc["stage"] in [*SEAL_FINISHING, PUBLISH]:
+            assert doc["unit"] == "steps" and doc["total"] == 1
+            assert doc["done"] == (1 if doc["status"] == "finished" else 0)
+        if doc["elapsed_seconds"] < 1.0:
+            assert doc["rate_per_second"] is None, doc
 
 
 def test_json_progress_marks_a_failed_stage_stopped(tmp_path: Path) -> None:
@@ -188,8 +227,11 @@ def _commands(made: dict[str, Path], fresh: Path) -> dict[str, tuple[list[str], 
     new = ["--engine", "sqlite", "--store", str(fresh)]  # restore and apply make SQLite stores
     return {
         "redb scan": (["redb", "scan", str(made["src"])], ["redb scan"]),
-        "doctor": ([*store, "doctor"], ["integrity", "tables"]),
-        "backup": ([*store, "backup", str(fresh)], ["backup", "integrity", "tables"]),
+        "doctor": ([*store, "doctor"], ["integrity", "tables", *_finishing("tables")]),
+        "backup": (
+            [*store, "backup", str(fresh)],
+            ["backup", "integrity", "tables", *_finishing("tables")],
+        ),  # fmt: skip
         "snapshot": ([*store, "snapshot"], ["snapshot"]),
         "restore": ([*new, "restore", str(made["snap"])], ["restore"]),
         "apply": ([*new, "apply", str(made["events"])], ["apply"]),
@@ -235,9 +277,7 @@ def test_long_commands_show_a_total_on_a_terminal(
 
 
 @pytest.mark.parametrize("name", COMMANDS)
-def test_long_commands_json_progress(
-    tmp_path: Path, made: dict[str, Path], name: str
-) -> None:
+def test_long_commands_json_progress(tmp_path: Path, made: dict[str, Path], name: str) -> None:
     args, stages = _commands(made, tmp_path / "fresh")[name]
     with open(tmp_path / "stdout", "wb") as out:
         res = subprocess.run(
@@ -256,9 +296,7 @@ def test_long_commands_json_progress(
 @pytest.mark.parametrize("name", ["doctor", "backup", "restore", "apply", "redb scan",
                                   "fixtures check"])  # fmt: skip
 @pytest.mark.parametrize("flag", ["--json", "--quiet", "not a tty"])
-def test_long_commands_silent(
-    tmp_path: Path, made: dict[str, Path], name: str, flag: str
-) -> None:
+def test_long_commands_silent(tmp_path: Path, made: dict[str, Path], name: str, flag: str) -> None:
     args, _ = _commands(made, tmp_path / "fresh")[name]
     if flag == "not a tty":
         res = subprocess.run(
@@ -322,9 +360,7 @@ def test_a_closed_reader_never_stops_the_long_commands(
     assert (tmp_path / "fresh").is_dir()
 
 
-def test_watched_or_not_the_library_returns_the_same(
-    tmp_path: Path, made: dict[str, Path]
-) -> None:
+def test_watched_or_not_the_library_returns_the_same(tmp_path: Path, made: dict[str, Path]) -> None:
     """An observer only watches: doctor, scan, snapshot and hemera give what they give
     without one."""
     from migrate import api
@@ -349,7 +385,8 @@ def test_watched_or_not_the_library_returns_the_same(
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
     stages = {s for s, *_ in seen}
-    assert stages == {"integrity", "tables", "redb scan", "hemera", "snapshot"}
+    assert stages == {"integrity", "tables", *_finishing("tables"), "redb scan", "hemera",
+                      "snapshot"}  # fmt: skip
     for stage in stages:
         mine = [(d, t) for s, d, t, _ in seen if s == stage]
         assert mine[-1][0] == mine[-1][1], (stage, mine)

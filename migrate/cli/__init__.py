@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import typer
 
 from bbg_core.errors import EXIT_CODES, Interrupted, MigrateError, error_document
+from bbg_core.files import private_creation
 from migrate import api
 from migrate.cli._coerce import lighten
 from migrate.cli._config import hoist, options_map
@@ -242,7 +243,7 @@ def run(argv: list[str] | None = None) -> int:
     message = ""
     try:
         # With standalone_mode=False a typer.Exit(n) inside a command comes back as n.
-        with ctrl_c:
+        with ctrl_c, private_creation():  # the permission policy (bbg_core.files)
             command = typer.main.get_command(app)
             defaults = options_map(command, args)
             lighten(command)  # no pydantic for plain text values (start-up time)

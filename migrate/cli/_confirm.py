@@ -1,6 +1,6 @@
 """Confirmation of what cannot be undone (``run --retire-source``, ``excise``, ``nohistory``,
-the transfer seal): shown and asked on a terminal, ``--yes`` in a script, and refused (exit 2,
-nothing done) when nobody can be asked."""
+the transfer seal, also of a fleet's jobs): shown and asked on a terminal, ``--yes`` in a
+script, and refused (exit 2, nothing done) when nobody can be asked."""
 
 from __future__ import annotations
 
@@ -29,8 +29,13 @@ def confirm_retirement(source: Path, retire_source: bool, yes: bool) -> None:
         for line in api.retirement_lines(plan):
             err.print(line, markup=False, soft_wrap=True)
 
-    confirm(f"--retire-source moves {plan['file']} into a retirement directory", "the retirement",
-            "Migrate, then retire the source?", source, show)
+    confirm(
+        f"--retire-source moves {plan['file']} into a retirement directory",
+        "the retirement",
+        "Migrate, then retire the source?",
+        source,
+        show,
+    )
 
 
 def confirm_transfer_seal(job: object, yes: bool) -> None:
@@ -47,8 +52,43 @@ def confirm_transfer_seal(job: object, yes: bool) -> None:
                   "read (tail, snapshot, inspect, doctor), and only this transfer continues.",
                   markup=False, soft_wrap=True)  # fmt: skip
 
-    confirm(f"the transfer seals {source} for good (it refuses writes afterwards)",
-            "the transfer seal", "Seal the source and transfer?", source, show)
+    confirm(
+        f"the transfer seals {source} for good (it refuses writes afterwards)",
+        "the transfer seal",
+        "Seal the source and transfer?",
+        source,
+        show,
+    )
+
+
+def confirm_fleet_seals(jobs: list[Any], manifest: Path, yes: bool) -> None:
+    """Before ``fleet run`` starts: every job whose source is a BBG store not yet sealed seals
+    it for good, as ``run STORE`` does; those are named (job, source, target) and confirmed
+    once for the fleet.  Asks nothing when no job would seal a store."""
+    if yes:
+        return
+    sealing = api.fleet_seals(jobs)
+    if not sealing:
+        return
+    named = "; ".join(f"job {job.name} seals {moving.source} for {moving.store}"
+                      for job, moving in sealing)  # fmt: skip
+
+    def show() -> None:
+        err.print(f"{len(sealing)} job(s) of the fleet seal a BBG store source for good: from "
+                  "then on each refuses every write (its status becomes export-v1); it is "
+                  "still read, and only its transfer continues.",
+                  markup=False, soft_wrap=True)  # fmt: skip
+        for job, moving in sealing:
+            err.print(f"  job {job.name}: seals {moving.source} for {moving.store}",
+                      markup=False, soft_wrap=True)  # fmt: skip
+
+    confirm(
+        f"fleet run seals BBG store sources for good ({named})",
+        "the transfer seal",
+        "Seal these sources and run the fleet?",
+        manifest,
+        show,
+    )
 
 
 def confirm(what: str, name: str, question: str, path: Path, show: Callable[[], Any]) -> None:

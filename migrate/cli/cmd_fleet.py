@@ -14,6 +14,7 @@ from rich.text import Text
 
 from migrate import api
 from migrate.cli import app
+from migrate.cli._confirm import confirm_fleet_seals
 from migrate.cli._fleet_view import FleetView
 from migrate.cli._render import emit_json, err, stderr_console
 
@@ -50,9 +51,11 @@ REPORT_MANIFEST = typer.Option(
     None, "--manifest", help="Also name every job of this manifest that has no result.",
     readable=False,
 )  # fmt: skip
-HTML = typer.Option(
-    None, "--html", help="Also write a self-contained HTML page.", readable=False
-)
+YES = typer.Option(
+    False, "--yes", "-y", help="Confirm the seal of the BBG store sources the jobs transfer "
+    "(asked on a terminal; needed in a script).",
+)  # fmt: skip
+HTML = typer.Option(None, "--html", help="Also write a self-contained HTML page.", readable=False)
 
 
 @contextmanager
@@ -85,8 +88,11 @@ def _job_lines(j: dict[str, Any], manifest: str | None) -> Text:
         )  # fmt: skip
         torn = api.fleet_torn_tail(j)
         if torn is not None:
-            line.append(f"\n      torn tail accepted: {torn['discarded_bytes']:,} bytes after "
-                        f"byte {torn['valid_prefix_end']:,} left out", style="yellow")
+            line.append(
+                f"\n      torn tail accepted: {torn['discarded_bytes']:,} bytes after "
+                f"byte {torn['valid_prefix_end']:,} left out",
+                style="yellow",
+            )
     else:
         line = Text.assemble(
             ("FAIL  ", "bold red"), where, f"  exit {j['exit_code']} {j['error']['code']}",
@@ -172,16 +178,21 @@ def run_cmd(
     shard: str = SHARD,
     report_dir: Path = REPORT_DIR,
     skip_done: bool = SKIP_DONE,
+    yes: bool = YES,
     as_json: bool = JSON,
 ) -> None:
     """Run every job (the ordinary `run`) in a process pool; rerun to resume after a kill.
+
+    A job whose source is a BBG store seals it for good (the transfer, as `run STORE`): the
+    jobs that would are named and confirmed on a terminal, and need --yes in a script.
 
     Exit status: the highest exit code among the jobs.
     """
     fleet = api.fleet_load(manifest)
     part = api.fleet_shard(shard) if shard else None
+    confirm_fleet_seals(selected := api.fleet_select(fleet, part), manifest, yes)
     api.fleet_report_dir(report_dir)
-    with _view(api.fleet_select(fleet, part), "fleet run", as_json) as view:
+    with _view(selected, "fleet run", as_json) as view:
         doc = api.fleet_run(
             fleet, workers=workers, shard=part, report_dir=report_dir, skip_done=skip_done,
             watcher=view,

@@ -106,6 +106,10 @@ def _summary(doc: dict[str, Any], as_json: bool, schema: str | None = None) -> N
                  "; a plain stream (no check lines: not verified as a whole)")
     elif doc["kind"] not in ("bbg-restore", "bbg-backup"):
         line = "; ".join(f"{k.replace('_', ' ')} {show(v)}" for k, v in doc.items() if k != "kind")
+    elif doc["kind"] == "bbg-restore" and doc.get("already_restored"):
+        line = (f"already restored, nothing written: {doc['dest']} holds this snapshot's store "
+                f"({count(doc['records'], 'record')}, store {doc['store_id']}); archive digest "
+                f"{doc['archive_digest_sha256']}")  # fmt: skip
     elif doc["kind"] == "bbg-restore":
         line = (f"restored {count(doc['records'], 'record')} into {doc['dest']} (ledger "
                 f"transaction {doc['basis_tx']:,}, store {doc['store_id']}); "
@@ -136,6 +140,10 @@ def tail_cmd(
     `tx` and `at`; --since TX is stable forever (appending never renumbers).  On a Fjall store
     one transaction per write batch: `tx` = seqno + 1, `at` = 0 (docs/event1.md)."""
     directory = _store(store)
+    if verifiable and follow:  # with --output too: never a follow file silently plain
+        raise UsageError("--verifiable is not available with --follow yet: a follower's "
+                         "stream has no end to close; take tail --since TX --verifiable "
+                         "for the part to hand over (docs/event1.md)")  # fmt: skip
     if output is not None:
         if not follow:
             raise UsageError("--output resumes a follower: use it with --follow")
@@ -148,10 +156,6 @@ def _stream_to_stdout(
     directory: Path, since: int, *, follow: bool, poll: float, verifiable: bool
 ) -> None:
     out = sys.stdout.buffer
-    if verifiable and follow:
-        raise UsageError("--verifiable is not available with --follow yet: a follower's "
-                         "stream has no end to close; take tail --since TX --verifiable "
-                         "for the part to hand over (docs/event1.md)")  # fmt: skip
     with _stdout_reader_may_leave():
         if verifiable:
             for line in api.verifiable_lines(api.tail(directory, since), since):

@@ -7,6 +7,7 @@
 | :mod:`.scheduler` | one task per job, never two jobs of one lane at once |
 | :mod:`.plan` | ``fleet plan``: ``plan`` per job, totals, disk per destination filesystem |
 | :mod:`.run` | ``fleet run``: ``run`` per job; per-job results in a report directory |
+| :mod:`.sources` | what one job runs (a migration, or the sealed transfer of a BBG store) |
 | :mod:`.results` | result and error documents, atomic report files |
 | :mod:`.report` | ``fleet report``: merge results of shards and reruns, anomalies |
 | :mod:`.html` | the merged report as one self-contained HTML page |
@@ -22,6 +23,7 @@ from migrate.fleet.plan import plan_fleet
 from migrate.fleet.report import merge
 from migrate.fleet.run import ensure_report_dir, run_fleet
 from migrate.fleet.scheduler import Watcher, default_workers
+from migrate.fleet.sources import seals as sealing_jobs
 
 __all__ = [
     "FleetJob",
@@ -36,6 +38,7 @@ __all__ = [
     "plan_fleet",
     "render_html",
     "run_fleet",
+    "sealing_jobs",
     "select",
     "shard_of",
     "write_html",

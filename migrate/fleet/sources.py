@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import schemas
+from bbg_core.errors import MigrateError
 from migrate import pipeline, transfer
 from migrate.fleet.manifest import FleetJob
 from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
@@ -36,6 +37,21 @@ def _transfer_job(job: FleetJob) -> transfer.TransferJob | None:
     ]
     page_rows = job.bounds.get("page_rows", MAX_PAGE_ROWS)
     return transfer.job_for(job.source, job.store, job.nonce, page_rows, legacy)
+
+
+def seals(jobs: list[FleetJob]) -> list[tuple[FleetJob, transfer.TransferJob]]:
+    """The jobs whose run would seal a BBG store source for good (a transfer of a source not
+    yet sealed), in order; reads only.  A job whose options or source cannot even be read
+    is left out: it fails as its own result, sealing nothing."""
+    found: list[tuple[FleetJob, transfer.TransferJob]] = []
+    for job in jobs:
+        try:
+            moving = _transfer_job(job)
+            if moving is not None and not transfer.is_sealed(moving.source):
+                found.append((job, moving))
+        except MigrateError:
+            continue
+    return found
 
 
 def run(job: FleetJob, progress: Progress) -> tuple[str, str, dict[str, Any]]:

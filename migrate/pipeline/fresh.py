@@ -31,7 +31,7 @@ from fences.seal import Seal
 from migrate.job import Job
 from migrate.pipeline import gate, stages
 from migrate.pipeline.preflight import Preflight, import_of, judge, redb_report
-from migrate.progress import Observer, phase
+from migrate.progress import Observer, finishing, phase
 from migrate.rules.sources import RedbSource
 from migrate.store import guard, imports, keyspace_build
 from migrate.store.build import Loader, can_build, open_build
@@ -198,6 +198,6 @@ def _build_and_publish(
     receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)
     if activated is not None:
         activated(loaded, pre.nbytes)
-    if build.publish():
-        return pre, receipt
-    return pre, None
+    with finishing(activated, "publish"):  # Fjall: the segments are written and synced here
+        published = build.publish()
+    return pre, receipt if published else None

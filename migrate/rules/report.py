@@ -24,6 +24,7 @@ from itertools import groupby
 from typing import Any
 
 from migrate.job import CODEC
+from migrate.progress import finishing
 from migrate.rules.links import iter_link_errors
 from migrate.rules.shape import RowSource, check_shape
 from migrate.store.codec import HEADS, HISTORY, Head
@@ -70,8 +71,10 @@ def cell_report(
     kinds = source.table_kinds()
     table_set_ok = all(kinds.get(t) == "table" for t in _LINKED_TABLES)
     if table_set_ok:
-        errors.extend(iter_link_errors(source, report_malformed=False, semantic=semantic))
-    found = namespaces(source) if table_set_ok else {}
+        with finishing(progress, "links"):
+            errors.extend(iter_link_errors(source, report_malformed=False, semantic=semantic))
+    with finishing(progress, "namespaces"):
+        found = namespaces(source) if table_set_ok else {}
     refused = {e["namespace"] for e in semantic}
     checked = shape.data_ids_checked
     report: dict[str, Any] = {

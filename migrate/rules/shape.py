@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from bbg_core.errors import UsageError
 from migrate.job import CODEC, MODES
+from migrate.progress import finishing
 from migrate.rules.content_ids import ContentIds, DataStats
 from migrate.store.codec import ARCHIVE_ORDER, MAX_PAYLOAD
 from migrate.store.codec import MAX_KEY_LEN as MAX_KEY
@@ -254,7 +255,8 @@ def check_shape(
         _pass(source, kinds, report, ids, hemera_factory if hemera_digest else None, progress)
     finally:
         if ids is not None:
-            ids.finish()
+            with finishing(progress, "content ids"):
+                ids.finish()
     order = sorted(range(len(report.errors)), key=lambda i: (report.phases[i], report.positions[i]))
     report.errors = [report.errors[i] for i in order]
     report.positions = [report.positions[i] for i in order]

@@ -21,6 +21,7 @@ from migrate.progress import Observer, counter, stream_size
 from migrate.share.common import MAX_LINE
 from migrate.share.publish import Aside, clear_abandoned_records
 from migrate.share.restore import load_sqlite, pristine, read_head
+from migrate.share.restore_again import already_restored
 from migrate.share.restore_fjall import load_fjall
 from migrate.share.snapshot import write_sqlite_snapshot
 from migrate.share.snapshot_fjall import FJALL_FORMAT, write_fjall_snapshot
@@ -51,8 +52,14 @@ def restore(
 ) -> dict[str, Any]:
     """Restore the snapshot read from ``stream`` into the new store directory ``dest`` (on
     the engine new stores get).  ``progress``: an observer (stage ``restore``, bytes read
-    out of the stream's size when it is a regular file, unknown for a pipe)."""
+    out of the stream's size when it is a regular file, unknown for a pipe).  A rerun after
+    a kill that came after the publication finds DEST holding exactly this snapshot's store
+    and reports it (``already_restored``), writing nothing (:mod:`.restore_again`)."""
     dest = Path(dest)
+    if engine_of(dest) is not None:
+        done = already_restored(stream, dest, max_line, write_snapshot)
+        if done is not None:
+            return done
     pristine(dest)
     parent = dest.parent if str(dest.parent) else Path(".")
     if not parent.is_dir():

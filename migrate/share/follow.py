@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bbg_core import documents
 from bbg_core.errors import MigrateError, UsageError
-from bbg_core.files import refuse_special_output
+from bbg_core.files import PRIVATE_FILE, refuse_special_output
 from migrate.share.common import (
     canonical,
     damaged_reads,
@@ -157,7 +157,7 @@ def follow_into(
     from migrate.share.follow_bind import check
 
     check(store_dir, path, point)  # the file must be this store's stream
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
     try:
         for event in follow(store_dir, start, skip=skip, poll=poll, stop=stop):
             data = canonical(event)

@@ -56,18 +56,39 @@ def clear_abandoned_records(dest: Path) -> None:
 def new_destination(dest: Path, what: str, *, fjall: bool) -> None:
     """UsageError unless ``dest`` (and, ``fjall``, the records beside it) is absent and its
     parent is a directory: ``what`` (a backup) never overwrites.  Records a killed
-    publication left (marked, unlocked, ``dest`` absent) are removed first."""
+    publication left (marked, unlocked, ``dest`` absent) are removed first, and so are the
+    temporary directories of killed runs to ``dest`` (also when ``dest`` is then refused: a
+    kill after the publication's rename leaves the complete copy and its temporary)."""
     if fjall:
         clear_abandoned_records(dest)
+    parent = dest.parent if str(dest.parent) else Path(".")
+    if parent.is_dir():
+        sweep(parent, _prefix(dest, what))
     for path in (dest, records_dir(dest)) if fjall else (dest,):
         if os.path.lexists(path):
             raise UsageError(
                 f"{path}: already exists; {what} never overwrites, name a new directory",
                 path=str(dest),
             )
-    parent = dest.parent if str(dest.parent) else Path(".")
     if not parent.is_dir():
         raise UsageError(f"{parent}: no such directory for the {what}", path=str(dest))
+
+
+def _prefix(dest: Path, kind: str) -> str:
+    return f".{dest.name}.{kind}-"
+
+
+def settle(dest: Path, kind: str) -> None:
+    """Finish what a publication killed after its rename left undone, ``dest`` now holding
+    the complete store (a rerun proved it): the parent fsynced, the records' mark removed,
+    and the temporary directories of killed ``kind`` runs to ``dest`` removed."""
+    parent = dest.parent if str(dest.parent) else Path(".")
+    fsync_dir(parent)
+    records = records_dir(dest)
+    if os.path.isdir(records) and not os.path.islink(records):
+        disown(records)
+        fsync_dir(records)
+    sweep(parent, _prefix(dest, kind))
 
 
 class Aside:
@@ -76,7 +97,7 @@ class Aside:
     def __init__(self, dest: Path, kind: str) -> None:
         self.dest = dest
         self.parent = dest.parent if str(dest.parent) else Path(".")
-        prefix = f".{dest.name}.{kind}-"
+        prefix = _prefix(dest, kind)
         try:
             sweep(self.parent, prefix)  # what killed runs to this DEST left
             self._owned = owned_tempdir(self.parent, prefix)

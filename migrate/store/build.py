@@ -42,7 +42,7 @@ from pathlib import Path
 
 from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
-from bbg_core.files import fsync_dir, fsync_file
+from bbg_core.files import PRIVATE_DIR, fsync_dir, fsync_file
 from migrate.store import layout
 from migrate.store.connection import Connection
 from migrate.store.opening import open_store
@@ -123,7 +123,7 @@ class Build(Closing):
         self.directory = directory
         remove_abandoned(directory)
         self.path = directory.parent / f"{_prefix(directory)}{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        os.mkdir(self.path, 0o755)
+        os.mkdir(self.path, PRIVATE_DIR)
         self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         # In use while this process lives (its pid is in the name), then while the store
         # handle below holds the directory's shared lock.
@@ -222,7 +222,7 @@ class Build(Closing):
         None when it holds something now."""
         made = False
         try:
-            os.mkdir(self.directory, 0o755)
+            os.mkdir(self.directory, PRIVATE_DIR)
             made = True
         except FileExistsError:
             pass

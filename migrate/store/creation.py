@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bbg_core.errors import Locked, StoreError, StoreRefused
-from bbg_core.files import fsync_dir, fsync_file
+from bbg_core.files import PRIVATE_DIR, fsync_dir, fsync_file
 from migrate.store import layout
 from migrate.store.connection import Connection
 from migrate.store.engine import engine_of
@@ -143,14 +143,14 @@ def _open_dir(directory: Path, create: bool) -> tuple[int, bool]:
     made = False
     if create:
         try:
-            os.mkdir(directory)
+            os.mkdir(directory, PRIVATE_DIR)
             made = True
         except FileExistsError:
             pass
         except FileNotFoundError:
             try:
                 directory.parent.mkdir(parents=True, exist_ok=True)
-                os.mkdir(directory)
+                os.mkdir(directory, PRIVATE_DIR)
                 made = True
             except FileExistsError:
                 pass

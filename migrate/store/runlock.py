@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bbg_core.errors import StoreError
+from bbg_core.files import PRIVATE_FILE
 
 RUN_LOCK = ".bbg-run.lock"
 
@@ -37,7 +38,7 @@ def _open_locked(path: Path) -> int:
     """An open descriptor of ``path`` holding its exclusive flock (waits for it)."""
     while True:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, PRIVATE_FILE)
         except OSError as exc:
             raise StoreError(
                 f"{path}: cannot open the store's run lock: {exc.strerror}", path=str(path)

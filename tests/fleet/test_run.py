@@ -344,7 +344,7 @@ def test_a_bbg_store_source_is_a_sealed_transfer(tmp_path: Path) -> None:
         ("bbg", 0, "transfer"),
         ("redb", 2, "fail"),  # the kind the manifest gives, refused for a store
     ]
-    res = fleet_cli("run", str(root / "fleet.toml"), "--json")
+    res = fleet_cli("run", str(root / "fleet.toml"), "--json", "--yes")
     doc = json.loads(res.stdout)
     moved, refused = doc["jobs"]
     assert (moved["exit_code"], moved["kind"], moved["status"]) == (0, "bbg", "complete")

@@ -18,6 +18,7 @@ from migrate.share.snapshot import line_hash
 from migrate.store import imports, open_store
 from tests.share.conftest import run_cli
 from tests.share.helpers import stream, tail_bytes
+from tests.support import stores
 
 
 def snap(store: Path, created_at: int = 1_700_000_000_000_000) -> bytes:
@@ -131,16 +132,23 @@ def test_truncated_and_trailing_streams(graph: Path, tmp_path: Path) -> None:
     assert exc.context["line"] == 1
 
 
-def test_destination_must_be_pristine(graph: Path, tmp_path: Path) -> None:
+def test_destination_must_be_pristine(graph: Path, cell_store: Path, tmp_path: Path) -> None:
     data = snap(graph)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     with pytest.raises(UsageError, match="pristine"):
         restore(stream(data), tmp_path / "full")
     with pytest.raises(UsageError, match="pristine"):
-        restore(stream(data), graph)  # an existing store
-    done = run_cli("--store", str(graph), "restore", "-", stdin=data)
+        restore(stream(data), cell_store)  # an existing store, another one
+    done = run_cli("--store", str(cell_store), "restore", "-", stdin=data)
     assert done.returncode == 2 and b"pristine" in done.stderr
+    # A store that is exactly what the snapshot restores (a rerun after a kill that came
+    # after the publication): nothing to do, nothing written.
+    before = stores.dump(graph)
+    assert restore(stream(data), graph)["already_restored"] is True
+    done = run_cli("--store", str(graph), "restore", "-", stdin=data)
+    assert done.returncode == 0 and b"already restored, nothing written" in done.stderr
+    assert stores.dump(graph) == before
 
 
 def test_store_with_an_import_in_progress_is_refused(graph: Path) -> None:

@@ -176,6 +176,12 @@ def test_cli_tail_verifiable_and_apply_require_verified(graph: Path, tmp_path: P
     assert b"stream verified" in ok.stderr
     both = run_cli("--store", str(graph), "tail", "--verifiable", "--follow")
     assert both.returncode == 2 and b"--follow" in both.stderr
+    # A follow file too: refused before anything is written, never silently plain.
+    out = tmp_path / "audit.ndjson"
+    both = run_cli("--store", str(graph), "tail", "--verifiable", "--follow", "--output",
+                   str(out))  # fmt: skip
+    assert both.returncode == 2 and b"--verifiable is not available with --follow" in both.stderr
+    assert not out.exists() and not (tmp_path / "audit.ndjson.store.json").exists()
 
 
 @pytest.mark.engine("fjall")
