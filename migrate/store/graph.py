@@ -29,7 +29,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from bbg_core.errors import Conflict, HeadMismatch, Locked, StoreError, ValidationFailed
+from bbg_core.errors import (
+    Conflict,
+    HeadMismatch,
+    Locked,
+    StoreCorrupt,
+    StoreError,
+    ValidationFailed,
+)
 from fences import generations, namespaces
 from migrate.store.codec import (
     CLAIMS,
@@ -67,16 +74,39 @@ class PageReader(Reader, LiveReader, Protocol):
     """A handle that reads the live rows and the toolkit's records."""
 
 
+def _damaged(db: Any, table: str, key: bytes, exc: ValueError) -> StoreCorrupt:
+    """A stored head or request value that does not decode: the store is damaged."""
+    path = getattr(db, "path", "the store")
+    return StoreCorrupt(
+        f"{path}: {table} key {bytes(key).hex()}: {exc}: the store is damaged; "
+        "run `bbg-migrate --store STORE doctor` and restore it from a backup",
+        path=str(path), table=table, key=bytes(key).hex(),
+    )  # fmt: skip
+
+
+def _head(db: Any, key: bytes, value: bytes) -> Head:
+    try:
+        return Head.decode(value)
+    except ValueError as exc:
+        raise _damaged(db, HEADS, key, exc) from None
+
+
 def head(db: LiveReader, namespace: bytes) -> Head | None:
     """The namespace's current head, or None if it has none."""
     value = db.live_get(HEADS, namespace)
-    return None if value is None else Head.decode(value)
+    return None if value is None else _head(db, namespace, value)
 
 
 def resolve(db: LiveReader, namespace: bytes, request: bytes) -> Head | None:
     """The head a request originally produced, or None if it was never committed."""
-    value = db.live_get(REQUESTS, request_key(namespace, request))
-    return None if value is None else split_request_value(value)[1]
+    key = request_key(namespace, request)
+    value = db.live_get(REQUESTS, key)
+    if value is None:
+        return None
+    try:
+        return split_request_value(value)[1]
+    except ValueError as exc:
+        raise _damaged(db, REQUESTS, key, exc) from None
 
 
 def history(
@@ -266,12 +296,12 @@ def _check_shapes(
 
 def heads(db: LiveReader) -> list[tuple[bytes, Head]]:
     """Every namespace's head, in namespace (key) order."""
-    return [(k, Head.decode(v)) for k, v in db.live_rows(HEADS)]
+    return [(k, _head(db, k, v)) for k, v in db.live_rows(HEADS)]
 
 
 def heads_after(db: LiveReader, after: bytes, limit: int) -> list[tuple[bytes, Head]]:
     """At most ``limit`` heads of namespaces past ``after``, in namespace order."""
-    return [(k, Head.decode(v)) for k, v in db.live_rows(HEADS, after=after, limit=limit)]
+    return [(k, _head(db, k, v)) for k, v in db.live_rows(HEADS, after=after, limit=limit)]
 
 
 def content_prefix(db: Reader, content_id: bytes, n: int) -> tuple[bytes, int] | None:
