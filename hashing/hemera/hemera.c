@@ -8,7 +8,9 @@
  * Round constants are derived at setup by the specification's bootstrap.
  * Three implementations of the permutation give identical results: plain C, AVX2 and
  * AVX-512 (the best one the CPU has is chosen at setup); with AVX2 or AVX-512 the batch
- * functions also permute eight independent states at once (hemera_lanes.h).
+ * functions also permute eight independent states at once (hemera_lanes.h).  On AVX-512
+ * the streaming absorb loop keeps the state as fractions from block to block and divides
+ * once per hemera_update call instead of once per permutation (absorb_blocks_avx512).
  *
  * Element representation: any uint64_t, congruent to the value mod p (not necessarily
  * below p).  Only the output and the inversion input are made canonical.  Every helper is
@@ -356,6 +358,12 @@ static void inverse_many(const uint64_t *x, uint64_t *y, int n) {
     for (int i = 0; i < n; i++) y[i] = inv[n - 1 + i] & mask_of(x[i] != 0);
 }
 
+/* One input element: 7 bytes little-endian (below 2^56 < p, so never reduced). */
+static inline uint64_t load7(const uint8_t *b) {
+    return (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 | (uint64_t)b[3] << 24 |
+           (uint64_t)b[4] << 32 | (uint64_t)b[5] << 40 | (uint64_t)b[6] << 48;
+}
+
 /* The AVX-512 and AVX2 permutations, one state and eight lanes (x86-64 with GCC or Clang
  * only). */
 #include "hemera_simd.h"
@@ -394,12 +402,6 @@ int hemera_use_simd(int level) {
 
 /* ------------------------------------------------------------------ sponge */
 
-/* One input element: 7 bytes little-endian (below 2^56 < p, so never reduced). */
-static inline uint64_t load7(const uint8_t *b) {
-    return (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 | (uint64_t)b[3] << 24 |
-           (uint64_t)b[4] << 32 | (uint64_t)b[5] << 40 | (uint64_t)b[6] << 48;
-}
-
 /* Field addition of a 56-byte block into the rate (not XOR, not overwrite). */
 static void add_block(uint64_t *st, const uint8_t *block) {
     for (int e = 0; e < RATE; e++) st[e] = add(st[e], load7(block + 7 * e));
@@ -408,6 +410,17 @@ static void add_block(uint64_t *st, const uint8_t *block) {
 static void absorb_block(uint64_t *st, const uint8_t *block, const uint64_t *rc) {
     add_block(st, block);
     permute_with(st, rc);
+}
+
+/* blocks whole blocks from data, one after the other (the sponge's absorb loop). */
+static void absorb_blocks(uint64_t *st, const uint8_t *data, size_t blocks) {
+#ifdef HEMERA_SIMD
+    if (SIMD_LEVEL == 2 && blocks > 1) {
+        absorb_blocks_avx512(st, data, blocks, RC);
+        return;
+    }
+#endif
+    for (size_t k = 0; k < blocks; k++, data += RATE_BYTES) absorb_block(st, data, RC);
 }
 
 static void pad_block(uint8_t *block, const uint8_t *tail, size_t n) {
@@ -471,11 +484,10 @@ void hemera_update(hemera_ctx *ctx, const char *data, size_t len) {
         absorb_block(ctx->state, ctx->buf, RC);
         ctx->buf_len = 0;
     }
-    while (len >= RATE_BYTES) {
-        absorb_block(ctx->state, p, RC);
-        p += RATE_BYTES;
-        len -= RATE_BYTES;
-    }
+    size_t blocks = len / RATE_BYTES;
+    absorb_blocks(ctx->state, p, blocks);
+    p += blocks * RATE_BYTES;
+    len -= blocks * RATE_BYTES;
     if (len) {
         memcpy(ctx->buf, p, len);
         ctx->buf_len = (uint32_t)len;

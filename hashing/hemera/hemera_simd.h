@@ -41,6 +41,27 @@
         return ADD_EPS_IF(r, LT(r, t0), eps);                                               \
     }
 
+/* a * a mod p: as NAME above with the two cross products equal (one product and one shift
+ * fewer; the compiler does not see that a * b_hi and a_hi * b coincide). */
+#define DEFINE_FIELD_SQR(NAME, ATTR, X, V, SET1, AND, LO, LT, ADD_EPS_IF, SUB_EPS_IF)       \
+    ATTR static inline V NAME(V a) {                                                        \
+        const V eps = SET1((long long)HEMERA_EPS);                                          \
+        V a_hi = X##_srli_epi64(a, 32);                                                     \
+        V ll = X##_mul_epu32(a, a);                                                         \
+        V lh = X##_mul_epu32(a, a_hi);                                                      \
+        V hh = X##_mul_epu32(a_hi, a_hi);                                                   \
+        V mid = X##_add_epi64(lh, X##_srli_epi64(ll, 32));                                  \
+        V mid2 = X##_add_epi64(lh, AND(mid, eps));                                          \
+        V lo = LO(a, a, ll, mid2, eps);                                                     \
+        V hi = X##_add_epi64(X##_add_epi64(hh, X##_srli_epi64(mid, 32)),                    \
+                             X##_srli_epi64(mid2, 32));                                     \
+        V hi_hi = X##_srli_epi64(hi, 32);                                                   \
+        V t0 = X##_sub_epi64(lo, hi_hi);                                                    \
+        t0 = SUB_EPS_IF(t0, LT(lo, hi_hi), eps);                                            \
+        V r = X##_add_epi64(t0, X##_mul_epu32(hi, eps));                                    \
+        return ADD_EPS_IF(r, LT(r, t0), eps);                                               \
+    }
+
 /* a + b mod p, for any 64-bit lanes (the vector form of add()). */
 #define DEFINE_FIELD_ADD(NAME, ATTR, X, V, M, SET1, LT, LT_AND, ADD_EPS_IF)                 \
     ATTR static inline V NAME(V a, V b) {                                                   \
@@ -55,10 +76,11 @@
 /* mulN, addN and pow7xN (x^7, the S-box) for one instruction set. */
 #define DEFINE_FIELD_OPS(N, ATTR, X, V, M, SET1, AND, LO, LT, LT_AND, ADD_EPS_IF, SUB_EPS_IF) \
     DEFINE_FIELD_MUL(mul##N, ATTR, X, V, SET1, AND, LO, LT, ADD_EPS_IF, SUB_EPS_IF)         \
+    DEFINE_FIELD_SQR(sqr##N, ATTR, X, V, SET1, AND, LO, LT, ADD_EPS_IF, SUB_EPS_IF)         \
     DEFINE_FIELD_ADD(add##N, ATTR, X, V, M, SET1, LT, LT_AND, ADD_EPS_IF)                   \
     ATTR static inline V pow7x##N(V x) {                                                    \
-        V x2 = mul##N(x, x);                                                                \
-        return mul##N(mul##N(x2, x), mul##N(x2, x2));                                       \
+        V x2 = sqr##N(x);                                                                   \
+        return mul##N(mul##N(x2, x), sqr##N(x2));                                           \
     }
 
 #define AVX512 __attribute__((target("avx512f,avx512dq")))
@@ -114,24 +136,41 @@ AVX512 static inline __m512i join_limbs(__m512i lo, __m512i hi) {
     return _mm512_mask_add_epi64(r, (__mmask8)(c1 | c2), r, eps);
 }
 
-/* state <- M_E state (+ rc when not NULL: the next full round's constants, folded in). */
-AVX512 static inline void external8(__m512i *a, __m512i *b, const uint64_t *rc) {
+/* state <- M_E state + (ra, rb): the next full round's constants (any 64-bit values, e.g.
+ * the constants times a denominator), folded in. */
+AVX512 static inline void external8_plus(__m512i *a, __m512i *b, __m512i ra, __m512i rb) {
     const __m512i lo32 = _mm512_set1_epi64((long long)HEMERA_EPS);
     __m512i alo = _mm512_and_si512(*a, lo32), ahi = _mm512_srli_epi64(*a, 32);
     __m512i blo = _mm512_and_si512(*b, lo32), bhi = _mm512_srli_epi64(*b, 32);
     external_limbs(&alo, &blo);
     external_limbs(&ahi, &bhi);
-    if (rc) {
-        /* One more term per row: the sums stay below 36 * 2^32. */
-        __m512i ra = _mm512_loadu_si512((const void *)rc);
-        __m512i rb = _mm512_loadu_si512((const void *)(rc + 8));
-        alo = _mm512_add_epi64(alo, _mm512_and_si512(ra, lo32));
-        ahi = _mm512_add_epi64(ahi, _mm512_srli_epi64(ra, 32));
-        blo = _mm512_add_epi64(blo, _mm512_and_si512(rb, lo32));
-        bhi = _mm512_add_epi64(bhi, _mm512_srli_epi64(rb, 32));
-    }
+    /* One more term per row: the sums stay below 36 * 2^32. */
+    alo = _mm512_add_epi64(alo, _mm512_and_si512(ra, lo32));
+    ahi = _mm512_add_epi64(ahi, _mm512_srli_epi64(ra, 32));
+    blo = _mm512_add_epi64(blo, _mm512_and_si512(rb, lo32));
+    bhi = _mm512_add_epi64(bhi, _mm512_srli_epi64(rb, 32));
     *a = join_limbs(alo, ahi);
     *b = join_limbs(blo, bhi);
+}
+
+/* state <- M_E state (the last full round: no constants follow). */
+AVX512 static inline void external8_last(__m512i *a, __m512i *b) {
+    const __m512i lo32 = _mm512_set1_epi64((long long)HEMERA_EPS);
+    __m512i alo = _mm512_and_si512(*a, lo32), ahi = _mm512_srli_epi64(*a, 32);
+    __m512i blo = _mm512_and_si512(*b, lo32), bhi = _mm512_srli_epi64(*b, 32);
+    external_limbs(&alo, &blo);
+    external_limbs(&ahi, &bhi);
+    *a = join_limbs(alo, ahi);
+    *b = join_limbs(blo, bhi);
+}
+
+/* state <- M_E state (+ rc when not NULL: the next full round's constants, folded in). */
+AVX512 static inline void external8(__m512i *a, __m512i *b, const uint64_t *rc) {
+    if (rc)
+        external8_plus(a, b, _mm512_loadu_si512((const void *)rc),
+                       _mm512_loadu_si512((const void *)(rc + 8)));
+    else
+        external8_last(a, b);
 }
 
 /* Sum of lanes 1..15 mod p (lane 0 of a is ignored), exactly: the 32-bit halves are
@@ -147,17 +186,50 @@ AVX512 static inline uint64_t hsum15(__m512i a, __m512i b) {
     return reduce_small(((u128)hi_sum << 32) + lo_sum);
 }
 
-AVX512 static void permute_avx512(uint64_t *st, const uint64_t *rc) {
+/* A round's constants (ra, rb), times the state's denominator k when scaled (k = 1
+ * otherwise: a state of field elements, nothing to multiply). */
+AVX512 static inline void scaled_rc8(const uint64_t *rc, uint64_t k, int scaled, __m512i *ra,
+                                     __m512i *rb) {
+    *ra = _mm512_loadu_si512((const void *)rc);
+    *rb = _mm512_loadu_si512((const void *)(rc + 8));
+    if (scaled) {
+        const __m512i kv = _mm512_set1_epi64((long long)k);
+        *ra = mul8(*ra, kv);
+        *rb = mul8(*rb, kv);
+    }
+}
+
+/*
+ * The permutation on a state held as fractions: element i is (a, b)[i] / *z, and so is the
+ * result, over a new *z (never 0).  Every step of the permutation keeps a shared
+ * denominator w: x^7 maps v / w to v^7 / w^7, the linear layers act on the numerators, and
+ * a round's constants are added as rc w (a vector product off the critical path); the
+ * partial rounds were already computed on fractions (permute_scalar) and now simply start
+ * from w instead of 1.  So no inversion is needed at all: the sponge (absorb_blocks_avx512)
+ * carries the denominator from block to block and divides once at the end of a run of
+ * blocks, instead of one binary-GCD inversion -- hundreds of dependent scalar steps, a
+ * fifth of the permutation's instructions -- per block.  Exact field arithmetic: the
+ * quotients are the specification's values, bit for bit.
+ */
+AVX512 static inline void permute_frac_avx512(__m512i *pa, __m512i *pb, uint64_t *pz,
+                                              const uint64_t *rc, int scaled) {
     const uint64_t *full = rc, *part = rc + 2 * HALF_FULL * WIDTH;
-    __m512i a = _mm512_loadu_si512((const void *)st);
-    __m512i b = _mm512_loadu_si512((const void *)(st + 8));
-    external8(&a, &b, full);
+    __m512i a = *pa, b = *pb, ra, rb;
+    uint64_t w = *pz;
+    scaled_rc8(full, w, scaled, &ra, &rb);
+    external8_plus(&a, &b, ra, rb);
     for (int r = 0; r < HALF_FULL; r++) {
         a = pow7x8(a);
         b = pow7x8(b);
-        external8(&a, &b, r + 1 < HALF_FULL ? full + (r + 1) * WIDTH : NULL);
+        w = pow7(w);
+        if (r + 1 < HALF_FULL) {
+            scaled_rc8(full + (r + 1) * WIDTH, w, scaled, &ra, &rb);
+            external8_plus(&a, &b, ra, rb);
+        } else {
+            external8_last(&a, &b);
+        }
     }
-    /* Partial rounds, over one denominator z as in permute_scalar, in the form
+    /* Partial rounds, over the denominator z as in permute_scalar, in the form
      *     a' = n (d . a) + (n S + q)     (lanes 1..15; lane 0 of a is not used)
      *     S' = n (sum(d . a) + 15 S) + 15 q,   a0' = (d0 + 1) q + n S
      * so that a round's vector work is two products in a row, and S (the sum of lanes
@@ -166,7 +238,7 @@ AVX512 static void permute_avx512(uint64_t *st, const uint64_t *rc) {
     const __m512i diag_b = _mm512_loadu_si512((const void *)(DIAG + 8));
     uint64_t a0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(a));
     uint64_t sum = hsum15(a, b);
-    uint64_t z = 1, zsq = 1;
+    uint64_t z = w, zsq = mul(w, w);
     for (int r = 0; r < PARTIAL; r++) {
         uint64_t n, q;
         round_factors(a0, part[r], z, zsq, &n, &q);
@@ -182,15 +254,62 @@ AVX512 static void permute_avx512(uint64_t *st, const uint64_t *rc) {
         zsq = mul(z, z);
     }
     a = _mm512_mask_mov_epi64(a, 0x01, _mm512_set1_epi64((long long)a0));
-    const __m512i zinv = _mm512_set1_epi64((long long)inverse(z));
+    /* The middle full round's constants, then the last full rounds, on fractions over z. */
     const uint64_t *term = full + HALF_FULL * WIDTH;
-    a = add8(mul8(a, zinv), _mm512_loadu_si512((const void *)term));
-    b = add8(mul8(b, zinv), _mm512_loadu_si512((const void *)(term + 8)));
+    scaled_rc8(term, z, 1, &ra, &rb);
+    a = add8(a, ra);
+    b = add8(b, rb);
+    w = z;
     for (int r = 0; r < HALF_FULL; r++) {
         a = pow7x8(a);
         b = pow7x8(b);
-        external8(&a, &b, r + 1 < HALF_FULL ? term + (r + 1) * WIDTH : NULL);
+        w = pow7(w);
+        if (r + 1 < HALF_FULL) {
+            scaled_rc8(term + (r + 1) * WIDTH, w, 1, &ra, &rb);
+            external8_plus(&a, &b, ra, rb);
+        } else {
+            external8_last(&a, &b);
+        }
     }
+    *pa = a;
+    *pb = b;
+    *pz = w;
+}
+
+/* (a, b) / z as field elements (one inversion). */
+AVX512 static inline void divide8(__m512i *a, __m512i *b, uint64_t z) {
+    const __m512i zinv = _mm512_set1_epi64((long long)inverse(z));
+    *a = mul8(*a, zinv);
+    *b = mul8(*b, zinv);
+}
+
+AVX512 static void permute_avx512(uint64_t *st, const uint64_t *rc) {
+    __m512i a = _mm512_loadu_si512((const void *)st);
+    __m512i b = _mm512_loadu_si512((const void *)(st + 8));
+    uint64_t z = 1;
+    permute_frac_avx512(&a, &b, &z, rc, 0);
+    divide8(&a, &b, z);
+    _mm512_storeu_si512((void *)st, a);
+    _mm512_storeu_si512((void *)(st + 8), b);
+}
+
+/* The sponge's absorb loop on AVX-512: blocks 56-byte blocks from data into st (field
+ * elements), with the state kept as fractions from block to block (permute_frac_avx512):
+ * a block's 8 input elements are added to the rate as m z, and st is divided by z once
+ * at the end. */
+AVX512 static void absorb_blocks_avx512(uint64_t *st, const uint8_t *data, size_t blocks,
+                                        const uint64_t *rc) {
+    __m512i a = _mm512_loadu_si512((const void *)st);
+    __m512i b = _mm512_loadu_si512((const void *)(st + 8));
+    uint64_t z = 1;
+    for (size_t k = 0; k < blocks; k++, data += RATE_BYTES) {
+        uint64_t m[RATE];
+        for (int e = 0; e < RATE; e++) m[e] = load7(data + 7 * e);
+        const __m512i mv = _mm512_loadu_si512((const void *)m);
+        a = add8(a, mul8(mv, _mm512_set1_epi64((long long)z)));
+        permute_frac_avx512(&a, &b, &z, rc, 1);
+    }
+    divide8(&a, &b, z);
     _mm512_storeu_si512((void *)st, a);
     _mm512_storeu_si512((void *)(st + 8), b);
 }
