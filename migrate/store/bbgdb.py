@@ -77,9 +77,20 @@ Changes = Mapping[tuple[str, bytes], bytes | None]
 
 def change_id(changes: Changes) -> bytes:
     """bbg's id of a transaction with these ``changes`` (see the module docstring)."""
+    ident = change_id_of_sorted((t, k, v) for (t, k), v in sorted(changes.items(),
+                                                                   key=lambda item: item[0]))
+    return ident if ident is not None else _empty_id()
+
+
+def change_id_of_sorted(changes: Iterable[tuple[str, bytes, bytes | None]]) -> bytes | None:
+    """bbg's id of the changes ``(table, key, value or None)``, given once each in (table
+    name bytes, key) order (a stream: a SQLite store's changes are read from a table); None
+    when there are none (bbg commits nothing then)."""
     hasher = hemera.Hasher()
     hasher.update(_DOMAIN)
-    for (table, key), value in sorted(changes.items(), key=lambda item: item[0]):
+    seen = False
+    for table, key, value in changes:
+        seen = True
         name = table.encode()
         hasher.update(_U64.pack(len(name)) + name + _U64.pack(len(key)) + key)
         if value is None:
@@ -87,6 +98,12 @@ def change_id(changes: Changes) -> bytes:
         else:
             hasher.update(b"\x01" + _U64.pack(len(value)))
             hasher.update(value)
+    return hasher.digest() if seen else None
+
+
+def _empty_id() -> bytes:
+    hasher = hemera.Hasher()
+    hasher.update(_DOMAIN)
     return hasher.digest()
 
 

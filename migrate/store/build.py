@@ -43,7 +43,7 @@ from pathlib import Path
 from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
 from bbg_core.files import PRIVATE_DIR, fsync_dir, fsync_file
-from migrate.store import layout
+from migrate.store import bbg_changes, layout
 from migrate.store.connection import Connection
 from migrate.store.opening import open_store
 from migrate.store.pages import PageLoader
@@ -136,6 +136,9 @@ class Build(Closing):
                 # of spilling to overflow pages (about half the file, half the writes).
                 conn.execute(f"PRAGMA page_size = {BUILD_PAGE_SIZE}")
                 layout.create_schema(conn, layout.DEFAULT_HASH_SUITE)
+                # The loader's rows go in where no trigger sees them: bbg's change id is
+                # unknown until a transaction of the store records one.
+                bbg_changes.forget(conn)
             finally:
                 conn.close()
         except BaseException:
