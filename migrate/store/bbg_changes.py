@@ -26,7 +26,8 @@ store made with this column), NULL or no column (unknown: a store written before
 release, a restored store -- snapshot/1 does not carry it -- or a built store whose rows were
 loaded outside a transaction).  :func:`recorded` reads it; the next transaction that changes
 bbg's tables records a known id again.  Outside this table nothing changes: event/1,
-snapshot/1 (its storage record names its two columns), digests and receipts.
+snapshot/1 (its storage record names its two columns), digests and receipts.  The records
+of a Fjall store never record one (``Store.bbg_tables``): there bbg's key is the truth.
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ def _statements() -> list[str]:
     ]
     for i, (table, partition, key, value) in enumerate(_TRACKED):
         name = f"CAST('{partition}' AS BLOB)"
-        # DELETE then INSERT, not INSERT OR REPLACE: inside a trigger the outer statement's
-        # conflict policy (an upsert's ABORT) would override the trigger's own.
-        put = (f"DELETE FROM {_TABLE} WHERE name = {name} AND key = {{k}}; "
-               f"INSERT INTO {_TABLE} (name, key, value) VALUES ({name}, {{k}}, {{v}});")
+        # An upsert, not INSERT OR REPLACE: inside a trigger the outer statement's conflict
+        # policy (e.g. an upsert's ABORT) overrides the trigger's own OR-clause.
+        put = (f"INSERT INTO {_TABLE} (name, key, value) VALUES ({name}, {{k}}, {{v}}) "
+               "ON CONFLICT (name, key) DO UPDATE SET value = excluded.value;")
         row_put = put.format(k=key.format(row="NEW"), v=value.format(row="NEW"))
         row_del = put.format(k=key.format(row="OLD"), v="NULL")
         for event, body in (("INSERT", row_put), ("UPDATE", row_del + " " + row_put),

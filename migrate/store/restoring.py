@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate.store import bbg_changes, ledger
+from migrate.store import ledger
 from migrate.store.connection import Connection
 from migrate.store.storage_row import STORAGE
 from migrate.store.tx import Tx
@@ -41,13 +41,11 @@ def take_identity(conn: Connection, store_id: Any) -> None:
 
 
 def set_storage(conn: Connection, hash_suite: Any, last_transaction: Any) -> None:
-    """The storage row's hash suite and last transaction; bbg's change id is unknown (a
-    snapshot does not carry it, :mod:`migrate.store.bbg_changes`)."""
+    """The storage row's hash suite and last transaction."""
     conn.execute(
         f"UPDATE {STORAGE} SET hash_suite = ?, last_transaction = ? WHERE id = 1",
         (hash_suite, last_transaction),
     )
-    bbg_changes.forget(conn)
 
 
 def set_status(conn: Connection, marker: str | None, generation: str, now: int) -> None:

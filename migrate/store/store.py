@@ -50,6 +50,9 @@ class Store(Closing):
         self.reader_generation = reader_generation
         self.generation = generation
         self.schema_version = layout.SCHEMA_VERSION
+        #: Whether this database's five tables and status are bbg's, so a transaction records
+        #: bbg's change id (:mod:`.bbg_changes`); False for the records of a Fjall store.
+        self.bbg_tables = True
         self._conn = conn
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -250,14 +253,16 @@ class Store(Closing):
         """The write transaction of this engine (the SQLite one: rows and records together,
         its changes to bbg's tables caught for bbg's change id, :mod:`.bbg_changes`)."""
         tx = Tx(self._conn, number, **kw)
-        bbg_changes.begin(tx)
+        if self.bbg_tables:
+            bbg_changes.begin(tx)
         return tx
 
     def _before_commit(self, tx: Tx) -> None:
         """What an engine writes just before the records commit (SQLite: bbg's
         ``last_transaction``, the change id of the transaction's changes to bbg's tables);
         ``tx.context`` is the transaction's (what a CommitUnknown names)."""
-        bbg_changes.finish(tx)
+        if self.bbg_tables:
+            bbg_changes.finish(tx)
 
     @contextmanager
     def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:
