@@ -203,7 +203,8 @@ class _Loader:
     def partition_row(self, partition: str, key: bytes, value: bytes, number: int) -> None:
         """One of bbg's keys outside the five tables, into a SQLite store: the status marker
         and the fences are kept as a SQLite store keeps them, bbg's change ids are not kept
-        (a SQLite store has none); anything else has no place in a SQLite store."""
+        (a restored SQLite store records none, :mod:`migrate.store.bbg_changes`); anything
+        else has no place in a SQLite store."""
         if partition == bbgdb.MIGRATION and key == bbgdb.STATUS:
             self.status = value
         elif (partition == bbgdb.MIGRATION and key.startswith(FENCE_PREFIX)
