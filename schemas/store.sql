@@ -36,11 +36,15 @@ CREATE TABLE application_unique_claims (   -- claim key[32] -> claim value[32]
 ) WITHOUT ROWID;
 
 -- Storage identity: exactly one row.  last_transaction counts committed write transactions.
+-- bbg_last_transaction: bbg's change id of the last transaction that changed bbg's tables
+-- (migrate/store/bbg_changes.py): 32 bytes; empty = none yet; NULL = unknown (a restored
+-- store).  Stores made before it lack the column (unknown); their next such write adds it.
 CREATE TABLE bbg_storage_v1 (
     id               INTEGER PRIMARY KEY CHECK (id = 1),
     store_id         TEXT NOT NULL,
     hash_suite       TEXT NOT NULL,
-    last_transaction INTEGER NOT NULL
+    last_transaction INTEGER NOT NULL,
+    bbg_last_transaction BLOB
 );
 
 -- The status marker: no row = marker absent (original generation).

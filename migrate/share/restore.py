@@ -41,7 +41,7 @@ from migrate.share.publish import Aside
 from migrate.share.snapshot import REPORT_EVERY, line_hash, retained_tables
 from migrate.share.snapshot_fjall import ABSENT, FJALL_FORMAT
 from migrate.share.verify import ContentLedger
-from migrate.store import bbgdb, ledger, open_store, restoring
+from migrate.store import bbg_changes, bbgdb, ledger, open_store, restoring
 from migrate.store.catalog import columns
 from migrate.store.codec import ARCHIVE_ORDER, CONTENT
 from migrate.store.connection import Connection
@@ -203,7 +203,8 @@ class _Loader:
     def partition_row(self, partition: str, key: bytes, value: bytes, number: int) -> None:
         """One of bbg's keys outside the five tables, into a SQLite store: the status marker
         and the fences are kept as a SQLite store keeps them, bbg's change ids are not kept
-        (a SQLite store has none); anything else has no place in a SQLite store."""
+        (a restored SQLite store records none, :mod:`migrate.store.bbg_changes`); anything
+        else has no place in a SQLite store."""
         if partition == bbgdb.MIGRATION and key == bbgdb.STATUS:
             self.status = value
         elif (partition == bbgdb.MIGRATION and key.startswith(FENCE_PREFIX)
@@ -267,6 +268,8 @@ def load_sqlite(
             loader = _Loader(conn, header)
             footer, number = read_body(stream, loader, digest, read, max_line, report)
             loader.finish(footer, digest.hexdigest(), number)
+            # snapshot/1 does not carry the SQLite engine's bbg change id: unknown
+            bbg_changes.forget(conn)
     finally:
         conn.close()
     fsync_file(directory / DB_NAME)

@@ -77,16 +77,38 @@ Changes = Mapping[tuple[str, bytes], bytes | None]
 
 def change_id(changes: Changes) -> bytes:
     """bbg's id of a transaction with these ``changes`` (see the module docstring)."""
+    ident = change_id_of_sorted((t, k, v) for (t, k), v in sorted(changes.items(),
+                                                                   key=lambda item: item[0]))
+    return ident if ident is not None else _empty_id()
+
+
+def change_id_of_sorted(changes: Iterable[tuple[str, bytes, bytes | None]]) -> bytes | None:
+    """bbg's id of the changes ``(table, key, value or None)``, given once each in (table
+    name bytes, key) order (a stream: a SQLite store's changes are read from a table); None
+    when there are none (bbg commits nothing then)."""
+    hasher = hemera.Hasher()
+    buf = bytearray(_DOMAIN)  # hashed in pieces of about 1 MiB: one update per change is slow
+    seen = False
+    pack = _U64.pack
+    for table, key, value in changes:
+        seen = True
+        name = table.encode()
+        buf += pack(len(name)) + name + pack(len(key)) + key
+        if value is None:
+            buf += b"\x00"
+        else:
+            buf += b"\x01" + pack(len(value))
+            buf += value
+        if len(buf) >= 1 << 20:
+            hasher.update(bytes(buf))
+            buf.clear()
+    hasher.update(bytes(buf))
+    return hasher.digest() if seen else None
+
+
+def _empty_id() -> bytes:
     hasher = hemera.Hasher()
     hasher.update(_DOMAIN)
-    for (table, key), value in sorted(changes.items(), key=lambda item: item[0]):
-        name = table.encode()
-        hasher.update(_U64.pack(len(name)) + name + _U64.pack(len(key)) + key)
-        if value is None:
-            hasher.update(b"\x00")
-        else:
-            hasher.update(b"\x01" + _U64.pack(len(value)))
-            hasher.update(value)
     return hasher.digest()
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
 from bbg_core.files import PRIVATE_DIR, fsync_dir, fsync_file
-from migrate.store import layout
+from migrate.store import bbg_changes, layout
 from migrate.store.connection import Connection
 from migrate.store.opening import open_store
 from migrate.store.pages import PageLoader
@@ -119,8 +119,10 @@ def remove_abandoned(directory: Path) -> None:
 class Build(Closing):
     """A store being built beside ``directory`` (see the module docstring)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, records: bool = False) -> None:
         self.directory = directory
+        #: The records of a Fjall store (its bbg rows live in the keyspace, not here).
+        self.records = records
         remove_abandoned(directory)
         self.path = directory.parent / f"{_prefix(directory)}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         os.mkdir(self.path, PRIVATE_DIR)
@@ -136,6 +138,10 @@ class Build(Closing):
                 # of spilling to overflow pages (about half the file, half the writes).
                 conn.execute(f"PRAGMA page_size = {BUILD_PAGE_SIZE}")
                 layout.create_schema(conn, layout.DEFAULT_HASH_SUITE)
+                if not records:
+                    # The loader's rows go in where no trigger sees them: bbg's change id
+                    # is unknown until a transaction of the store records one.
+                    bbg_changes.forget(conn)
             finally:
                 conn.close()
         except BaseException:
@@ -159,6 +165,7 @@ class Build(Closing):
             self._loader = None
         if self.store is None:
             self.store = open_store(self.path)
+            self.store.bbg_tables = not self.records
         return self.store
 
     def discard(self) -> None:
@@ -320,9 +327,10 @@ class Loader(PageLoader):
             self._thread = None
 
 
-def open_build(directory: Path) -> Build:
-    """Start building a store for ``directory`` (see :func:`can_build`)."""
-    return Build(directory)
+def open_build(directory: Path, *, records: bool = False) -> Build:
+    """Start building a store for ``directory`` (see :func:`can_build`); ``records``: the
+    records of a Fjall store."""
+    return Build(directory, records=records)
 
 
 __all__ = ["Build", "Loader", "can_build", "open_build", "remove_abandoned"]

@@ -165,11 +165,12 @@ class Connection:
         except sqlite3.Error as exc:
             raise translate(exc, self.path, "query") from exc
 
-    def executemany(self, sql: str, rows: Any) -> None:
-        """Run one statement for each parameter row."""
+    def executemany(self, sql: str, rows: Any) -> int:
+        """Run one statement for each parameter row; the rows they changed (as ``rowcount``:
+        not counting what triggers did)."""
         self._check()
         try:
-            self._db.executemany(sql, rows)
+            return self._db.executemany(sql, rows).rowcount
         except sqlite3.Error as exc:
             raise translate(exc, self.path, "query") from exc
 

@@ -26,7 +26,7 @@ import sqlite3
 from typing import Any
 
 import schemas
-from migrate.store import bbgdb
+from migrate.store import bbg_changes, bbgdb
 
 EXPORT_TABLE = "bbg_import_v1_export"
 #: bbg's seal key in ``bbg_import_v1`` (``archive.rs`` ``SEAL``) and its value's length.
@@ -62,11 +62,17 @@ def keyspace_seal(db: Any) -> bytes | None:
     return db.live_get(bbgdb.MIGRATION, SEAL_KEY)  # type: ignore[no-any-return]
 
 
-def bbg_last_transaction(db: Any) -> bytes | None:
-    """bbg's ``last_transaction`` (the change id of the store's last batch) of a Fjall store,
-    or None (a store nothing was committed to; a SQLite store keeps a counter instead)."""
+#: :func:`bbg_last_transaction` of a SQLite store that records no change id.
+UNKNOWN = bbg_changes.UNKNOWN
+
+
+def bbg_last_transaction(db: Any) -> bytes | None | str:
+    """bbg's ``last_transaction`` (the change id of the store's last transaction that changed
+    bbg's tables), None when there was none; on a SQLite store as it recorded it
+    (:mod:`migrate.store.bbg_changes`), :data:`UNKNOWN` when it recorded none (a store
+    written before it did, or restored)."""
     if not is_keyspace(db):
-        return None
+        return bbg_changes.recorded(db)
     value: bytes | None = db.live_get(bbgdb.METADATA, bbgdb.LAST_TRANSACTION)
     return value
 
@@ -113,6 +119,8 @@ def write_export(
     store also bbg's key (the keyspace is the truth, the row keeps the seal's facts)."""
     if is_keyspace(tx):
         tx.put_raw(bbgdb.MIGRATION, SEAL_KEY, target + nonce + prior + manifest)
+    else:  # the row is bbg's key: part of the sealing transaction's change id
+        bbg_changes.note(tx, bbgdb.MIGRATION, SEAL_KEY, target + nonce + prior + manifest)
     tx.execute(_export_table_sql())
     tx.execute(
         f"INSERT INTO {EXPORT_TABLE} (id, target, nonce, prior, manifest, detail, "

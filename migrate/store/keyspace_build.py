@@ -95,7 +95,7 @@ class FjallBuild(Closing):
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.records = build.open_build(records_dir(directory))
+        self.records = build.open_build(records_dir(directory), records=True)
         try:
             self.builder = _Builder(directory, bbgdb.PARTITIONS, dir_mode=bbgdb.DIR_MODE)
         except BaseException:

@@ -146,8 +146,8 @@ def create_schema(conn: Connection, hash_suite: str) -> bool:
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute(
-            "INSERT INTO bbg_storage_v1 (id, store_id, hash_suite, last_transaction) "
-            "VALUES (1, ?, ?, 1)",
+            "INSERT INTO bbg_storage_v1 (id, store_id, hash_suite, last_transaction, "
+            "bbg_last_transaction) VALUES (1, ?, ?, 1, X'')",
             (new_store_id(), hash_suite),
         )
         # Ledger row 1: the creation (the ledger covers every transaction of the store).

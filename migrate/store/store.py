@@ -23,7 +23,7 @@ from typing import Any
 from bbg_core.closing import Closing
 from bbg_core.errors import StoreError
 from fences import generations
-from migrate.store import creation, graph, layout, markers
+from migrate.store import bbg_changes, creation, graph, layout, markers
 from migrate.store.codec import Head
 from migrate.store.connection import DEFAULT_BUSY_TIMEOUT, CommitHook, Connection
 from migrate.store.tables import StagedTables, StoreTables
@@ -50,6 +50,9 @@ class Store(Closing):
         self.reader_generation = reader_generation
         self.generation = generation
         self.schema_version = layout.SCHEMA_VERSION
+        #: Whether this database's five tables and status are bbg's, so a transaction records
+        #: bbg's change id (:mod:`.bbg_changes`); False for the records of a Fjall store.
+        self.bbg_tables = True
         self._conn = conn
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -247,12 +250,19 @@ class Store(Closing):
                 mark_clean()
 
     def _new_tx(self, number: int, **kw: Any) -> Tx:
-        """The write transaction of this engine (the SQLite one: rows and records together)."""
-        return Tx(self._conn, number, **kw)
+        """The write transaction of this engine (the SQLite one: rows and records together,
+        its changes to bbg's tables caught for bbg's change id, :mod:`.bbg_changes`)."""
+        tx = Tx(self._conn, number, **kw)
+        if self.bbg_tables:
+            bbg_changes.begin(tx)
+        return tx
 
     def _before_commit(self, tx: Tx) -> None:
-        """What an engine writes just before the records commit (SQLite: nothing more);
+        """What an engine writes just before the records commit (SQLite: bbg's
+        ``last_transaction``, the change id of the transaction's changes to bbg's tables);
         ``tx.context`` is the transaction's (what a CommitUnknown names)."""
+        if self.bbg_tables:
+            bbg_changes.finish(tx)
 
     @contextmanager
     def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:

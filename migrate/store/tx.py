@@ -238,11 +238,10 @@ class Tx:
                 marks = ", ".join("?" for _ in keys)
                 present.update(bytes(r[0]) for r in self._conn.rows(
                     f"SELECT key FROM {table} WHERE key IN ({marks})", keys))  # fmt: skip
-        before = self.total_changes()
-        self._conn.executemany(
+        # rowcount, not total_changes(): the latter counts what bbg_changes' triggers write.
+        inserted = self._conn.executemany(
             f"INSERT INTO {table} (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", batch
         )
-        inserted = self.total_changes() - before
         if inserted:
             self.wrote = self.entry_wrote = True
             if noted:

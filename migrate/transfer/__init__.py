@@ -400,6 +400,8 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
         "progress": None if cursor is None else cursor.to_json(),
         "generation_after": "neuron-v1",
     }
+    if state.seal is None and state.prior_warning is not None:
+        doc["source"]["prior_warning"] = state.prior_warning
     schemas.validate(doc, "transfer-plan")
     return doc
 

@@ -21,10 +21,13 @@ one batch holding bbg's two keys, ``application-export`` and ``status``, plus bb
 in one snapshot per call (:func:`read_state`), or page by page after the seal (the sealed
 source cannot change).
 
-``prior``: on the Fjall engine bbg's own -- the source's ``bbg_storage_v1["last_transaction"]``
-(bbg's change id of its last batch), 32 zero bytes if it has none.  A SQLite store keeps no
-change id (its ``last_transaction`` is a transaction counter), so there ``prior`` is that
-counter as u64 LE, zero-padded to 32 bytes.
+``prior``: bbg's -- the source's ``last_transaction``, bbg's change id of its last
+transaction that changed bbg's tables, 32 zero bytes if it has none.  On the Fjall engine
+that is the key ``bbg_storage_v1["last_transaction"]``; a SQLite store records the same id
+(:mod:`migrate.store.bbg_changes`).  A SQLite store that recorded none (written before this
+release, or restored from a snapshot, until its next such write) has no honest change id:
+its seal binds the transaction counter as u64 LE, zero-padded to 32 bytes, and says so
+(``prior_warning`` in ``plan``'s source and in the seal's facts, :data:`PRIOR_IS_COUNTER`).
 """
 
 from __future__ import annotations
@@ -59,15 +62,23 @@ Sources = list[tuple[bytes, Head]]
 ALLOWED_STATUS = (None, "complete", generations.EXPORT_MARKER)
 
 
+#: The warning of a seal of a SQLite store that recorded no change id (module docstring).
+PRIOR_IS_COUNTER = (
+    "prior-is-counter: this SQLite store records no bbg change id (written before "
+    "bbg-migrate recorded it, or restored from a snapshot, and not written since), so the "
+    "seal's prior is its transaction counter (u64 LE, zero-padded), not bbg's last_transaction"
+)
+
+
 def prior_of(last_transaction: int) -> bytes:
-    """The 32-byte ``prior`` of a SQLite store whose transaction counter is
-    ``last_transaction`` (it keeps no change id)."""
+    """The 32-byte ``prior`` of a SQLite store that recorded no change id: its transaction
+    counter ``last_transaction``."""
     return last_transaction.to_bytes(8, "little") + bytes(24)
 
 
 def bbg_prior(last_transaction: bytes | None) -> bytes:
-    """bbg's ``prior`` of a Fjall store: its ``last_transaction`` change id, or 32 zero bytes
-    when it has none (bbg ``transfer.rs`` ``from_archive``)."""
+    """bbg's ``prior``: the store's ``last_transaction`` change id, or 32 zero bytes when it
+    has none (bbg ``transfer.rs`` ``from_archive``)."""
     return bytes(32) if last_transaction is None else last_transaction
 
 
@@ -159,15 +170,21 @@ class SourceState:
     report: dict[str, Any]
     sources: Sources
     engine: str = SQLITE
-    #: A Fjall store's bbg ``last_transaction`` (change id), None when it has none.
-    bbg_last: bytes | None = None
+    #: bbg's ``last_transaction`` (change id), None when it has none, ``export.UNKNOWN`` on
+    #: a SQLite store that recorded none.
+    bbg_last: bytes | str | None = None
 
     @property
     def prior(self) -> bytes:
         """The ``prior`` a seal made now binds (see the module docstring)."""
-        if self.engine == FJALL:
-            return bbg_prior(self.bbg_last)
-        return prior_of(self.last_transaction)
+        if isinstance(self.bbg_last, str):
+            return prior_of(self.last_transaction)
+        return bbg_prior(self.bbg_last)
+
+    @property
+    def prior_warning(self) -> str | None:
+        """:data:`PRIOR_IS_COUNTER` when :attr:`prior` is the counter, else None."""
+        return PRIOR_IS_COUNTER if isinstance(self.bbg_last, str) else None
 
     def check(self) -> None:
         """Raise unless this store may be a transfer source (bbg ``ApplicationArchive``)."""
@@ -252,7 +269,7 @@ def read_state(
     """Read everything in one snapshot of ``conn`` (a read handle of either engine: a SQLite
     connection or a Fjall store's view): shape, content ids and links of every row (the
     project's cell rules, :func:`migrate.rules.report.cell_report`; ``content_check`` as
-    there), heads, marker, seal, and on Fjall bbg's ``last_transaction``."""
+    there), heads, marker, seal, and bbg's ``last_transaction``."""
     with conn.read():
         store_id, last_transaction = export.counter(conn)
         marker, _ = generations.read_status(conn)
@@ -360,6 +377,8 @@ class SourceStore(Closing):
                 "sealed_transaction": tx.number,
                 **detail,
             }
+            if state.prior_warning is not None:
+                doc["prior_warning"] = state.prior_warning
             export.write_export(tx, target, nonce, prior, manifest, canonical_json(doc))
             generations.set_transitional(tx, generations.EXPORT_MARKER)
         sealed = ExportSeal(target, nonce, prior, manifest, doc)
@@ -404,7 +423,7 @@ class SourceStore(Closing):
                 f"{seal.detail['sealed_transaction']} -> {last}); nothing was activated",
                 path=str(path),
             )
-        if self.engine == FJALL:
+        if not isinstance(bbg_last, str):  # a SQLite store sealed before it recorded ids: str
             sealed = seal.target + seal.nonce + seal.prior + seal.manifest
             if bbg_last != export.seal_change_id(sealed):
                 now_id = None if bbg_last is None else bbg_last.hex()

@@ -109,7 +109,16 @@ def status(store: Path) -> str | None:
 
 
 def bbg_last(store: Path) -> bytes | None:
-    """A Fjall store's bbg last_transaction (change id), or None."""
+    """A store's bbg last_transaction (change id), or None: on Fjall bbg's key, on SQLite the
+    storage row's ``bbg_last_transaction`` (empty: none; NULL, unknown, fails here)."""
+    if not is_fjall(store):
+        conn = sqlite3.connect(store / "bbg.sqlite3")
+        try:
+            row = conn.execute("SELECT bbg_last_transaction FROM bbg_storage_v1").fetchone()
+        finally:
+            conn.close()
+        assert row[0] is not None, f"{store}: records no bbg change id"
+        return bytes(row[0]) or None
     return dict(_keyspace(store).get("bbg_storage_v1", [])).get(b"last_transaction")
 
 

@@ -29,7 +29,7 @@ from migrate.transfer.cursor import Cursor
 from migrate.transfer.source import bbg_prior, export_seal, prior_of
 from migrate.transfer.target import STREAM
 from tests.pipeline.helpers import cli
-from tests.transfer.helpers import bbg_last, is_fjall, last_transaction, put_row, rows
+from tests.transfer.helpers import bbg_last, last_transaction, put_row, rows
 
 NS = hemera.hash(bytes([2]))  # the id of the first commit (birth rule; bbg: [1; 32])
 
@@ -148,7 +148,7 @@ def test_broken_receipt_coverage_never_completes(tmp_path: Path) -> None:
 def test_archive_inspection_is_read_only_and_survives_the_seal(tmp_path: Path) -> None:
     source, _ = _source(tmp_path)
     before = last_transaction(source)
-    before_id = bbg_last(source) if is_fjall(source) else None
+    before_id = bbg_last(source)
     summary = inspect_bbg(source)
     counts = [summary["tables"][t]["rows"] for t in (
         "application_content", "application_unique_claims", "application_requests",
@@ -162,11 +162,9 @@ def test_archive_inspection_is_read_only_and_survives_the_seal(tmp_path: Path) -
         after = int(db.info()["last_transaction"])
     assert seal is not None and seal.manifest.hex() == sealed.manifest
     # bbg (tests.rs:L235): prior = the source's last_transaction before sealing -- its change
-    # id on the real database; a SQLite store keeps a counter instead.
-    if is_fjall(source):
-        assert before_id is not None and seal.prior == bbg_prior(before_id) == before_id
-    else:
-        assert seal.prior == prior_of(before)
+    # id, on the real database bbg's key, on SQLite the id the store recorded.
+    assert before_id is not None and seal.prior == bbg_prior(before_id) == before_id
+    assert seal.prior != prior_of(before)  # not the transaction counter
     again = inspect_bbg(source)
     assert {k: again[k] for k in ("tables", "archive_digest_sha256", "namespaces")} == {
         k: summary[k] for k in ("tables", "archive_digest_sha256", "namespaces")
