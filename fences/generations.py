@@ -123,6 +123,11 @@ def require_readable(
     return generation
 
 
+def at_least(generation: str, target: str) -> str:
+    """The generation :func:`promote` to ``target`` leaves on a store at ``generation``."""
+    return target if _rank(target) > _rank(generation) else generation
+
+
 def promote(tx: FenceWriter, target: str) -> str:
     """Raise the store to ``target`` (never lower); returns the generation now in force.
 

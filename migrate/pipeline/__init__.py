@@ -269,7 +269,9 @@ def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
         prepared = None
         if job.mapping is not None:  # admit refused a subject that is not activated
             bound = subject.binding(g.db, g.directory, job.mapping)
-            prepared = subject.prepared(g.directory, job.mapping, bound, pre.namespaces)
+            staged = subject.transfer(job.mapping, pre.nonce, pre.namespaces,
+                                      pre.report["tables"])  # fmt: skip
+            prepared = subject.prepared(g.directory, job.mapping, bound, pre.namespaces, staged)
         marker, reached = generations.read_status(g.db) if g.db is not None else (None, "original")
     dest: dict[str, Any] = {
         "path": str(g.directory),
@@ -299,9 +301,14 @@ def plan(job: Job, progress: Progress | None = None) -> dict[str, Any]:
         **({"legacy": pre.report["legacy"]} if pre.legacy is not None else {}),
         **({"content_check": job.content_check} if pre.legacy is None else {}),
         "mapping": mapping.to_json() if mapping is not None else None,
-        # A mapped run fences nothing and promotes nothing: neuron's import does both.
+        # A mapped run sets no neuron fence (neuron's import does); it pins the origins by
+        # bbg's transfer keys and promotes the store to neuron-v1, as bbg's prepare_target.
         "fences": [],
-        "generation_after": dest["generation"] or "original",
+        "generation_after": (
+            generations.at_least(dest["generation"] or "original", "neuron-v1")
+            if prepared is not None and not already
+            else dest["generation"] or "original"
+        ),
         **({"neuron_import": prepared} if prepared is not None else {}),
         # Staged copy + published copy + SQLite's per-row overhead, and the WAL of one page.
         "disk_bytes_needed": 0

@@ -305,12 +305,16 @@ def _activate(
         published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
         if job.mapping is not None:
             # Prepared, validated, inert: the origins are converted beside the activated
-            # subject; nothing is written in the subject's namespace, no fence, no manifest,
-            # no generation promotion -- those are neuron's import's, under the subject's
-            # authority (:mod:`migrate.pipeline.subject`).
+            # subject and staged in bbg's transfer form pinned to it, in this transaction;
+            # nothing is written in the subject's namespace, no neuron fence, no import
+            # manifest -- those are neuron's import's, under the subject's authority
+            # (:mod:`migrate.pipeline.subject`).
             bound = subject.binding(tx, store.directory, job.mapping)
+            staged = subject.transfer(job.mapping, pre.nonce, pre.namespaces,
+                                      pre.report["tables"])  # fmt: skip
+            subject.stage_transfer(tx, staged, pre.namespaces, iid)
             published["neuron_import"] = subject.prepared(
-                store.directory, job.mapping, bound, pre.namespaces
+                store.directory, job.mapping, bound, pre.namespaces, staged
             )
         generation = generations.settle(tx)
         validated = imports.journal_of(tx, iid, "validated")

@@ -10,10 +10,21 @@ epoch of its ``neuron/root/1`` state.
 The toolkit holds no authority of the subject, so it cannot publish neuron's import (the
 evidence is signed by the subject's key over the post-import state; see
 ``docs/operations.md`` "Mapped runs").  A mapped run therefore ends *prepared, validated and
-inert*: the origins converted into the destination that holds the subject, nothing written in
-the subject's namespace, no fence and no manifest; ``neuron import`` completes it.  This
-module refuses a missing subject (``plan`` and ``run`` alike, before anything is written) and
-describes that end state.
+inert*, in the state neuron's own operator path leaves (``neuron legacy-export SOURCE DEST
+--target SUBJECT``): the origins converted into the destination that holds the subject and
+staged in bbg's transfer form pinned to the subject (:func:`stage_transfer`), nothing written
+in the subject's namespace, no neuron fence and no import manifest; ``neuron import``
+completes it.  This module refuses a missing subject (``plan`` and ``run`` alike, before
+anything is written) and describes that end state.
+
+The transfer (cyberia-to/bbg@36cc420b ``rs/src/storage/application/transfer.rs``): the
+manifest is bbg's (L50-60, :func:`migrate.rules.transfer_form.manifest_of`) with target = the
+subject, key = the run's 32-byte nonce and prior = 32 zero bytes (a ``cell.redb`` has no bbg
+``last_transaction``: ``unwrap_or([0; 32])``, L49), over every origin's converted head in
+namespace order; the activating transaction writes what ``prepare_target`` (L186-224) and a
+completed ``stage`` leave: status at least ``neuron-v1``, ``'s' ‖ origin = manifest`` per
+origin, ``'u' ‖ manifest = subject`` and ``'t' ‖ manifest`` = the cursor at table 5 with the
+rows and key+value bytes of the five tables (L281-304).
 """
 
 from __future__ import annotations
@@ -21,11 +32,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bbg_core.errors import SubjectNotActivated
+from bbg_core.errors import SubjectNotActivated, UsageError
 from migrate.job import Job
 from migrate.job.mapping import Mapping
 from migrate.pipeline.destination import read_destination
 from migrate.rules.cell_records import subject_refusal
+from migrate.rules.shape import DIGEST_ORDER
+from migrate.rules.transfer_form import DONE, Cursor, manifest_of
+from migrate.store import export
+from migrate.store.codec import Head
 from migrate.store.graph import head as live_head
 from migrate.store.live import LiveReader
 
@@ -78,6 +93,8 @@ def require(job: Job, directory: Path) -> None:
     read-only handle before the store is opened for writing (which would create it)."""
     if job.mapping is None:
         return
+    if job.nonce is not None:
+        transfer_nonce(job.nonce)
     with read_destination(directory) as db:
         binding(db, directory, job.mapping)
 
@@ -92,14 +109,74 @@ def completion(directory: Path, mapping: Mapping) -> str:
     )
 
 
+def transfer_nonce(nonce_hex: str) -> bytes:
+    """The run's nonce as the transfer's 32-byte key (bbg's ``key``); a UsageError for a
+    mapped run whose ``--nonce`` is not 32 bytes (the default nonce is)."""
+    nonce = bytes.fromhex(nonce_hex)
+    if len(nonce) != 32:
+        raise UsageError(
+            f"--nonce: {nonce_hex!r} must be 32 bytes (64 hex digits) for a mapped run: it is "
+            "the key of the bbg transfer the origins are staged in; nothing was written",
+            value=nonce_hex,
+        )
+    return nonce
+
+
+def _sources(namespaces: dict[str, Any]) -> list[tuple[bytes, Head]]:
+    return [
+        (bytes.fromhex(ns), Head(int(n["head_index"]), bytes.fromhex(n["head_commit"])))
+        for ns, n in sorted(namespaces.items())
+    ]
+
+
+def transfer(
+    mapping: Mapping, nonce_hex: str, namespaces: dict[str, Any], tables: dict[str, Any]
+) -> dict[str, Any]:
+    """The bbg transfer the origins are staged in, pinned to the subject (module docstring):
+    manifest, target, key, prior and the final cursor (table 5, rows, key+value bytes)."""
+    nonce, prior = transfer_nonce(nonce_hex), bytes(32)
+    manifest = manifest_of(mapping.subject, nonce, prior, _sources(namespaces))
+    rows = sum(int(tables.get(t, {}).get("rows", 0)) for t in DIGEST_ORDER)
+    nbytes = sum(int(tables.get(t, {}).get("total_bytes", 0)) for t in DIGEST_ORDER)
+    return {
+        "manifest": manifest.hex(),
+        "target": mapping.subject.hex(),
+        "nonce": nonce.hex(),
+        "prior": prior.hex(),
+        "cursor": Cursor(DONE, None, rows, nbytes).encode().hex(),
+        "origins": "pinned: bbg refuses writes to them (Fenced)",
+    }
+
+
+def stage_transfer(tx: Any, staged: dict[str, Any], namespaces: dict[str, Any],
+                   import_id: str) -> None:  # fmt: skip
+    """Write the transfer ``staged`` (:func:`transfer`) in the activating transaction ``tx``:
+    each origin reserved (bbg's ``'s'`` key on Fjall, a fence record naming the transfer on
+    either engine), ``'u'`` and ``'t'`` on Fjall, the status promoted to ``neuron-v1``."""
+    from fences import generations
+
+    manifest = bytes.fromhex(staged["manifest"])
+    for ns, _ in _sources(namespaces):
+        export.reserve_source(tx, ns, manifest, import_id)
+    export.put_target(tx, manifest, bytes.fromhex(staged["target"]))
+    export.put_cursor(tx, manifest, bytes.fromhex(staged["cursor"]))
+    generations.promote(tx, "neuron-v1")
+
+
 def prepared(
-    directory: Path, mapping: Mapping, bound: dict[str, Any], namespaces: dict[str, Any]
+    directory: Path,
+    mapping: Mapping,
+    bound: dict[str, Any],
+    namespaces: dict[str, Any],
+    staged: dict[str, Any],
 ) -> dict[str, Any]:
     """What a mapped run leaves (``plan`` says it will): the binding, each origin's head
-    as converted, and the command that completes the import."""
+    as converted, the transfer the origins are pinned by, and the command that completes
+    the import."""
     return {
         "state": STATE,
         "binding": bound,
+        "transfer": staged,
         "origins": [
             {
                 "origin": o.origin.hex(),

@@ -28,12 +28,12 @@ from bbg_core.errors import CommitUnknown, MigrateError, UsageError
 from fences import generations
 from migrate.job import MAX_PAGE_ROWS, Bounds, Job
 from migrate.pipeline.preflight import Preflight
+from migrate.rules.transfer_form import Cursor
 from migrate.store import imports, open_store
 from migrate.store.engine import FJALL, engine_of, has_store_id, records_dir
 from migrate.store.layout import resolve_store_dir, store_id_of
 from migrate.store.store import Store
 from migrate.transfer import target as tgt
-from migrate.transfer.cursor import Cursor
 from migrate.transfer.source import ExportSeal, SourceState, SourceStore, check_same_seal
 
 __all__ = [
@@ -407,6 +407,6 @@ def plan(job: TransferJob, progress: Progress | None = None) -> dict[str, Any]:
 
 
 def _would_be_manifest(state: SourceState, target: bytes, nonce: bytes) -> bytes:
-    from migrate.transfer.source import manifest_of
+    from migrate.rules.transfer_form import manifest_of
 
     return manifest_of(target, nonce, state.prior, state.sources)

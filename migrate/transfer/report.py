@@ -15,10 +15,10 @@ from typing import Any
 
 from bbg_core.errors import MigrateError
 from fences import generations
+from migrate.rules.transfer_form import Cursor, manifest_of
 from migrate.store import imports
 from migrate.store.graph import heads
-from migrate.transfer.cursor import Cursor
-from migrate.transfer.source import export_seal, manifest_of
+from migrate.transfer.source import export_seal
 from migrate.transfer.target import RECORD_FORMAT, STREAM
 
 

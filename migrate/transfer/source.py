@@ -46,19 +46,17 @@ from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 from migrate.rules.report import cell_report
 from migrate.rules.shape import DIGEST_ORDER
 from migrate.rules.sources import Page
+from migrate.rules.transfer_form import DONE, Cursor, Sources, manifest_of
 from migrate.store import export, graph, open_store
 from migrate.store.codec import Head
 from migrate.store.connection import Connection
 from migrate.store.engine import FJALL, SQLITE
 from migrate.store.store import Store
 from migrate.store.tables import StoreTables
-from migrate.transfer.cursor import DONE, Cursor
 
-SEAL_DOMAIN = b"bbg/application-transfer/1\x00"
 MAX_SOURCES = 256  # bbg: at most 256 pinned namespaces
 SEAL_FORMAT = "bbg-migrate/transfer-seal/1"
 Progress = Callable[[int, int], None]
-Sources = list[tuple[bytes, Head]]
 ALLOWED_STATUS = (None, "complete", generations.EXPORT_MARKER)
 
 
@@ -80,18 +78,6 @@ def bbg_prior(last_transaction: bytes | None) -> bytes:
     """bbg's ``prior``: the store's ``last_transaction`` change id, or 32 zero bytes when it
     has none (bbg ``transfer.rs`` ``from_archive``)."""
     return bytes(32) if last_transaction is None else last_transaction
-
-
-def manifest_of(target: bytes, nonce: bytes, prior: bytes, sources: Sources) -> bytes:
-    """The transfer manifest (bbg ``TransferSource::from_archive``), over sorted sources."""
-    from hashing import hemera
-
-    h = hemera.Hasher()
-    h.update(SEAL_DOMAIN)
-    h.update(target + nonce + prior)
-    for namespace, head in sources:
-        h.update(namespace + head.index.to_bytes(8, "little") + head.commit)
-    return h.digest()
 
 
 @dataclass(frozen=True)

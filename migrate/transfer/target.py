@@ -39,12 +39,12 @@ from fences.namespaces import fence_of
 from migrate.job import Job
 from migrate.pipeline import stages
 from migrate.pipeline.preflight import Preflight
+from migrate.rules.transfer_form import Cursor
 from migrate.store import export, guard, imports
 from migrate.store.engine import FJALL
 from migrate.store.graph import head as live_head
 from migrate.store.layout import store_id_of
 from migrate.store.store import Store
-from migrate.transfer.cursor import Cursor
 from migrate.transfer.source import ExportSeal, SourceState, SourceStore
 
 TARGET_DOMAIN = b"bbg-migrate/transfer-target/1\x00"

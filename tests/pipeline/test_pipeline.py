@@ -193,11 +193,13 @@ def test_mapping_refuses_a_subject_head_that_is_no_neuron_record(tmp_path: Path)
 
 @pytest.mark.slow
 def test_mapping_ends_prepared_validated_inert(tmp_path: Path) -> None:
-    """With the subject activated, a mapped run converts the origins beside it and claims
-    nothing: no commit in the subject's namespace, no fence, no manifest, no generation
-    promotion (neuron's import writes those under the subject's own authority:
-    neuron@fd24e768 engine/src/migration.rs ``prepare_import`` signs them); the receipt and
-    ``plan`` name the binding and the neuron command that completes the import."""
+    """With the subject activated, a mapped run converts the origins beside it, staged in
+    bbg's transfer form pinned to the subject (status neuron-v1, as bbg's prepare_target;
+    tests/pipeline/test_mapped_transfer.py checks the keys), and claims nothing: no commit in
+    the subject's namespace, no neuron fence, no import manifest (neuron's import writes
+    those under the subject's own authority: neuron@fd24e768 engine/src/migration.rs
+    ``prepare_import`` signs them); the receipt and ``plan`` name the binding and the neuron
+    command that completes the import."""
     src = tmp_path / "cell.redb"
     namespaces = write_store(src, origins=3, commits=2)  # neuron's cell records
     store = tmp_path / "bbg"
@@ -206,7 +208,7 @@ def test_mapping_ends_prepared_validated_inert(tmp_path: Path) -> None:
     assert plan.returncode == 0, plan.stderr
     planned = json.loads(plan.stdout)
     schemas.validate(planned, "plan")
-    assert planned["fences"] == [] and planned["generation_after"] == "original"
+    assert planned["fences"] == [] and planned["generation_after"] == "neuron-v1"
     human = cli(*[a for a in _mapped(src, store, "plan", namespaces) if a != "--json"])
     assert "prepared, validated, inert; complete with `neuron --store" in " ".join(
         human.stderr.split()
@@ -215,7 +217,7 @@ def test_mapping_ends_prepared_validated_inert(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     receipt = json.loads(res.stdout)
     schemas.validate(receipt, "receipt")
-    assert receipt["generation"] == "original"
+    assert receipt["generation"] == "neuron-v1"
     assert receipt["fences"] == [] and receipt["manifest"] is None and receipt["head"] is None
     assert receipt["mappings"] == []
     prepared = receipt["neuron_import"]
@@ -239,15 +241,21 @@ def test_mapping_ends_prepared_validated_inert(tmp_path: Path) -> None:
     shown = cli("inspect", str(store))
     assert "prepared, validated, inert; complete with `neuron --store" in shown.stderr
     schemas.validate(json.loads(cli("inspect", str(store), "--json").stdout), "bbg-inspect")
-    # The subject's namespace is as it was, and nothing was fenced.
+    # The subject's namespace is as it was; the origins are pinned by the transfer (no
+    # neuron fence: that is neuron's import's).
     assert report["namespaces"][SUBJECT]["head_index"] == 0
-    assert status(store) == "complete"
+    assert status(store) == "neuron-v1"
     from fences.namespaces import fence_of
     from migrate.store import open_store
 
     with open_store(store) as handle:
         assert handle.head(bytes.fromhex(SUBJECT)) == subject_head
-        assert all(fence_of(handle, bytes.fromhex(ns)) is None for ns in namespaces)
+        manifest = prepared["transfer"]["manifest"]
+        for ns in namespaces:
+            found = fence_of(handle, bytes.fromhex(ns))
+            assert found is not None and found["import_id"] == receipt["import_id"]
+            assert "subject" not in found  # not a neuron-fence
+            assert found.get("manifest", manifest) == manifest  # (Fjall: the 's' key)
     # An exact rerun returns the same receipt.
     again = cli(*_mapped(src, store, names=namespaces))
     assert again.returncode == 0 and json.loads(again.stdout) == receipt

@@ -24,8 +24,8 @@ from fences import generations
 from hashing import hemera
 from migrate import transfer
 from migrate.probe.inspect import inspect_bbg
+from migrate.rules.transfer_form import Cursor
 from migrate.store import Head, Store, imports, open_store
-from migrate.transfer.cursor import Cursor
 from migrate.transfer.source import bbg_prior, export_seal, prior_of
 from migrate.transfer.target import STREAM
 from tests.pipeline.helpers import cli

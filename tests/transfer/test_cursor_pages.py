@@ -19,7 +19,7 @@ from bbg_core.errors import StoreCorrupt
 from hashing import hemera
 from migrate import transfer
 from migrate.rules.shape import DIGEST_ORDER
-from migrate.transfer.cursor import DONE, Cursor
+from migrate.rules.transfer_form import DONE, Cursor
 from migrate.transfer.source import SourceStore
 from tests.pipeline.helpers import cli
 from tests.transfer.helpers import copy_store, migrated_store

@@ -1,4 +1,13 @@
-"""The transfer's copy cursor, in bbg's layout (cyberia-to/bbg ``transfer.rs`` ``Cursor``).
+"""bbg's transfer form: the manifest and the copy cursor (cyberia-to/bbg@36cc420b
+``rs/src/storage/application/transfer.rs``), shared by the BBG → BBG transfer
+(:mod:`migrate.transfer`) and a mapped run, which stages its origins in that form pinned to
+the subject (:mod:`migrate.pipeline.subject`).
+
+The manifest (``from_archive``, L50-60): hemera over ``bbg/application-transfer/1\\0`` ‖
+target ‖ key (nonce) ‖ prior ‖ for each pinned namespace in key order: namespace ‖ head index
+u64 LE ‖ head commit.
+
+The cursor (``Cursor``, L281-304):
 
 ``table u8 ‖ len(after) u8 ‖ rows u64 LE ‖ bytes u64 LE ‖ after`` — the table ordinal
 (0..4 in archive order: content, claims, requests, history, heads; 5 = every table copied),
@@ -12,10 +21,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bbg_core.errors import StoreCorrupt
-from migrate.store.codec import MAX_KEY_LEN
+from migrate.store.codec import MAX_KEY_LEN, Head
 
 DONE = 5  # the table ordinal past the last table
 _FIXED = 18
+SEAL_DOMAIN = b"bbg/application-transfer/1\x00"
+Sources = list[tuple[bytes, Head]]
+
+
+def manifest_of(target: bytes, nonce: bytes, prior: bytes, sources: Sources) -> bytes:
+    """The transfer manifest (bbg ``TransferSource::from_archive``), over sorted sources."""
+    from hashing import hemera
+
+    h = hemera.Hasher()
+    h.update(SEAL_DOMAIN)
+    h.update(target + nonce + prior)
+    for namespace, head in sources:
+        h.update(namespace + head.index.to_bytes(8, "little") + head.commit)
+    return h.digest()
 
 
 @dataclass(frozen=True)
