@@ -210,7 +210,7 @@ def test_run_into_a_marked_store_is_refused_before_any_write(
     if how == "new source":
         args = ["run", str(small), "--nonce", "02"]
     elif how == "mapped":
-        args = ["run", str(small), "--nonce", "03", *_mapped_args(small)]
+        args = ["run", str(small), "--nonce", "03" * 32, *_mapped_args(small)]  # 32 bytes
     elif how == "exact rerun":
         args = ["run", str(empty), "--nonce", "01"]
     else:
