@@ -18,8 +18,19 @@
  * ADD_EPS_IF(x, m, eps) / SUB_EPS_IF(...) x + or - EPS in the lanes of m, and
  * LO(a, b, ll, mid2, eps) the low 64 bits of a * b. */
 
-/* a * b mod p: the high 64 bits of the product from four 32x32 products, then
- * reduce128's steps.  hi_lo * EPS is one more 32x32 product (EPS < 2^32). */
+/* The end of a product a * b mod p, shared by NAME(a, b) and the square below: from the
+ * partial products hh, mid, mid2 and the low 64 bits lo (locals of the caller), the high 64
+ * bits, then reduce128's steps.  hi_lo * EPS is one more 32x32 product (EPS < 2^32). */
+#define FIELD_REDUCE_TAIL(X, V, LT, ADD_EPS_IF, SUB_EPS_IF)                                 \
+        V hi = X##_add_epi64(X##_add_epi64(hh, X##_srli_epi64(mid, 32)),                    \
+                             X##_srli_epi64(mid2, 32));                                     \
+        V hi_hi = X##_srli_epi64(hi, 32);                                                   \
+        V t0 = X##_sub_epi64(lo, hi_hi);                                                    \
+        t0 = SUB_EPS_IF(t0, LT(lo, hi_hi), eps);             /* borrowed 2^64 = EPS */      \
+        V r = X##_add_epi64(t0, X##_mul_epu32(hi, eps));     /* + hi_lo * EPS */            \
+        return ADD_EPS_IF(r, LT(r, t0), eps);
+
+/* a * b mod p: the partial products from four 32x32 products, then FIELD_REDUCE_TAIL. */
 #define DEFINE_FIELD_MUL(NAME, ATTR, X, V, SET1, AND, LO, LT, ADD_EPS_IF, SUB_EPS_IF)       \
     ATTR static inline V NAME(V a, V b) {                                                   \
         const V eps = SET1((long long)HEMERA_EPS); /* also the low-32 mask */               \
@@ -32,13 +43,7 @@
         V mid = X##_add_epi64(lh, X##_srli_epi64(ll, 32));                                  \
         V mid2 = X##_add_epi64(hl, AND(mid, eps));                                          \
         V lo = LO(a, b, ll, mid2, eps);                                                     \
-        V hi = X##_add_epi64(X##_add_epi64(hh, X##_srli_epi64(mid, 32)),                    \
-                             X##_srli_epi64(mid2, 32));                                     \
-        V hi_hi = X##_srli_epi64(hi, 32);                                                   \
-        V t0 = X##_sub_epi64(lo, hi_hi);                                                    \
-        t0 = SUB_EPS_IF(t0, LT(lo, hi_hi), eps);             /* borrowed 2^64 = EPS */      \
-        V r = X##_add_epi64(t0, X##_mul_epu32(hi, eps));     /* + hi_lo * EPS */            \
-        return ADD_EPS_IF(r, LT(r, t0), eps);                                               \
+        FIELD_REDUCE_TAIL(X, V, LT, ADD_EPS_IF, SUB_EPS_IF)                                 \
     }
 
 /* a * a mod p: as NAME above with the two cross products equal (one product and one shift
@@ -53,13 +58,7 @@
         V mid = X##_add_epi64(lh, X##_srli_epi64(ll, 32));                                  \
         V mid2 = X##_add_epi64(lh, AND(mid, eps));                                          \
         V lo = LO(a, a, ll, mid2, eps);                                                     \
-        V hi = X##_add_epi64(X##_add_epi64(hh, X##_srli_epi64(mid, 32)),                    \
-                             X##_srli_epi64(mid2, 32));                                     \
-        V hi_hi = X##_srli_epi64(hi, 32);                                                   \
-        V t0 = X##_sub_epi64(lo, hi_hi);                                                    \
-        t0 = SUB_EPS_IF(t0, LT(lo, hi_hi), eps);                                            \
-        V r = X##_add_epi64(t0, X##_mul_epu32(hi, eps));                                    \
-        return ADD_EPS_IF(r, LT(r, t0), eps);                                               \
+        FIELD_REDUCE_TAIL(X, V, LT, ADD_EPS_IF, SUB_EPS_IF)                                 \
     }
 
 /* a + b mod p, for any 64-bit lanes (the vector form of add()). */
