@@ -84,6 +84,23 @@ def test_a_changed_golden_receipt_fails(tmp_path: Path) -> None:
     assert res.returncode == 3 and "receipt differs" in res.stderr
 
 
+def test_a_text_archive_is_imported_where_cybergraph_puts_it(tmp_path: Path) -> None:
+    """The replay imports a valid TextArchive into the namespace its ``destination`` names
+    and compares the head index and history rows (cybergraph: line i at index i-1)."""
+    name = "texts-cybergraph.jsonl"
+    d = _copy(tmp_path, name, f"{name}.expected.json")
+    doc = json.loads((d / f"{name}.expected.json").read_text())
+    assert doc["destination"]["head_index"] == doc["line_count"] - 1
+    assert cli("fixtures", "check", str(d)).returncode == 0
+    for key, wrong in (("head_index", doc["line_count"]), ("history_rows", 6)):
+        changed = json.loads(json.dumps(doc))
+        changed["destination"][key] = wrong
+        (d / f"{name}.expected.json").write_text(json.dumps(changed))
+        res = cli("fixtures", "check", str(d))
+        assert res.returncode == 3 and f"FAIL {name}" in res.stderr, (key, res.stderr)
+        assert "destination" in res.stderr
+
+
 def test_a_wrong_expected_error_fails(tmp_path: Path) -> None:
     d = _copy(tmp_path, "signals-unknown-sigil.log", "signals-unknown-sigil.log.expected.json")
     doc = json.loads((d / "signals-unknown-sigil.log.expected.json").read_text())
