@@ -36,7 +36,7 @@ from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 from migrate.pipeline import identity
 from migrate.pipeline import legacy_records as records
 from migrate.pipeline.legacy_scan import LOG_KINDS, Scan, decode_item, ordinal_of, scan
-from migrate.rules.shape import RowSource, check_shape
+from migrate.rules.shape import RowSource, ShapeReport, check_shape
 from migrate.rules.sources import Page
 from migrate.store.codec import (
     ARCHIVE_ORDER,
@@ -270,9 +270,11 @@ class LegacyImport:
         validation checks them on the staged rows, which is what gets published.
         """
         with self.open() as fh:
-            shape = check_shape(
-                self.rows_of(fh), verify_blob_ids=False, hemera_digest=False, progress=progress
-            )
+            return self.report_of(check_rows(self.rows_of(fh), progress))
+
+    def report_of(self, shape: ShapeReport) -> dict[str, Any]:
+        """The report of :meth:`report` from the shape check of this source's rows (whoever
+        read them: :meth:`report`, or the single pass that also loads them)."""
         namespaces = {}
         if self.history_rows:  # an empty TextArchive writes no namespace (cybergraph: no head)
             head = self.head
@@ -293,6 +295,13 @@ class LegacyImport:
             "errors": [],
             "legacy": self.facts(),
         }
+
+
+def check_rows(rows: RowSource, progress: Callable[[int, int], None] | None = None) -> ShapeReport:
+    """The shape check of a converted source's rows, as preflight and validation run it.
+
+    Blob ids are not re-verified: they are hemera(payload) by construction."""
+    return check_shape(rows, verify_blob_ids=False, hemera_digest=False, progress=progress)
 
 
 class LegacyRows:
@@ -342,9 +351,10 @@ class LegacyRows:
 
     def _content(self) -> Iterator[tuple[bytes, bytes]]:
         keys = self._keys()
-        keys.sort()
+        keys.sort(reverse=True)  # taken from the end: each key is freed once its row passed
         last = b""
-        for key in keys:
+        while keys:
+            key = keys.pop()
             cid, role, item = key[:ID_LEN], key[ID_LEN], int.from_bytes(key[ID_LEN + 1 :], "big")
             if cid == last:
                 continue  # one content row per id: equal ids hold equal bytes
