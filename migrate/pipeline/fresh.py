@@ -30,7 +30,7 @@ from typing import Any
 from bbg_core.errors import MigrateError
 from fences.seal import Seal
 from migrate.job import Job
-from migrate.pipeline import gate, stages
+from migrate.pipeline import fresh_legacy, gate, stages
 from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
 from migrate.pipeline.preflight import Preflight, import_of, judge, redb_report
 from migrate.progress import Observer, finishing, phase
@@ -182,8 +182,6 @@ def _build_and_publish(
     loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
     legacy = None
     if kind in LEGACY_KINDS:  # a log or archive: its own pass (:mod:`.fresh_legacy`)
-        from migrate.pipeline import fresh_legacy
-
         legacy = fresh_legacy.check_and_load(job, kind, held, loader, progress)
         pre = legacy.pre
     else:

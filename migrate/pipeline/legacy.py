@@ -17,7 +17,8 @@ an item) and rebuilds an item's rows from its re-read raw bytes when they are ne
 archive digest needs every table in key order, so :class:`LegacyRows` sorts the content and
 request keys in memory: about 250 more bytes per item while the digest is taken.  The format
 limits bound that: a log has at most 65,536 events (≈ 20 MB), an archive at most 1,000,000
-lines (≈ 330 MB).
+lines (≈ 330 MB); ``run`` into a new store (:mod:`migrate.pipeline.fresh_legacy`) also keeps
+the content keys it loaded, 32 bytes a content row, while it checks the links.
 
 Staging goes item by item (:class:`LegacySource`): a page holds whole or partial items in
 history order, and its cursor is ``index u64 BE ‖ rows of that item staged (u8)``.
@@ -351,10 +352,9 @@ class LegacyRows:
 
     def _content(self) -> Iterator[tuple[bytes, bytes]]:
         keys = self._keys()
-        keys.sort(reverse=True)  # taken from the end: each key is freed once its row passed
+        keys.sort()
         last = b""
-        while keys:
-            key = keys.pop()
+        for key in keys:
             cid, role, item = key[:ID_LEN], key[ID_LEN], int.from_bytes(key[ID_LEN + 1 :], "big")
             if cid == last:
                 continue  # one content row per id: equal ids hold equal bytes
