@@ -5,8 +5,8 @@ frame log (each becomes one namespace of provenance records: :mod:`.legacy`), or
 TextArchive (cybergraph's text observations: :mod:`.legacy_text`).
 
 ``run`` = detect → seal → preflight (inspect) → admit → stage → validate → activate [→ retire].
-Into a new or empty destination, a cell.redb is instead built aside in one checking pass and
-published by one rename (:mod:`.fresh`): the same records and receipt, one read of the source.
+Into a new or empty destination, a cell.redb, log or archive is instead built aside in one
+checking pass and published by one rename (:mod:`.fresh`): the same records and receipt.
 Every step that writes holds the store's run lock (:mod:`migrate.store.runlock`).
 ``plan`` walks the same path up to the first write (:mod:`.gate`: the source's lock, its
 preflight, the store's location and writability, the import's admission) through a

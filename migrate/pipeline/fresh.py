@@ -1,4 +1,4 @@
-"""``run`` of a cell.redb into a new or empty destination: one read of the source, no copy.
+"""``run`` into a new or empty destination: one read of the source, no copy.
 
 The staged path (:mod:`migrate.pipeline.stages`) reads the source to check it, again to stage
 it, reads the staging to validate it and copies it into the five tables at activation: four
@@ -16,8 +16,9 @@ there is nothing to keep apart from the import, so ``run`` instead:
 
 The receipt is the staged path's, byte for byte, and an exact rerun (which finds the import
 active) returns it.  A crash anywhere leaves no store or the complete one; a rerun builds
-again.  Anything else -- a mapping, a legacy log, ``--pages``, an existing store, a destination
-that filled meanwhile -- takes the staged path.
+again.  A legacy log or TextArchive takes the same path, its preflight's row pass loading
+the build (:mod:`.fresh_legacy`).  Anything else -- a mapping, ``--pages``, an existing
+store, a destination that filled meanwhile -- takes the staged path.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from typing import Any
 from bbg_core.errors import MigrateError
 from fences.seal import Seal
 from migrate.job import Job
-from migrate.pipeline import gate, stages
+from migrate.pipeline import fresh_legacy, gate, stages
+from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
 from migrate.pipeline.preflight import Preflight, import_of, judge, redb_report
 from migrate.progress import Observer, finishing, phase
 from migrate.rules.sources import RedbSource
@@ -44,6 +46,8 @@ from migrate.store.opening import open_store
 from migrate.store.tables import StoreTables
 
 Progress = Callable[[int, int], None]
+#: Sources built aside: a cell.redb, and the legacy logs and archives (:mod:`.fresh_legacy`).
+FRESH_KINDS = ("redb", *LEGACY_KINDS)
 
 
 def destination(job: Job, kind: str, max_pages: int | None, held: Seal) -> Path | None:
@@ -51,7 +55,7 @@ def destination(job: Job, kind: str, max_pages: int | None, held: Seal) -> Path 
 
     A BBG database (the Fjall engine) is also built aside again when this import's own
     guard is there: a conversion of it was interrupted before its guard was removed."""
-    if max_pages is not None or kind != "redb" or job.mapping is not None:
+    if max_pages is not None or kind not in FRESH_KINDS or job.mapping is not None:
         return None
     try:
         directory = resolve_store_dir(job.store, create=True)
@@ -176,15 +180,22 @@ def _build_and_publish(
 ) -> tuple[Preflight, dict[str, Any] | None]:
     loader = build.loader(job.bounds.page_rows, job.bounds.page_bytes)
     loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
-    with RedbSource(job.source) as src:
-        tee = _Tee(src, loader, db)
-        try:
-            report = redb_report(job, tee, progress)
-        finally:
-            tee.close()
-    pre = judge(job, kind, held.fingerprint, report)
+    legacy = None
+    if kind in LEGACY_KINDS:  # a log or archive: its own pass (:mod:`.fresh_legacy`)
+        legacy = fresh_legacy.check_and_load(job, kind, held, loader, progress)
+        pre = legacy.pre
+    else:
+        with RedbSource(job.source) as src:
+            tee = _Tee(src, loader, db)
+            try:
+                report = redb_report(job, tee, progress)
+            finally:
+                tee.close()
+        pre = judge(job, kind, held.fingerprint, report)
     loader.check()
     gate.locate(job)  # the staged path's destination checks, in its order
+    if legacy is not None:
+        legacy.validate(build.directory)  # then the validate stage's refusal, in its order
     store = build.open()
     # The stages an observer expects: the pass staged and checked every row (links,
     # content ids, digest: the checking pass is the validation); activation is the one
@@ -195,7 +206,8 @@ def _build_and_publish(
         if counted is not None:
             counted(loaded, pre.nbytes)
     activated = phase(observer, "activate", pre.rows)
-    receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)
+    cursor = loader.cursor if legacy is None else legacy.cursor
+    receipt = stages.activate_built(store, job, pre, held, loader.rows, cursor)
     if activated is not None:
         activated(loaded, pre.nbytes)
     with finishing(activated, "publish"):  # Fjall: the segments are written and synced here

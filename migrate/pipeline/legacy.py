@@ -17,7 +17,8 @@ an item) and rebuilds an item's rows from its re-read raw bytes when they are ne
 archive digest needs every table in key order, so :class:`LegacyRows` sorts the content and
 request keys in memory: about 250 more bytes per item while the digest is taken.  The format
 limits bound that: a log has at most 65,536 events (≈ 20 MB), an archive at most 1,000,000
-lines (≈ 330 MB).
+lines (≈ 330 MB); ``run`` into a new store (:mod:`migrate.pipeline.fresh_legacy`) also keeps
+the content keys it loaded, 32 bytes a content row, while it checks the links.
 
 Staging goes item by item (:class:`LegacySource`): a page holds whole or partial items in
 history order, and its cursor is ``index u64 BE ‖ rows of that item staged (u8)``.
@@ -36,7 +37,7 @@ from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 from migrate.pipeline import identity
 from migrate.pipeline import legacy_records as records
 from migrate.pipeline.legacy_scan import LOG_KINDS, Scan, decode_item, ordinal_of, scan
-from migrate.rules.shape import RowSource, check_shape
+from migrate.rules.shape import RowSource, ShapeReport, check_shape
 from migrate.rules.sources import Page
 from migrate.store.codec import (
     ARCHIVE_ORDER,
@@ -270,9 +271,11 @@ class LegacyImport:
         validation checks them on the staged rows, which is what gets published.
         """
         with self.open() as fh:
-            shape = check_shape(
-                self.rows_of(fh), verify_blob_ids=False, hemera_digest=False, progress=progress
-            )
+            return self.report_of(check_rows(self.rows_of(fh), progress))
+
+    def report_of(self, shape: ShapeReport) -> dict[str, Any]:
+        """The report of :meth:`report` from the shape check of this source's rows (whoever
+        read them: :meth:`report`, or the single pass that also loads them)."""
         namespaces = {}
         if self.history_rows:  # an empty TextArchive writes no namespace (cybergraph: no head)
             head = self.head
@@ -293,6 +296,13 @@ class LegacyImport:
             "errors": [],
             "legacy": self.facts(),
         }
+
+
+def check_rows(rows: RowSource, progress: Callable[[int, int], None] | None = None) -> ShapeReport:
+    """The shape check of a converted source's rows, as preflight and validation run it.
+
+    Blob ids are not re-verified: they are hemera(payload) by construction."""
+    return check_shape(rows, verify_blob_ids=False, hemera_digest=False, progress=progress)
 
 
 class LegacyRows:

@@ -184,17 +184,24 @@ def source_kind(job: Job) -> str:
     return kind
 
 
-def _legacy_preflight(
+def read_legacy(
     job: Job, kind: str, fp: dict[str, Any], progress: Progress | None
-) -> tuple[dict[str, Any], LegacyImport]:
+) -> LegacyImport:
+    """The legacy source of ``job`` decoded whole and strictly (exit 3 on its first error)."""
     from migrate.pipeline.legacy import LegacyImport
     from migrate.pipeline.legacy_text import TextImport
 
     cls = TextImport if kind == "text-archive" else LegacyImport
-    imp = cls.read(
+    return cls.read(
         job.source, kind, fp, accept_torn_tail=job.accept_torn_tail, strict=job.strict,
         progress=progress, namespace=job.namespace,
     )  # fmt: skip
+
+
+def _legacy_preflight(
+    job: Job, kind: str, fp: dict[str, Any], progress: Progress | None
+) -> tuple[dict[str, Any], LegacyImport]:
+    imp = read_legacy(job, kind, fp, progress)
     # The seal of a log or archive counts the source's bytes read (the scan above); the row
     # check that follows counts rows' key+value bytes, which are not the file's bytes and
     # would run the counter past its total (the file's size).

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import Conflict, NotReady, ValidationFailed
@@ -231,20 +232,26 @@ def validate_stage(
             }
         )
     errors += gate.destination_conflicts(store, pre, iid)
-    if errors:
-        code = errors[0]["code"]
-        cls = Conflict if code in ("head-conflict", "fenced") else ValidationFailed
-        raise cls(
-            f"{store.directory}: import {iid} did not validate: {code}: {errors[0]['detail']}",
-            import_id=iid,
-            errors=errors,
-        )
+    refuse_unvalidated(store.directory, iid, errors)
     if seal is not None:
         seal.check_unchanged(full=True)
     detail = {"archive_digest_sha256": digest, "rows": rows}
     with store.transaction(import_id=iid) as tx:
         imports.journal(tx, iid, "validated", detail)
     return detail
+
+
+def refuse_unvalidated(directory: Path, iid: str, errors: list[dict[str, Any]]) -> None:
+    """The validate stage's refusal of the import's rows: its first error names it (exit 3,
+    or 4 when the destination is in the way); nothing when ``errors`` is empty."""
+    if errors:
+        code = errors[0]["code"]
+        cls = Conflict if code in ("head-conflict", "fenced") else ValidationFailed
+        raise cls(
+            f"{directory}: import {iid} did not validate: {code}: {errors[0]['detail']}",
+            import_id=iid,
+            errors=errors,
+        )
 
 
 def activate_stage(

@@ -60,3 +60,15 @@ def test_rss_sizes_reports_peak_rss_of_both_paths_against_the_goal(tmp_path: Pat
     assert "goal <= 150 MB" in out and "load average" in out
     # Two sizes and the existing destination's first import, each generated once.
     assert len(list(tmp_path.glob("*.redb"))) == 3
+
+
+@pytest.mark.slow
+def test_legacy_run_prints_staged_against_one_pass(tmp_path: Path) -> None:
+    res = _bench("legacy_run.py", "--lines", "40", "--events", "30", "--cache", str(tmp_path))
+    out = res.stdout
+    for kind in ("archive", "frame log"):
+        assert f"{kind} " in out, out
+    for engine in ("fjall", "sqlite"):
+        assert f"{engine} ratio staged/one pass:" in out, out
+    assert "receipts byte-identical: NO" not in out and "receipts byte-identical: yes" in out
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".jsonl", ".log"]  # runs removed

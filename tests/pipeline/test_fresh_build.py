@@ -21,27 +21,11 @@ from tests.pipeline.helpers import (
     tree_state,
     unpack,
 )
-from tests.support.stores import records
+from tests.support.stores import bookkeeping
 
 SMALL = next(p for p in cell_fixtures() if p.name == "cell-small.redb.gz")
 INVALID = next(p for p in cell_fixtures() if p.name == "cell-invalid-history-gap.redb.gz")
 ALL_INVALID = [p for p in cell_fixtures() if not expected(p)["valid"]]
-
-
-def _records(store: Path) -> dict[str, list[tuple[object, ...]]]:
-    """The import bookkeeping of a store, without transaction numbers."""
-    with records(store) as conn:
-        q = {
-            "imports": "SELECT import_id, state FROM bbg_import_v1_imports",
-            "seals": "SELECT * FROM bbg_import_v1_seals",
-            "cursors": "SELECT * FROM bbg_import_v1_cursors",
-            "journal": "SELECT import_id, stage, detail FROM bbg_import_v1_journal ORDER BY stage",
-            "receipts": "SELECT * FROM bbg_import_v1_receipts",
-            "nonces": "SELECT * FROM bbg_import_v1_nonces",
-            "staged": "SELECT count(*) FROM bbg_import_v1_staged",
-            "status": "SELECT status, generation FROM bbg_import_v1",
-        }
-        return {name: conn.execute(sql).fetchall() for name, sql in q.items()}
 
 
 def _siblings(parent: Path) -> list[str]:
@@ -66,7 +50,7 @@ def test_built_store_equals_the_staged_one(tmp_path: Path) -> None:
     assert json.loads(one.stdout) == json.loads(two.stdout)
     assert sorted(os.listdir(fresh)) == ["bbg.sqlite3"]  # checkpointed: no -wal, no -shm
     assert live_digest(fresh) == live_digest(staged) == expected(SMALL)["archive_digest_sha256"]
-    assert _records(fresh) == _records(staged)
+    assert bookkeeping(fresh) == bookkeeping(staged)
     # The ledger tells the same story: tail's events differ only in ledger numbers and times.
     tails = []
     for store in (fresh, staged):

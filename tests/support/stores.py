@@ -150,6 +150,22 @@ def last_transaction(store_dir: Path) -> int:
     return int(row[0])
 
 
+def bookkeeping(store: Path) -> dict[str, list[tuple[object, ...]]]:
+    """The import bookkeeping of a store, without transaction numbers."""
+    with records(store) as conn:
+        q = {
+            "imports": "SELECT import_id, state FROM bbg_import_v1_imports",
+            "seals": "SELECT * FROM bbg_import_v1_seals",
+            "cursors": "SELECT * FROM bbg_import_v1_cursors",
+            "journal": "SELECT import_id, stage, detail FROM bbg_import_v1_journal ORDER BY stage",
+            "receipts": "SELECT * FROM bbg_import_v1_receipts",
+            "nonces": "SELECT * FROM bbg_import_v1_nonces",
+            "staged": "SELECT count(*) FROM bbg_import_v1_staged",
+            "status": "SELECT status, generation FROM bbg_import_v1",
+        }
+        return {name: conn.execute(sql).fetchall() for name, sql in q.items()}
+
+
 def dump(store_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table the store holds: the SQLite file's tables (rows and records),
     and on Fjall also every partition of the keyspace (``fjall:<name>``) -- the store's whole

@@ -1,0 +1,122 @@
+"""Benchmark: `run` of a legacy source into a new store, staged path against the one pass.
+
+In one run, on the same generated file, each side in its own child process (``bbg-migrate
+run --json``, so its peak RSS is its own):
+
+* staged -- what `run` did before issue 29 goal 3: preflight, seal, stage item by item,
+  validate the staging, activate (forced here with ``--pages`` set far past the page count:
+  a bounded run always takes the staged path);
+* one pass -- `run` into a new store: the preflight's row pass loads the store built aside,
+  then one transaction and the publication (:mod:`migrate.pipeline.fresh_legacy`).
+
+Prints the wall time, items/s and peak RSS of each, the ratio staged/one-pass (> 1: the one
+pass is faster), and whether both receipts are byte-identical.  Sources: a TextArchive of
+``--lines`` lines (default 200,000; unique texts of 40-200 bytes, raw TAB/CR included) and
+a bbg CLI frame log of ``--events`` events (default 65,536, the format's limit), generated
+into ``--cache DIR`` (default a temporary directory; never the repository) and reused there.
+
+    python benchmarks/legacy_run.py [--lines N] [--events N] [--engine fjall,sqlite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_WORDS = ["cyber", "граф", "知识", "link", "tab\there", "cr\rhere", "🙂", "signal", "ελληνικά"]
+
+
+def write_archive(path: Path, lines: int, seed: int) -> None:
+    """A valid TextArchive: each line's particle is hemera(its text)."""
+    from hashing.hemera import hash as hemera
+
+    rng = random.Random(seed)
+    with path.open("wb") as out:
+        for i in range(lines):
+            words = [rng.choice(_WORDS) for _ in range(rng.randrange(4, 24))]
+            text = f"{i} " + " ".join(words)
+            particle = hemera(text.encode()).hex()
+            body = json.dumps(text, ensure_ascii=False).replace("\\t", "\t").replace("\\r", "\r")
+            out.write(f'{{"particle":"{particle}","text":{body},"created":{1700000000000 + i}}}\n'
+                      .encode())  # fmt: skip
+
+
+def source(cache: Path, kind: str, n: int, seed: int) -> Path:
+    path = cache / (f"texts-{n}-{seed}.jsonl" if kind == "archive" else f"cli-{n}-{seed}.log")
+    if not path.exists():
+        print(f"generating {path.name} ...", file=sys.stderr)
+        tmp = path.with_suffix(".part")
+        if kind == "archive":
+            write_archive(tmp, n, seed)
+        else:
+            from importers.frame_log import write_sample
+
+            write_sample(tmp, events=n, seed=seed)
+        os.replace(tmp, path)
+    return path
+
+
+def measure(src: Path, store: Path, engine: str, staged: bool) -> tuple[float, int, str]:
+    """(seconds, peak RSS in bytes, receipt JSON) of one `run` in a child process."""
+    cmd = [sys.executable, "-m", "migrate", "--engine", engine, "run", str(src), "--store",
+           str(store), "--json", *(("--pages", str(10**9)) if staged else ())]  # fmt: skip
+    log = store.parent / "run.out"
+    with log.open("wb") as out, (store.parent / "run.err").open("wb") as err:
+        started = time.perf_counter()
+        child = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)  # the child's own rusage: its peak RSS
+        seconds = time.perf_counter() - started
+    child.returncode = code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"run failed ({code}): {(store.parent / 'run.err').read_text()[-2000:]}")
+    return seconds, int(usage.ru_maxrss) * 1024, log.read_text()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--events", type=int, default=65_536)
+    parser.add_argument("--engine", default="fjall,sqlite")
+    parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--cache", type=Path, default=None)
+    args = parser.parse_args()
+    cache = args.cache or Path(tempfile.mkdtemp(prefix="bbg-legacy-bench-"))
+    cache.mkdir(parents=True, exist_ok=True)
+    print(f"load average at start: {os.getloadavg()}")
+    sources = [("archive", args.lines), ("frame log", args.events)]
+    for kind, n in sources:
+        if n <= 0:
+            continue
+        src = source(cache, "archive" if kind == "archive" else "log", n, args.seed)
+        print(f"{kind} {src.name}: {n:,} items, {src.stat().st_size / 1e6:.1f} MB")
+        for engine in args.engine.split(","):
+            results = {}
+            for label, staged in (("staged", True), ("one pass", False)):
+                work = Path(tempfile.mkdtemp(prefix="bbg-legacy-run-", dir=cache))
+                try:
+                    results[label] = measure(src, work / "bbg", engine, staged)
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+                seconds, rss, _ = results[label]
+                print(f"  {engine:>6} {label:>8}: {seconds:8.2f} s  {n / seconds:10,.0f} items/s"
+                      f"  peak RSS {rss / 1e6:6.0f} MB")  # fmt: skip
+            ratio = results["staged"][0] / results["one pass"][0]
+            same = results["staged"][2] == results["one pass"][2]
+            print(f"  {engine:>6} ratio staged/one pass: {ratio:.2f}x  "
+                  f"receipts byte-identical: {'yes' if same else 'NO'}")  # fmt: skip
+    print(f"load average at end: {os.getloadavg()}")
+    if args.cache is None:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""``run`` of a legacy log or TextArchive into a new or empty destination: one pass.
+
+On the staged path a log (:mod:`.legacy`) is converted in preflight -- decoded strictly,
+its ids derived, then the rows it becomes read once in key order for the shape check and the
+archive digest --, then those rows are generated again to be staged item by item, the
+staging is read back to validate it (shape, links, counts, digest), and copied into the five
+tables at activation.  Into a new destination (:mod:`.fresh`), the preflight's row pass also
+loads each table into the store built aside as it passes (the page cutter every build uses,
+:class:`~migrate.store.pages.PageLoader`), so the rows checked and digested are the rows
+published, and the validate stage's checks run on what was loaded:
+
+* the shape rules: the pass's own findings (validation runs the same check,
+  :func:`.legacy.check_rows`, on the same rows);
+* the links (:func:`migrate.rules.links.iter_link_errors`): over the history, heads and
+  requests generated again (the same rows: a pure function of the import's arrays, no source
+  read), with content looked up among the keys loaded (recorded as they passed, 32 bytes a
+  row, in key order);
+* counts and digest: the loader's counts against the report's (:func:`stages.activate_built`);
+  the digest is of the very rows loaded.
+
+An invalid source is refused by the decoder before anything is loaded, as preflight refuses
+it (the same error, exit 3); a refusal of the loaded rows is the validate stage's own
+(:func:`stages.refuse_unvalidated`), raised where the staged path raises it: after the
+destination checks.  Memory: what preflight holds (the import's arrays, the key sort of the
+pass), and the content keys loaded, 32 bytes a content row (two or three an item: about 4 MB
+more for a 65,536-event log, up to 96 MB for a 1,000,000-line archive).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fences.seal import Seal
+from migrate.job import Job
+from migrate.pipeline import stages
+from migrate.pipeline.legacy import LegacyImport, check_rows, encode_cursor
+from migrate.pipeline.preflight import Preflight, judge, read_legacy
+from migrate.rules.links import iter_link_errors
+from migrate.rules.shape import RowSource
+from migrate.store.codec import CONTENT, HISTORY, ID_LEN, ORDINAL
+from migrate.store.pages import PageLoader
+
+Progress = Callable[[int, int], None]
+
+
+class _Ids:
+    """32-byte ids appended in order; a sequence of them (``bisect`` searches it when they
+    were appended in key order)."""
+
+    def __init__(self) -> None:
+        self._ids = bytearray()
+
+    def __len__(self) -> int:
+        return len(self._ids) // ID_LEN
+
+    def __getitem__(self, i: int) -> bytes:
+        return bytes(self._ids[ID_LEN * i : ID_LEN * (i + 1)])
+
+    def record(self, rows: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+        """``rows`` unchanged, each one's key appended as it passes."""
+        ids = self._ids
+        for key, value in rows:
+            ids += key
+            yield key, value
+
+    def __contains__(self, key: object) -> bool:
+        pos = bisect.bisect_left(self, key)  # type: ignore[call-overload]
+        return pos < len(self) and self[pos] == key
+
+
+class _Loading:
+    """A converted source's rows as the shape pass reads them (once each, in key order), each
+    table loaded as it passes; the content keys are recorded."""
+
+    def __init__(self, rows: RowSource, loader: PageLoader) -> None:
+        self._rows, self._loader = rows, loader
+        self.content = _Ids()
+        self._read: set[str] = set()
+
+    def table_kinds(self) -> dict[str, str]:
+        return self._rows.table_kinds()
+
+    def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        assert table not in self._read, f"{table} read twice: it would be loaded twice"
+        self._read.add(table)
+        rows = self._loader.tee(ORDINAL[table], self._rows.rows(table))
+        return self.content.record(rows) if table == CONTENT else rows
+
+
+class _Loaded:
+    """The loaded rows as the link rules read them (see the module docstring)."""
+
+    def __init__(self, imp: LegacyImport, loading: _Loading, rows: RowSource) -> None:
+        self._imp, self._loading, self._rows = imp, loading, rows
+
+    def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        return self._rows.rows(table)
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        """Presence of a loaded content key (its value is not needed: ``b""``); a history
+        commit (the row :class:`~.legacy.LegacyRows` loaded at that index)."""
+        imp = self._imp
+        if table == CONTENT:
+            return b"" if key in self._loading.content else None
+        if table == HISTORY and len(key) == ID_LEN + 8 and key[:ID_LEN] == imp.namespace:
+            index = int.from_bytes(key[ID_LEN:], "big")
+            if index < imp.history_rows:
+                return imp.commit(index)
+        return None
+
+
+@dataclass
+class Loaded:
+    """A legacy source checked and loaded: its preflight, the staging cursor its last item
+    leaves (as the staged path records it), and what validation found in the loaded rows."""
+
+    pre: Preflight
+    cursor: bytes
+    errors: list[dict[str, Any]]
+
+    def validate(self, directory: Path) -> None:
+        """Refuse as the validate stage refuses (after the destination checks)."""
+        stages.refuse_unvalidated(directory, self.pre.import_id, self.errors)
+
+
+def check_and_load(
+    job: Job, kind: str, held: Seal, loader: PageLoader, progress: Progress | None
+) -> Loaded:
+    """Preflight a legacy source (the same refusals) while loading its rows (see the module
+    docstring); the loader is finished when this returns."""
+    imp = read_legacy(job, kind, held.fingerprint, progress)
+    with imp.open() as fh:
+        rows = imp.rows_of(fh)
+        loading = _Loading(rows, loader)
+        shape = check_rows(loading)
+        loader.finish()  # Fjall: the partitions are finished meanwhile
+        pre = judge(job, kind, held.fingerprint, imp.report_of(shape), imp)
+        errors = list(shape.errors)
+        errors += iter_link_errors(_Loaded(imp, loading, rows), report_malformed=False)
+        last = imp.items
+        cursor = b""
+        if last >= imp.first_item:  # the cursor of the last item's last row
+            cursor = encode_cursor(last, len(imp.item_rows(fh, last)))
+    return Loaded(pre, cursor, errors)
+
+
+__all__ = ["Loaded", "check_and_load"]
