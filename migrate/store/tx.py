@@ -161,8 +161,8 @@ class Tx:
             self.bbg.put(MIGRATION, STATUS, marker.encode())
 
     def note_change(self, partition: str, key: bytes, value: bytes | None) -> None:
-        """Record a change of bbg's ``partition[key]`` that no table of bbg's rows holds (the
-        seal, :mod:`migrate.store.export`; None: removed)."""
+        """Record a change of bbg's ``partition[key]`` that this transaction made otherwise
+        than by its methods above (the seal, :mod:`migrate.store.export`; None: removed)."""
         if self.bbg is not None:
             self.bbg.put(partition, key, value)
 
