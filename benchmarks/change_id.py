@@ -1,4 +1,4 @@
-"""What recording bbg's change id costs a SQLite write transaction (:mod:`migrate.store.bbg_changes`).
+"""What recording bbg's change id costs a SQLite write transaction (``bbg_changes``).
 
     .venv/bin/python benchmarks/change_id.py [--rows N] [--small M] [--repeat R] [--dir DIR]
 
@@ -15,7 +15,9 @@ store do; nothing else differs).
   timed alone: the id's keys go through the TEMP table in one statement;
 * ``one-row``: ``--small`` transactions of one 132-byte row each (each COMMIT an fsync).
 
-Numbers depend on the disk and the machine's load; there are no assertions.
+Numbers depend on the disk and the machine's load; there are no assertions.  To compare with
+another tree's implementation (e.g. main's TEMP triggers), run it with ``PYTHONPATH=<that
+tree>`` and ``--no-spill`` (an older tree has no spill).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from migrate.store import Store, bbg_changes, imports, open_store
+from migrate.store import Store, bbg_changes, bbgdb, imports, open_store
 from migrate.store.engine import SQLITE
 
 PAGE = 10_000
@@ -82,13 +84,17 @@ def one_row(store: Store, rows: list[tuple[bytes, bytes]]) -> float:
     return time.perf_counter() - t0
 
 
-def _case(base: Path, name: str, run: Callable[[Store, list[tuple[bytes, bytes]]], float],
-          rows: list[tuple[bytes, bytes]], repeat: int, modes: tuple[str, ...]) -> None:  # fmt: skip
+Rows = list[tuple[bytes, bytes]]
+
+
+def _case(base: Path, name: str, run: Callable[[Store, Rows], float], rows: Rows, repeat: int,
+          modes: tuple[str, ...]) -> None:  # fmt: skip
     times: dict[str, list[float]] = {m: [] for m in modes}
     ids: dict[str, str] = {}
     for r in range(repeat):
         for mode in modes:
-            saved = bbg_changes.SPILL_BYTES
+            # getattr: an older tree (PYTHONPATH=<tree>, for comparison) has no spill
+            saved = getattr(bbg_changes, "SPILL_BYTES", None)
             if mode == "spilled":
                 bbg_changes.SPILL_BYTES = 0
             try:
@@ -96,7 +102,8 @@ def _case(base: Path, name: str, run: Callable[[Store, list[tuple[bytes, bytes]]
                     times[mode].append(run(store, rows))
                 ids[mode] = _recorded(base / f"{name}-{mode}-{r}")
             finally:
-                bbg_changes.SPILL_BYTES = saved
+                if saved is not None:
+                    bbg_changes.SPILL_BYTES = saved
     base_t = statistics.median(times["baseline"])
     for mode in modes:
         t = statistics.median(times[mode])
@@ -113,14 +120,26 @@ def main() -> None:
     ap.add_argument("--small", type=int, default=1_000, help="one-row transactions")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=None, help="where to make the stores")
+    ap.add_argument("--cases", default="put_many,activate,one-row", help="which cases")
+    ap.add_argument("--no-spill", action="store_true", help="no 'spilled' mode")
     args = ap.parse_args()
+    cases = args.cases.split(",")
     rows = _rows(args.rows)
     assert all(len(k) + len(v) == 132 for k, v in rows[:1])
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         base = Path(tmp)
-        _case(base, "put_many", put_many, rows, args.repeat, MODES)
-        _case(base, "activate", activate, rows, args.repeat, ("baseline", "held"))
-        _case(base, "one-row", one_row, _rows(args.small, 1), args.repeat, MODES[:2])
+        if "put_many" in cases:
+            modes = MODES[:2] if args.no_spill else MODES
+            _case(base, "put_many", put_many, rows, args.repeat, modes)
+            changes = {("application_content", k): v for k, v in rows}
+            t0 = time.perf_counter()
+            bbgdb.change_id(changes)
+            print(f"hash only           {time.perf_counter() - t0:8.3f} s  (bbgdb.change_id of "
+                  "the same changes from memory: the id's own cost, in every mode but baseline)")
+        if "activate" in cases:
+            _case(base, "activate", activate, rows, args.repeat, ("baseline", "held"))
+        if "one-row" in cases:
+            _case(base, "one-row", one_row, _rows(args.small, 1), args.repeat, MODES[:2])
 
 
 if __name__ == "__main__":

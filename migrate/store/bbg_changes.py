@@ -99,9 +99,17 @@ class Changes:
             self._spill()
 
     def put_rows(self, partition: str, rows: list[tuple[bytes, bytes]]) -> None:
-        """:meth:`put` of each ``(key, value)``."""
+        """:meth:`put` of each ``(key, value)`` (a page of rows: one call, not one each)."""
+        held, size = self._held, 0
         for key, value in rows:
-            self.put(partition, key, value)
+            entry = (partition, key)
+            if entry not in held:
+                size += len(key) + _PER_CHANGE
+            held[entry] = value
+            size += len(value)
+        self._held_bytes += size
+        if self._held_bytes > self._budget:
+            self._spill()
 
     def bulk(self, table: str, keys_sql: str, params: tuple[Any, ...]) -> None:
         """A bulk copy into ``table`` is about to add the rows whose keys ``keys_sql`` (one
