@@ -25,17 +25,27 @@ rows, keyed by (partition, key) so the last change of a key wins:
 * an activation's bulk copy (``INSERT … SELECT`` of an import's staged rows): the staged
   keys not yet in the table, i.e. exactly the rows the copy adds (:meth:`Changes.bulk`).
 
-There are no triggers and nothing per transaction beyond these calls.  A transaction's
-changes are held in memory up to :data:`SPILL_BYTES` (keys and values, about the size of a
-pipeline page; the Fjall engine holds its whole batch).  Beyond that, and for a bulk copy,
-which may be a whole 1 GB import that must not pass through memory, they go to one TEMP
-table of the connection (:func:`_spill_table`; its rows live as long as the transaction):
-held changes with their values, a bulk copy's keys alone, in one ``INSERT … SELECT`` without
-values -- the value of such a key is the row as the transaction leaves it, read when the id is
-computed (a later change of that key in the same transaction overrides it, in order).  The id
-is then hashed from one ordered query per partition, in pieces (:func:`bbgdb.change_id_of_sorted`),
-so a huge transaction stays in bounded memory.  A transaction that neither exceeds the budget
-nor activates an import touches no TEMP table at all.
+**Memory, and the one TEMP table.** No trigger copies rows, and a transaction runs no DDL or
+``PRAGMA`` for the id (whether the storage row has the column is known once per handle).
+Changes are held in memory up to :data:`SPILL_BYTES` (keys and values; about two pipeline
+pages -- the Fjall engine holds its whole batch).  Two kinds of transaction go past that to
+one TEMP table of the connection (:func:`_spill_table`, its rows kept only until the id is
+computed), and only they touch it:
+
+* one whose held changes exceed the budget (a large ``apply`` or put loop): the held
+  changes go there with their values, in order, so the last change still wins;
+* an activation: its ``INSERT … SELECT`` copies an import's staged rows inside SQLite and may
+  be a whole 1 GB import, which must not pass through memory, nor through Python twice.
+  Streaming those rows through the Tx instead would read every byte into Python once more;
+  a trigger on the table would copy every value.  One ``INSERT … SELECT`` records the keys
+  the copy adds (the staged keys not yet in the table), without values: the value of such a
+  key is the row as the transaction leaves it, read when the id is computed (a later
+  change of that key in the same transaction overrides it, as held changes are moved there
+  first and later ones after).
+
+With the table in use the id is hashed from one ordered query per partition (joined with the
+live table for a copy's keys), in pieces (:func:`bbgdb.change_id_of_sorted`), so memory stays
+bounded whatever the size of the transaction.
 
 :meth:`Changes.finish`, just before ``COMMIT``, computes the id when there was a change and
 keeps it in ``bbg_storage_v1``'s column ``bbg_last_transaction``.  One SQLite transaction is
