@@ -60,3 +60,14 @@ def test_rss_sizes_reports_peak_rss_of_both_paths_against_the_goal(tmp_path: Pat
     assert "goal <= 150 MB" in out and "load average" in out
     # Two sizes and the existing destination's first import, each generated once.
     assert len(list(tmp_path.glob("*.redb"))) == 3
+
+
+def test_change_id_prints_every_case_against_its_baseline() -> None:
+    """benchmarks/change_id.py: each case against the same run's baseline, one id per case."""
+    out = _bench("change_id.py", "--rows", "2000", "--small", "5", "--repeat", "1").stdout
+    for case, modes in (("put_many", ("baseline", "held", "spilled")),
+                        ("activate", ("baseline", "held")), ("one-row", ("baseline", "held"))):
+        for mode in modes:
+            assert any(line.split()[:2] == [case, mode] and "of baseline" in line
+                       for line in out.splitlines()), out  # fmt: skip
+    assert "hash only" in out
