@@ -71,3 +71,14 @@ def _sigint_restored() -> Iterator[None]:
     before = signal.getsignal(signal.SIGINT)
     yield
     signal.signal(signal.SIGINT, before)
+
+
+@pytest.fixture(autouse=True)
+def _change_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``BBG_CHECK_CHANGE_ID=1``: every SQLite write transaction of the test's process is
+    checked against an independent recomputation of bbg's change id
+    (:mod:`tests.support.change_oracle`): a write path the store's record misses fails."""
+    if os.environ.get("BBG_CHECK_CHANGE_ID") == "1":
+        from tests.support.change_oracle import install
+
+        install(monkeypatch)

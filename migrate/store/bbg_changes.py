@@ -3,23 +3,54 @@
 bbg (cyberia-to/bbg ``rs/src/storage/database/mod.rs`` ``Database::transaction``,
 ``change_id``) gives every non-empty transaction an id over its changes and keeps the id of
 the last one as ``bbg_storage_v1["last_transaction"]``; a transfer seal binds it as
-``prior``.  The Fjall engine writes that key itself (:func:`migrate.store.bbgdb.with_markers`).
-A SQLite store records the same id, computed by the same function
-(:func:`migrate.store.bbgdb.change_id_of_sorted`), over the same changes:
+``prior``.  The Fjall engine writes that key itself, from its batch
+(:func:`migrate.store.bbgdb.with_markers`).  A SQLite store records the same id, computed by
+the same function (:func:`migrate.store.bbgdb.change_id_of_sorted`), over the same changes:
 
 * the rows of the five application tables, under the partition of the same name;
 * the status marker (table ``bbg_import_v1``'s row) as ``bbg_import_v1["status"]``;
 * the transfer seal (table ``bbg_import_v1_export``) as ``bbg_import_v1["application-export"]``
-  = target ‖ nonce ‖ prior ‖ manifest (:func:`note`, from :mod:`migrate.store.export`).
+  = target ‖ nonce ‖ prior ‖ manifest (from :mod:`migrate.store.export`).
 
-Every insert, update (an overwritten head: recorded even when the bytes are the same, as the
-Fjall engine records every ``set_head``) and delete of those rows is caught by TEMP triggers
-of the writing connection (:func:`begin`, inside the SQLite transaction) into a TEMP table,
-keyed by (partition, key) so the last change of a key wins; an immutable put of bytes already
-there changes no row and is no change (as on the Fjall engine).  :func:`finish`, just before
-``COMMIT``, computes the id when there was a change and keeps it in ``bbg_storage_v1``'s
-column ``bbg_last_transaction``.  One SQLite transaction is one id, as one Fjall batch is
-(``apply``'s several ledger entries in one SQLite transaction too).
+**Where the changes come from.** As on the Fjall engine, from the write transaction itself:
+its :class:`~migrate.store.tx.Tx` tells its :class:`Changes` every change it makes to those
+rows, keyed by (partition, key) so the last change of a key wins:
+
+* an immutable put (``put``, ``put_many``) that added a row: the row; one whose bytes were
+  already there changed nothing and is no change (as on the Fjall engine);
+* ``set_head`` and ``write_status``: always a change, even with the same bytes (an
+  overwritten row; the Fjall engine records every ``set_head`` and status write too);
+* a delete that removed a row (retention): a removal;
+* the seal: the 128-byte value;
+* an activation's bulk copy (``INSERT … SELECT`` of an import's staged rows): the staged
+  keys not yet in the table, i.e. exactly the rows the copy adds (:meth:`Changes.bulk`).
+
+**Memory, and the one TEMP table.** No trigger copies rows, and a transaction runs no DDL or
+``PRAGMA`` for the id (whether the storage row has the column is known once per handle).
+Changes are held in memory up to :data:`SPILL_BYTES` (keys and values; about two pipeline
+pages -- the Fjall engine holds its whole batch).  Two kinds of transaction go past that to
+one TEMP table of the connection (:func:`_spill_table`, its rows kept only until the id is
+computed), and only they touch it:
+
+* one whose held changes exceed the budget (a large ``apply`` or put loop): the held
+  changes go there with their values, in order, so the last change still wins;
+* an activation: its ``INSERT … SELECT`` copies an import's staged rows inside SQLite and may
+  be a whole 1 GB import, which must not pass through memory, nor through Python twice.
+  Streaming those rows through the Tx instead would read every byte into Python once more;
+  a trigger on the table would copy every value.  One ``INSERT … SELECT`` records the keys
+  the copy adds (the staged keys not yet in the table), without values: the value of such a
+  key is the row as the transaction leaves it, read when the id is computed (a later
+  change of that key in the same transaction overrides it, as held changes are moved there
+  first and later ones after).
+
+With the table in use the id is hashed from one ordered query per partition (joined with the
+live table for a copy's keys), in pieces (:func:`bbgdb.change_id_of_sorted`), so memory stays
+bounded whatever the size of the transaction.
+
+:meth:`Changes.finish`, just before ``COMMIT``, computes the id when there was a change and
+keeps it in ``bbg_storage_v1``'s column ``bbg_last_transaction``.  One SQLite transaction is
+one id, as one Fjall batch is (``apply``'s several ledger entries in one SQLite transaction
+too).
 
 The column's value: 32 bytes (the id), empty (no transaction changed bbg's tables yet: a
 store made with this column), NULL or no column (unknown: a store written before this
@@ -32,78 +63,136 @@ of a Fjall store never record one (``Store.bbg_tables``): there bbg's key is the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from migrate.store import bbgdb
 
 COLUMN = "bbg_last_transaction"
-_TABLE = "bbg_migrate_changes"
-#: (SQLite table, partition, key expression, value expression) of each tracked table.
-_TRACKED: tuple[tuple[str, str, str, str], ...] = tuple(
-    (t, t, "{row}.key", "{row}.value") for t in bbgdb.APPLICATION_TABLES
-) + ((bbgdb.MIGRATION, bbgdb.MIGRATION, "CAST('status' AS BLOB)", "CAST({row}.status AS BLOB)"),)
 #: "unknown": the store keeps no id (see the module docstring).
 UNKNOWN = "unknown"
+#: Bytes of changes (keys, values and a per-change allowance) held in memory before they go
+#: to the TEMP table.
+SPILL_BYTES = 64 << 20
+_PER_CHANGE = 96  # the dict entry, tuple and bytes objects of one held change
+_SPILL = "temp.bbg_migrate_changes"
+#: The partitions whose changes count, in bbg's order (name bytes), with their SQLite table
+#: (None: the partition is no table of that name; its changes are never a bulk copy's).
+_PARTITIONS: tuple[tuple[str, str | None], ...] = tuple(
+    sorted([(t, t) for t in bbgdb.APPLICATION_TABLES] + [(bbgdb.MIGRATION, None)])
+)
 
 
-def _statements() -> list[str]:
-    out = [
-        f"CREATE TEMP TABLE IF NOT EXISTS {_TABLE} (name BLOB NOT NULL, key BLOB NOT NULL, "
-        "value BLOB, PRIMARY KEY (name, key)) WITHOUT ROWID"
-    ]
-    for i, (table, partition, key, value) in enumerate(_TRACKED):
-        name = f"CAST('{partition}' AS BLOB)"
-        # An upsert, not INSERT OR REPLACE: inside a trigger the outer statement's conflict
-        # policy (e.g. an upsert's ABORT) overrides the trigger's own OR-clause.
-        put = (f"INSERT INTO {_TABLE} (name, key, value) VALUES ({name}, {{k}}, {{v}}) "
-               "ON CONFLICT (name, key) DO UPDATE SET value = excluded.value;")
-        row_put = put.format(k=key.format(row="NEW"), v=value.format(row="NEW"))
-        row_del = put.format(k=key.format(row="OLD"), v="NULL")
-        for event, body in (("INSERT", row_put), ("UPDATE", row_del + " " + row_put),
-                            ("DELETE", row_del)):  # fmt: skip
-            out.append(
-                f"CREATE TEMP TRIGGER IF NOT EXISTS bbg_migrate_change_{i}_{event.lower()} "
-                f"AFTER {event} ON main.{table} BEGIN {body} END"
-            )
-    return out
+class Changes:
+    """The changes of one SQLite write transaction to bbg's rows (see the module docstring).
 
+    ``db`` is the transaction's connection; ``storage`` the store handle's cache of whether
+    the storage row has :data:`COLUMN` (a dict shared by the handle's transactions)."""
 
-_SQL = _statements()
+    def __init__(self, db: Any, storage: dict[str, bool]) -> None:
+        self._db = db
+        self._storage = storage
+        self._budget = SPILL_BYTES
+        self._held: dict[tuple[str, bytes], bytes | None] = {}
+        self._held_bytes = 0
+        self._spilled = False
 
+    def put(self, partition: str, key: bytes, value: bytes | None) -> None:
+        """``partition[key]`` is now ``value`` (None: removed) in this transaction."""
+        entry = (partition, key)
+        if entry not in self._held:
+            self._held_bytes += len(key) + _PER_CHANGE
+        self._held[entry] = value
+        if value is not None:
+            self._held_bytes += len(value)
+        if self._held_bytes > self._budget:
+            self._spill()
 
-def begin(db: Any) -> None:
-    """Start catching ``db``'s changes to bbg's tables (inside its write transaction: a
-    rolled-back transaction takes the triggers with it, so every transaction makes sure)."""
-    for statement in _SQL:
-        db.scratch(statement)
-    db.scratch(f"DELETE FROM temp.{_TABLE}")
+    def put_rows(self, partition: str, rows: list[tuple[bytes, bytes]]) -> None:
+        """:meth:`put` of each ``(key, value)`` (a page of rows: one call, not one each)."""
+        held, size = self._held, 0
+        for key, value in rows:
+            entry = (partition, key)
+            if entry not in held:
+                size += len(key) + _PER_CHANGE
+            held[entry] = value
+            size += len(value)
+        self._held_bytes += size
+        if self._held_bytes > self._budget:
+            self._spill()
 
-
-def note(db: Any, partition: str, key: bytes, value: bytes | None) -> None:
-    """Record a change of bbg's ``partition[key]`` that no tracked table holds (None: removed)."""
-    db.scratch(
-        f"INSERT OR REPLACE INTO temp.{_TABLE} (name, key, value) VALUES (?, ?, ?)",
-        (partition.encode(), key, value),
-    )
-
-
-def finish(db: Any) -> bytes | None:
-    """Before ``COMMIT``: keep the change id of this transaction's changes (if any) as the
-    store's ``last_transaction``; the id, or None when bbg's tables did not change."""
-    changes = (
-        (bytes(name).decode(), bytes(key), None if value is None else bytes(value))
-        for name, key, value in db.rows(
-            f"SELECT name, key, value FROM temp.{_TABLE} ORDER BY name, key"
+    def bulk(self, table: str, keys_sql: str, params: tuple[Any, ...]) -> None:
+        """A bulk copy into ``table`` is about to add the rows whose keys ``keys_sql`` (one
+        ``SELECT key … WHERE …`` with ``params``) selects: recorded by key, their values read
+        from ``table`` when the id is computed."""
+        self._spill()  # what was held happened before: the copy's rows override it
+        self._db.scratch(
+            f"INSERT INTO {_SPILL} (name, key, value, live) SELECT ?, key, NULL, 1 "
+            f"FROM ({keys_sql}) WHERE true ON CONFLICT (name, key) DO UPDATE SET "
+            "value = NULL, live = 1",
+            (table, *params),
         )
-    )
-    ident = bbgdb.change_id_of_sorted(changes)
-    if ident is None:
-        return None
-    if not has_column(db):
-        db.execute(f"ALTER TABLE {bbgdb.METADATA} ADD COLUMN {COLUMN} BLOB")
-    db.execute(f"UPDATE {bbgdb.METADATA} SET {COLUMN} = ? WHERE id = 1", (ident,))
-    db.scratch(f"DELETE FROM temp.{_TABLE}")
-    return ident
+
+    def _spill(self) -> None:
+        if not self._spilled:
+            for statement in _spill_table():
+                self._db.scratch(statement)
+            self._spilled = True
+        if self._held:
+            self._db.scratch_many(
+                f"INSERT INTO {_SPILL} (name, key, value, live) VALUES (?, ?, ?, 0) "
+                "ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, live = 0",
+                ((t, k, v) for (t, k), v in self._held.items()),
+            )
+            self._held.clear()
+            self._held_bytes = 0
+
+    def _sorted(self) -> Iterator[tuple[str, bytes, bytes | None]]:
+        if not self._spilled:
+            for (partition, key), value in sorted(self._held.items()):
+                yield partition, key, value
+            return
+        self._spill()
+        for partition, table in _PARTITIONS:
+            value_sql, join = "c.value", ""
+            if table is not None:  # a bulk copy's key: the row as the transaction leaves it
+                value_sql = "CASE WHEN c.live THEN l.value ELSE c.value END"
+                join = f" LEFT JOIN main.{table} AS l ON c.live AND l.key = c.key"
+            for key, value in self._db.rows(
+                f"SELECT c.key, {value_sql} FROM {_SPILL} AS c{join} WHERE c.name = ? "
+                "ORDER BY c.key",
+                (partition,),
+            ):
+                yield partition, bytes(key), None if value is None else bytes(value)
+
+    def finish(self) -> bytes | None:
+        """Before ``COMMIT``: keep the change id of this transaction's changes (if any) as
+        the store's ``last_transaction``; the id, or None when bbg's rows did not change."""
+        ident = bbgdb.change_id_of_sorted(self._sorted())
+        if self._spilled:
+            self._db.scratch(f"DELETE FROM {_SPILL}")
+        self._held.clear()
+        if ident is None:
+            return None
+        if not self._storage.get(COLUMN):
+            if has_column(self._db):
+                # Committed, and the tool never drops it: known for the handle's life (a
+                # column this transaction adds is not: the transaction may still roll back).
+                self._storage[COLUMN] = True
+            else:
+                self._db.execute(f"ALTER TABLE {bbgdb.METADATA} ADD COLUMN {COLUMN} BLOB")
+        self._db.execute(f"UPDATE {bbgdb.METADATA} SET {COLUMN} = ? WHERE id = 1", (ident,))
+        return ident
+
+
+def _spill_table() -> list[str]:
+    """The TEMP table of a transaction's spilled changes (module docstring); created by the
+    first transaction of a connection that needs it (``IF NOT EXISTS``: one statement per
+    such transaction, and only those)."""
+    return [
+        f"CREATE TABLE IF NOT EXISTS {_SPILL} (name TEXT NOT NULL, key BLOB NOT NULL, "
+        "value BLOB, live INTEGER NOT NULL, PRIMARY KEY (name, key)) WITHOUT ROWID"
+    ]
 
 
 def has_column(db: Any) -> bool:
@@ -112,7 +201,8 @@ def has_column(db: Any) -> bool:
 
 
 def forget(db: Any) -> None:
-    """Mark the id unknown (rows were written where no trigger saw them: a restore, a build)."""
+    """Mark the id unknown (rows were written where no transaction recorded them: a restore,
+    a build)."""
     if has_column(db):
         db.execute(f"UPDATE {bbgdb.METADATA} SET {COLUMN} = NULL WHERE id = 1")
 

@@ -90,10 +90,13 @@ def change_id_of_sorted(changes: Iterable[tuple[str, bytes, bytes | None]]) -> b
     buf = bytearray(_DOMAIN)  # hashed in pieces of about 1 MiB: one update per change is slow
     seen = False
     pack = _U64.pack
+    names: dict[str, bytes] = {}  # each table's encoded name, once
     for table, key, value in changes:
         seen = True
-        name = table.encode()
-        buf += pack(len(name)) + name + pack(len(key)) + key
+        name = names.get(table)
+        if name is None:
+            name = names[table] = pack(len(table.encode())) + table.encode()
+        buf += name + pack(len(key)) + key
         if value is None:
             buf += b"\x00"
         else:

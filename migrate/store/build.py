@@ -139,7 +139,7 @@ class Build(Closing):
                 conn.execute(f"PRAGMA page_size = {BUILD_PAGE_SIZE}")
                 layout.create_schema(conn, layout.DEFAULT_HASH_SUITE)
                 if not records:
-                    # The loader's rows go in where no trigger sees them: bbg's change id
+                    # The loader's rows go in outside any transaction's record: bbg's change id
                     # is unknown until a transaction of the store records one.
                     bbg_changes.forget(conn)
             finally:

@@ -120,7 +120,7 @@ def write_export(
     if is_keyspace(tx):
         tx.put_raw(bbgdb.MIGRATION, SEAL_KEY, target + nonce + prior + manifest)
     else:  # the row is bbg's key: part of the sealing transaction's change id
-        bbg_changes.note(tx, bbgdb.MIGRATION, SEAL_KEY, target + nonce + prior + manifest)
+        tx.note_change(bbgdb.MIGRATION, SEAL_KEY, target + nonce + prior + manifest)
     tx.execute(_export_table_sql())
     tx.execute(
         f"INSERT INTO {EXPORT_TABLE} (id, target, nonce, prior, manifest, detail, "

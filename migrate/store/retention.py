@@ -35,7 +35,7 @@ from migrate.store.codec import (
 )
 from migrate.store.graph import head as live_head
 from migrate.store.keyspace import FjallTx
-from migrate.store.tx import Tx, check_table
+from migrate.store.tx import Tx
 
 
 def _remove(tx: Tx, table: str, keys: list[bytes]) -> int:
@@ -47,8 +47,7 @@ def _remove(tx: Tx, table: str, keys: list[bytes]) -> int:
         for key in present:
             tx.put_raw(table, key, None)
         return len(present)
-    check_table(table)
-    return sum(tx.execute(f"DELETE FROM {table} WHERE key = ?", (k,)).rowcount for k in keys)
+    return sum(tx.delete(table, k) for k in keys)
 
 
 def drop_history(tx: Tx, namespace: bytes) -> dict[str, Any]:

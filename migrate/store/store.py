@@ -53,6 +53,8 @@ class Store(Closing):
         #: Whether this database's five tables and status are bbg's, so a transaction records
         #: bbg's change id (:mod:`.bbg_changes`); False for the records of a Fjall store.
         self.bbg_tables = True
+        #: What this handle knows of the storage row's change-id column (bbg_changes).
+        self._bbg_storage: dict[str, bool] = {}
         self._conn = conn
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -251,18 +253,18 @@ class Store(Closing):
 
     def _new_tx(self, number: int, **kw: Any) -> Tx:
         """The write transaction of this engine (the SQLite one: rows and records together,
-        its changes to bbg's tables caught for bbg's change id, :mod:`.bbg_changes`)."""
+        telling its changes to bbg's rows to a recorder of bbg's change id, :mod:`.bbg_changes`)."""
         tx = Tx(self._conn, number, **kw)
         if self.bbg_tables:
-            bbg_changes.begin(tx)
+            tx.bbg = bbg_changes.Changes(tx, self._bbg_storage)
         return tx
 
     def _before_commit(self, tx: Tx) -> None:
         """What an engine writes just before the records commit (SQLite: bbg's
         ``last_transaction``, the change id of the transaction's changes to bbg's tables);
         ``tx.context`` is the transaction's (what a CommitUnknown names)."""
-        if self.bbg_tables:
-            bbg_changes.finish(tx)
+        if tx.bbg is not None:
+            tx.bbg.finish()
 
     @contextmanager
     def snapshot(self, import_id: str | None = None) -> Iterator[StoreTables | StagedTables]:

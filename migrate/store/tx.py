@@ -6,6 +6,7 @@
 * ``tx.put(table, key, value)`` / ``tx.put_many(table, rows)``: immutable puts into one of
   the five application tables (same bytes = no-op, different bytes = Conflict);
 * ``tx.get(table, key)``: read a row as this transaction sees it;
+* ``tx.delete(table, key)``: remove a row (retention: the only removal from the five tables);
 * ``tx.execute(sql, params)`` / ``tx.one(sql, params)``: the import/fence tables
   (used by :mod:`migrate.store.imports` and :mod:`fences`);
 * ``tx.number``: the ledger transaction number this commit will get (``bbg_storage_v1``);
@@ -13,6 +14,10 @@
   did, ``tx.note_head`` / ``tx.note_rows`` / ``tx.note_event`` record what it changed;
   ``tx.next_entry(origin)`` starts another ledger transaction inside the same SQLite
   transaction (``apply``: one per source transaction).
+
+Every change these methods make to bbg's rows (the five tables, the status marker, the seal)
+is told to ``tx.bbg`` when the store records bbg's change id (:mod:`migrate.store.bbg_changes`);
+the five tables and the status row are written nowhere else inside a transaction.
 
 A transaction that wrote nothing ends in ROLLBACK, so it never bumps the counter, appends no
 ledger row and can never end in an unknown outcome.
@@ -27,6 +32,8 @@ from typing import Any
 
 from bbg_core.errors import Conflict, StoreError
 from migrate.store import ledger, live, markers
+from migrate.store.bbg_changes import Changes
+from migrate.store.bbgdb import MIGRATION, STATUS
 from migrate.store.codec import (
     ARCHIVE_ORDER,
     CLAIMS,
@@ -72,6 +79,8 @@ class Tx:
         self.discarded = False
         # What the transaction is about (request, namespace, import): errors name it.
         self.context: dict[str, Any] = {}
+        #: Its changes to bbg's rows, for bbg's change id (None: not recorded).
+        self.bbg: Changes | None = None
 
     # -- the ledger entry ---------------------------------------------------------------
     def mark(self, kind: str, ref: str | None = None) -> None:
@@ -148,6 +157,14 @@ class Tx:
     def write_status(self, marker: str, generation: str) -> None:
         """Set the status marker in this transaction."""
         markers.write_status(self, marker, generation)
+        if self.bbg is not None:
+            self.bbg.put(MIGRATION, STATUS, marker.encode())
+
+    def note_change(self, partition: str, key: bytes, value: bytes | None) -> None:
+        """Record a change of bbg's ``partition[key]`` that this transaction made otherwise
+        than by its methods above (the seal, :mod:`migrate.store.export`; None: removed)."""
+        if self.bbg is not None:
+            self.bbg.put(partition, key, value)
 
     def put_fence(self, namespace: bytes, import_id: str, reason: str,
                   value: bytes | None = None) -> bool:  # fmt: skip
@@ -186,11 +203,21 @@ class Tx:
 
     def set_head(self, namespace: bytes, head: Head) -> None:
         """Write ``namespace``'s head (the one row of the five tables that is overwritten)."""
+        value = head.encode()
         self.execute(
             "INSERT INTO application_heads (key, value) VALUES (?, ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (namespace, head.encode()),
+            (namespace, value),
         )
+        if self.bbg is not None:  # overwritten: a change even with the same bytes
+            self.bbg.put(HEADS, namespace, value)
+
+    def delete(self, table: str, key: bytes) -> int:
+        """Remove ``key`` from an application table; 1 if it was there, else 0."""
+        removed = self.execute(f"DELETE FROM {check_table(table)} WHERE key = ?", (key,)).rowcount
+        if removed and self.bbg is not None:
+            self.bbg.put(table, key, None)
+        return int(removed)
 
     def put(self, table: str, key: bytes, value: bytes, *, note: bool = True) -> bool:
         """Immutable put; True if the row is new, False if the same bytes were there.
@@ -205,6 +232,8 @@ class Tx:
         )
         if cur.rowcount == 1:
             self.wrote = self.entry_wrote = True
+            if self.bbg is not None:
+                self.bbg.put(table, key, value)
             if note and table in _NOTED:
                 self.note_rows(table, [key])
             elif table == "application_heads":
@@ -231,19 +260,20 @@ class Tx:
             return 0
         noted = table in _NOTED and self.ledgered
         present: set[bytes] = set()
-        # Which keys exist already: only the others are this entry's new rows.
-        if noted or (table == "application_heads" and self.ledgered):
+        # Which keys exist already: only the others are this entry's new rows (and changes).
+        if noted or (table == "application_heads" and self.ledgered) or self.bbg is not None:
             for i in range(0, len(batch), 500):
                 keys = [k for k, _ in batch[i : i + 500]]
                 marks = ", ".join("?" for _ in keys)
                 present.update(bytes(r[0]) for r in self._conn.rows(
                     f"SELECT key FROM {table} WHERE key IN ({marks})", keys))  # fmt: skip
-        # rowcount, not total_changes(): the latter counts what bbg_changes' triggers write.
         inserted = self._conn.executemany(
             f"INSERT INTO {table} (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", batch
         )
         if inserted:
             self.wrote = self.entry_wrote = True
+            if self.bbg is not None:
+                self.bbg.put_rows(table, [r for r in batch if r[0] not in present])
             if noted:
                 self.note_rows(table, [k for k, _ in batch if k not in present])
             elif table == "application_heads" and self.ledgered:
@@ -312,6 +342,13 @@ class Tx:
                     table=table,
                     key=bytes(clash[0]),
                     import_id=import_id,
+                )
+            if self.bbg is not None:  # the rows this copy adds (module bbg_changes)
+                self.bbg.bulk(
+                    table,
+                    "SELECT key FROM bbg_import_v1_staged WHERE import_id = ? AND tbl = ? "
+                    f"AND key NOT IN (SELECT key FROM {table})",
+                    (import_id, ordinal),
                 )
             cur = self.execute(
                 f"INSERT INTO {table} (key, value) SELECT key, value FROM bbg_import_v1_staged "

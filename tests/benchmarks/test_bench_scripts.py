@@ -72,3 +72,14 @@ def test_legacy_run_prints_staged_against_one_pass(tmp_path: Path) -> None:
         assert f"{engine} ratio staged/one pass:" in out, out
     assert "receipts byte-identical: NO" not in out and "receipts byte-identical: yes" in out
     assert sorted(p.suffix for p in tmp_path.iterdir()) == [".jsonl", ".log"]  # runs removed
+
+
+def test_change_id_prints_every_case_against_its_baseline() -> None:
+    """benchmarks/change_id.py: each case against the same run's baseline, one id per case."""
+    out = _bench("change_id.py", "--rows", "2000", "--small", "5", "--repeat", "1").stdout
+    for case, modes in (("put_many", ("baseline", "held", "spilled")),
+                        ("activate", ("baseline", "held")), ("one-row", ("baseline", "held"))):
+        for mode in modes:
+            assert any(line.split()[:2] == [case, mode] and "of baseline" in line
+                       for line in out.splitlines()), out  # fmt: skip
+    assert "hash only" in out

@@ -258,9 +258,10 @@ def tx_put_raw(tx: Any, table: str, key: bytes, value: bytes | None) -> None:
     if table not in FIVE:
         raise ValueError(f"a SQLite store keeps bbg's rows of the five tables only: {table}")
     if value is None:
-        tx.execute(f"DELETE FROM {table} WHERE key = ?", (key,))
-    else:
+        tx.delete(table, key)
+    else:  # in the transaction's change id, as put_raw's row is in a Fjall batch
         tx.execute(f"INSERT OR REPLACE INTO {table} (key, value) VALUES (?, ?)", (key, value))
+        tx.note_change(table, key, value)
 
 
 __all__ = [
