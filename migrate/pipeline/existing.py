@@ -46,10 +46,10 @@ from migrate.progress import Observer, finishing
 from migrate.store import bbgdb, guard, imports, layout
 from migrate.store.connection import Connection
 from migrate.store.engine import FJALL, engine_for, engine_of
+from migrate.store.fjall.session import KeyspaceWriter
 from migrate.store.graph import head as live_head
 from migrate.store.keyspace_aside import AsideSegments
 from migrate.store.keyspace_build import KeyspaceLoader
-from migrate.store.fjall.session import KeyspaceWriter
 from migrate.store.keyspace_store import open_fjall_store, open_fjall_view, writer_session
 from migrate.store.layout import resolve_store_dir
 from migrate.store.runlock import run_lock
@@ -156,7 +156,7 @@ def _publish(job: Job, pre: Preflight, held: Seal, directory: Path, session: Key
         with finishing(activated, "publish"):
             aside.wait()
             if hook is not None:
-                hook("segments")  # written and fsynced aside; nothing in the store yet
+                hook("after")  # the segments written and fsynced aside; nothing in the store yet
             guard.take(directory, iid, guard.ACTIVATE, plan)
             aside.publish(hook)
         receipt = stages.activate_published(store, job, pre, held, loader.rows, loader.cursor,

@@ -211,7 +211,7 @@ def _build_and_publish(
     activated = checked(observer, pre, loader)
     receipt = stages.activate_built(store, job, pre, held, loader.rows, loader.cursor)
     if activated is not None:
-        activated(loaded, pre.nbytes)
+        activated(sum(loader.rows.values()), pre.nbytes)
     with finishing(activated, "publish"):  # Fjall: the segments are written and synced here
         published = build.publish()
     return pre, receipt if published else None

@@ -30,7 +30,7 @@ import os
 import shutil
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -38,12 +38,12 @@ from typing import Any
 from bbg_core.closing import Closing
 from bbg_core.files import owned_tempdir, sweep
 from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.connection import CommitHook
 from migrate.store.fjall.reader import Keyspace
 from migrate.store.fjall.session import KeyspaceWriter
 from migrate.store.fjall.writer import _bloom_policy, _Segments
 
 _KEY = itemgetter(0)
-Hook = Callable[[str], None]
 
 
 class _Existing:
@@ -158,14 +158,12 @@ class AsideSegments(Closing):
 
     # -- publication -------------------------------------------------------------------------
 
-    def publish(self, hook: Hook | None = None) -> dict[str, Any]:
-        """Into the keyspace (module docstring); ``hook`` (fault injection) is called with
-        ``"segments"`` before the first change and ``"partition"`` after each swap."""
+    def publish(self, hook: CommitHook | None = None) -> dict[str, Any]:
+        """Into the keyspace (module docstring); ``hook`` (fault injection, as
+        ``Connection.commit_hook``) is called with ``"after"`` after each level swap."""
         self.wait()
         session = self.session
         written = {t: w.written for t, w in self._writers.items()}
-        if hook is not None:
-            hook("segments")
         for table, segs in written.items():
             session.claim(table, [w.id for w in segs])
         if any(session.state()["partitions"].get(t, {}).get("journal_items") for t in written):
@@ -175,7 +173,7 @@ class AsideSegments(Closing):
             ids = session.adopt(table, str(self.path / table), segs, self.seqno)
             report["partitions"][table] = ids
             if hook is not None and ids:
-                hook("partition")
+                hook("after")
         self.discard()
         return report
 
