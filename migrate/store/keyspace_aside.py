@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from bisect import bisect_left
 from collections.abc import Iterator
 from operator import itemgetter
@@ -41,7 +40,7 @@ from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import CommitHook
 from migrate.store.fjall.reader import Keyspace
 from migrate.store.fjall.session import KeyspaceWriter
-from migrate.store.fjall.writer import _bloom_policy, _Segments
+from migrate.store.fjall.writer import Background, _bloom_policy, _Segments
 
 _KEY = itemgetter(0)
 
@@ -85,9 +84,7 @@ class AsideSegments(Closing):
         self._open = True
         self._writers: dict[str, _Segments] = {}
         self._existing: dict[str, _Existing] = {}
-        self._finishing: threading.Thread | None = None
-        self._finish_error: BaseException | None = None
-        self._finished = False
+        self._finishing = Background(self._finish, "aside-finish")
         try:
             parts = set(snapshot.partitions())
             for table in ARCHIVE_ORDER:
@@ -115,33 +112,16 @@ class AsideSegments(Closing):
     def finish_rows_in_background(self) -> None:
         """No more rows: the last blocks and the fsyncs on a thread of their own while the
         caller checks the links; :meth:`publish` waits for it."""
-        if self._finishing is not None or self._finished:
-            return
-
-        def work() -> None:
-            try:
-                self._finish()
-            except BaseException as exc:  # raised by wait(), in the caller's order
-                self._finish_error = exc
-
-        self._finishing = threading.Thread(target=work, name="aside-finish", daemon=True)
         self._finishing.start()
 
     def _finish(self) -> None:
         for writer in self._writers.values():
             writer.push(None)
             writer.finish()
-        self._finished = True
 
     def wait(self) -> None:
         """Every segment written and fsynced (raises what finishing them met)."""
-        if self._finishing is not None:
-            self._finishing.join()
-            self._finishing = None
-        if self._finish_error is not None:
-            raise self._finish_error
-        if not self._finished:
-            self._finish()
+        self._finishing.wait()
 
     @property
     def new_rows(self) -> dict[str, int]:
@@ -179,9 +159,7 @@ class AsideSegments(Closing):
 
     def discard(self) -> None:
         """Remove what is not published (idempotent)."""
-        if self._finishing is not None:  # its files first: nothing is written after rmtree
-            self._finishing.join()
-            self._finishing = None
+        self._finishing.join()  # its files first: nothing is written after rmtree
         for writer in self._writers.values():
             writer.abort()
         if self._open:
