@@ -157,6 +157,7 @@ def _publish(job: Job, pre: Preflight, held: Seal, directory: Path, session: Key
             aside.wait()
             if hook is not None:
                 hook("after")  # the segments written and fsynced aside; nothing in the store yet
+            held.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
             guard.take(directory, iid, guard.ACTIVATE, plan)
             aside.publish(hook)
         receipt = stages.activate_published(store, job, pre, held, loader.rows, loader.cursor,

@@ -378,16 +378,19 @@ def activate_published(store: Store, job: Job, pre: Preflight, seal: Seal, rows:
     the one batch -- so the store and the receipt are those of the staged path."""
     iid = pre.import_id
     with store.transaction(import_id=iid) as tx:
-        digest = _record_checked(tx, store, job, pre, seal, rows, cursor)
+        # The caller re-hashed the source before it published (before the guard, so that a
+        # source changed by then leaves nothing to finish): the cheap check is left here.
+        digest = _record_checked(tx, store, job, pre, seal, rows, cursor, full=False)
         imports.journal(tx, iid, "activating", {**plan, "bulk": True})
         inserted = imports.activate(tx, iid)
         return _activated(tx, pre, inserted, digest)
 
 
 def _record_checked(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal,
-                    rows: dict[str, int], cursor: bytes) -> str:  # fmt: skip
+                    rows: dict[str, int], cursor: bytes, *, full: bool = True) -> str:  # fmt: skip
     """What the staged path records up to validation, for rows the checking pass loaded
-    (``rows`` per table, compared with the source's counts); returns the archive digest."""
+    (``rows`` per table, compared with the source's counts), the source checked unchanged
+    (``full``: its bytes re-hashed); returns the archive digest."""
     iid = pre.import_id
     want = {name: t["rows"] for name, t in pre.report["tables"].items()}
     if rows != {name: want.get(name, 0) for name in DIGEST_ORDER}:
@@ -408,7 +411,7 @@ def _record_checked(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal,
     imports.set_cursor(tx, iid, ROWS_STREAM, cursor, total)
     imports.journal(tx, iid, "staged", {"rows": total})
     imports.journal(tx, iid, "validated", {"archive_digest_sha256": digest, "rows": want})
-    seal.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
+    seal.check_unchanged(full=full)  # bytes, not just mtime: a flip may keep it
     return digest
 
 

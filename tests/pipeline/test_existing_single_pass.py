@@ -70,9 +70,21 @@ def _siblings(parent: Path) -> list[str]:
     return sorted(n for n in os.listdir(parent) if ".bbg-segments-" in n)
 
 
-def test_equal_to_the_staged_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stages, "BATCH_ROWS", 3)
+@pytest.mark.parametrize("journal_rows", [False, True])
+def test_equal_to_the_staged_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, journal_rows: bool
+) -> None:
+    """``journal_rows``: the store also holds rows of the five tables that live only in its
+    journal (a small import, activated in one batch), flushed before the publication."""
     store, src = _prefilled(tmp_path)
+    if journal_rows:
+        generate(tmp_path / "c.redb", rows=60, namespaces=2, seed=3)
+        pipeline.run(pipeline.Job(source=tmp_path / "c.redb", store=store))
+        from migrate.store.fjall import open_keyspace
+
+        with open_keyspace(store) as ks:
+            assert ks.view("application_history").journal  # not flushed yet
+    monkeypatch.setattr(stages, "BATCH_ROWS", 3)
     staged = _copy(store, tmp_path / "staged")
     staging: list[str] = []
     real_stage = stages.stage_stage
@@ -88,6 +100,11 @@ def test_equal_to_the_staged_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert _keyspace(store) == _keyspace(staged)
     assert _records(store) == _records(staged)
     assert not guard.path_of(store).exists() and _siblings(tmp_path) == []
+    if journal_rows:
+        from migrate.store.fjall import open_keyspace
+
+        with open_keyspace(store) as ks:  # flushed into segments before the publication
+            assert not ks.view("application_history").journal
     report = doctor(store)
     assert report["healthy"] is True, report
     # An exact rerun returns the same receipt and changes nothing.
@@ -196,8 +213,37 @@ def test_kill_9_at_every_point_then_rerun(tmp_path: Path) -> None:
         assert _records(work) == want_records
         assert not guard.path_of(work).exists()
         assert _siblings(tmp_path) == []
+        assert doctor(work)["healthy"] is True, point
         shutil.rmtree(work)
         shutil.rmtree(work.with_name(work.name + ".bbg-migrate"))
     # the segments written; five level swaps; the batch and the records (before and after
     # each); the guard's removal follows the last
     assert point >= 10 and guarded >= 6, (point, guarded)
+
+
+def test_a_source_changed_after_the_pass_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source is re-hashed before the guard is taken: changed bytes (same size) after
+    the pass leave the store as it was, with no guard and no segments left."""
+    from bbg_core.errors import MigrateError
+
+    monkeypatch.setattr(stages, "BATCH_ROWS", 3)
+    store, src = _prefilled(tmp_path)
+    real = existing.fresh.checking_pass
+
+    def then_changed(*a: Any, **k: Any) -> Any:
+        pre = real(*a, **k)
+        data = bytearray(src.read_bytes())
+        data[-1] ^= 0xFF
+        st = src.stat()
+        src.write_bytes(bytes(data))
+        os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))  # a flip that keeps the mtime
+        return pre
+
+    monkeypatch.setattr(existing.fresh, "checking_pass", then_changed)
+    before = _keyspace(store), _records(store)
+    with pytest.raises(MigrateError):
+        pipeline.run(pipeline.Job(source=src, store=store))
+    assert (_keyspace(store), _records(store)) == before
+    assert not guard.path_of(store).exists() and _siblings(tmp_path) == []
