@@ -73,16 +73,18 @@ def destination(job: Job, kind: str, max_pages: int | None) -> Path | None:
     return directory
 
 
-def _known(directory: Path, iid: str) -> bool | None:
-    """Whether the store's records know ``iid`` and whether a guard forbids this path: None
-    when the single pass may go on (a new import, or this path's own interrupted one)."""
+def _open_to_single_pass(directory: Path, iid: str) -> bool:
+    """True when the single pass may go on: the store's records do not know ``iid`` and no
+    guard is there, or only this path's own for ``iid`` (an interrupted run of it, whose
+    plan the guard keeps).  Anything else -- an import in progress or active, another
+    guard -- is the staged path's to continue or refuse."""
     owner = guard.read(directory)
     if owner is not None and not (owner.get("import_id") == iid
                                   and owner.get("op") == guard.ACTIVATE
                                   and isinstance(owner.get("plan"), dict)):  # fmt: skip
-        return True
+        return False
     with open_fjall_view(directory) as view:
-        return True if imports.import_state(view, iid) is not None else None
+        return imports.import_state(view, iid) is None
 
 
 def run_existing(
@@ -93,7 +95,7 @@ def run_existing(
     pass was not made) and the receipt (None: continue on the staged path with it)."""
     iid = import_of(job, kind, held.fingerprint)[1]
     try:
-        if _known(directory, iid):
+        if not _open_to_single_pass(directory, iid):
             return None, None
         session = writer_session(directory, 0.0)
     except MigrateError:
