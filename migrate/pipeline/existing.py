@@ -44,6 +44,7 @@ from migrate.pipeline import fresh, gate, stages
 from migrate.pipeline.preflight import Preflight, import_of
 from migrate.progress import Observer, finishing
 from migrate.store import bbgdb, guard, imports, layout
+from migrate.store.codec import ARCHIVE_ORDER
 from migrate.store.connection import Connection
 from migrate.store.engine import FJALL, engine_for, engine_of
 from migrate.store.fjall.session import KeyspaceWriter
@@ -102,6 +103,9 @@ def run_existing(
         return None, None  # busy, refused, unreadable: the staged path says so in its order
     try:
         with session.reader() as snapshot:
+            if not set(ARCHIVE_ORDER) <= set(snapshot.partitions()):
+                session.close()  # the staged path creates a missing partition as it publishes
+                return None, None
             aside = AsideSegments(directory, session, snapshot)
             try:
                 loader = KeyspaceLoader(aside, job.bounds.page_rows, job.bounds.page_bytes)
