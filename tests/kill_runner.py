@@ -25,6 +25,9 @@ store's publication too) is never made: the process is SIGKILLed just before it.
 store by ``excise`` / ``nohistory`` (:mod:`migrate.store.keyspace_retention`; the exchange
 of the directories counts as one operation, and the moment after it as another).
 
+``KILL_RUNNER_BATCH_ROWS=N`` in the environment lowers the rows an activation writes in one
+batch (:data:`migrate.pipeline.stages.BATCH_ROWS`), so a small source goes in as segments.
+
 The hooks live here, in the tests, not in the product.
 """
 
@@ -150,6 +153,11 @@ def main() -> None:
         from migrate.store.connection import Connection
 
         Connection.commit_hook = staticmethod(hook)  # type: ignore[assignment]
+    batch_rows = os.environ.get("KILL_RUNNER_BATCH_ROWS")
+    if batch_rows:  # a small source activates in segments, as a big one does
+        from migrate.pipeline import stages
+
+        stages.BATCH_ROWS = int(batch_rows)
     sys.argv = ["bbg-migrate", *sys.argv[2:]]
     from migrate.cli import main as cli_main
 

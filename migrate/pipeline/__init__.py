@@ -6,7 +6,9 @@ TextArchive (cybergraph's text observations: :mod:`.legacy_text`).
 
 ``run`` = detect → seal → preflight (inspect) → admit → stage → validate → activate [→ retire].
 Into a new or empty destination, a cell.redb, log or archive is instead built aside in one
-checking pass and published by one rename (:mod:`.fresh`): the same records and receipt.
+checking pass and published by one rename (:mod:`.fresh`); into a BBG database that holds
+history, a cell.redb's same pass writes new segments beside it, published in place with one
+activation (:mod:`.existing`): the same records and receipt, one read of the source.
 Every step that writes holds the store's run lock (:mod:`migrate.store.runlock`).
 ``plan`` walks the same path up to the first write (:mod:`.gate`: the source's lock, its
 preflight, the store's location and writability, the import's admission) through a
@@ -28,7 +30,7 @@ from bbg_core.errors import Conflict, StoreRefused
 from fences import generations
 from fences.seal import Seal
 from migrate.job import Bounds, Job
-from migrate.pipeline import fresh, gate, retire, stages, subject
+from migrate.pipeline import existing, fresh, gate, retire, stages, subject
 from migrate.pipeline.gate import admit, gated
 from migrate.pipeline.legacy import LegacySource
 from migrate.pipeline.preflight import Preflight, preflight
@@ -139,16 +141,31 @@ def run(
                 job, kind, held, fresh_dir, _preflight(job, progress), progress
             )
             if built is not None:
-                if retire_source:
-                    with _store(job) as store:
-                        mapping = job.mapping.to_json() if job.mapping is not None else None
-                        if retire.retire_import(store, job.source, built, mapping, asked=True):
-                            return Outcome("retired", pre.import_id, built)
-                return Outcome("complete", pre.import_id, built)
+                return _finish_single(job, pre, built, retire_source)
+        elif (existing_dir := existing.destination(job, kind, max_pages)) is not None:
+            # A BBG database holding history: one pass writes segments aside, published
+            # in place with one activation (else the staged path, with that preflight).
+            pre, built = existing.run_existing(
+                job, kind, held, existing_dir, _preflight(job, progress), progress
+            )
+            if built is not None:
+                return _finish_single(job, pre, built, retire_source)
         if pre is None:
             pre = preflight(job, kind, held.fingerprint, _preflight(job, progress))
         gate.locate(job)
         return _run_staged(job, pre, held, max_pages, retire_source, progress)
+
+
+def _finish_single(job: Job, pre: Preflight | None, receipt: dict[str, Any],
+                   retire_source: bool) -> Outcome:  # fmt: skip
+    """The outcome of a single-pass ``run`` (its receipt), the source retired when asked."""
+    assert pre is not None
+    if retire_source:
+        with _store(job) as store:
+            mapping = job.mapping.to_json() if job.mapping is not None else None
+            if retire.retire_import(store, job.source, receipt, mapping, asked=True):
+                return Outcome("retired", pre.import_id, receipt)
+    return Outcome("complete", pre.import_id, receipt)
 
 
 def _run_staged(

@@ -174,42 +174,58 @@ def _rerun_receipt(job: Job, kind: str, held: Seal, directory: Path,
         return pre, imports.receipt_of(store, pre.import_id)
 
 
-def _build_and_publish(
-    job: Job, kind: str, held: Seal, build: Any, db: Path | None, progress: Progress | None,
-    observer: Observer | None,
-) -> tuple[Preflight, dict[str, Any] | None]:
-    loader = build.loader(job.bounds.page_rows, job.bounds.page_bytes)
+def checking_pass(job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoader,
+                  db: Path | None, progress: Progress | None) -> Preflight:  # fmt: skip
+    """The one pass over a cell.redb: the preflight's checks, each table's rows loaded by
+    ``loader`` as they pass; then the preflight's refusal (same report, same first error)
+    and the staged path's destination checks, in its order."""
     loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
-    legacy = None
-    if kind in LEGACY_KINDS:  # a log or archive: its own pass (:mod:`.fresh_legacy`)
-        legacy = fresh_legacy.check_and_load(job, kind, held, loader, progress)
-        pre = legacy.pre
-    else:
-        with RedbSource(job.source) as src:
-            tee = _Tee(src, loader, db)
-            try:
-                report = redb_report(job, tee, progress)
-            finally:
-                tee.close()
-        pre = judge(job, kind, held.fingerprint, report)
+    with RedbSource(job.source) as src:
+        tee = _Tee(src, loader, db)
+        try:
+            report = redb_report(job, tee, progress)
+        finally:
+            tee.close()
+    pre = judge(job, kind, held.fingerprint, report)
     loader.check()
-    gate.locate(job)  # the staged path's destination checks, in its order
-    if legacy is not None:
-        legacy.validate(build.directory)  # then the validate stage's refusal, in its order
-    store = build.open()
-    # The stages an observer expects: the pass staged and checked every row (links,
-    # content ids, digest: the checking pass is the validation); activation is the one
-    # transaction below, so its rows count as done when it commits.
+    gate.locate(job)
+    return pre
+
+
+def checked(observer: Observer | None, pre: Preflight,
+            loader: Loader | KeyspaceLoader) -> Progress | None:  # fmt: skip
+    """Tell ``observer`` the stages it expects are done: the pass staged and checked every row
+    (links, content ids, digest: the checking pass is the validation); returns the
+    activation's callback (its rows count as done when its one transaction commits)."""
     loaded = sum(loader.rows.values())
     for name in ("stage", "validate"):
         counted = phase(observer, name, pre.rows)
         if counted is not None:
             counted(loaded, pre.nbytes)
-    activated = phase(observer, "activate", pre.rows)
+    return phase(observer, "activate", pre.rows)
+
+
+def _build_and_publish(
+    job: Job, kind: str, held: Seal, build: Any, db: Path | None, progress: Progress | None,
+    observer: Observer | None,
+) -> tuple[Preflight, dict[str, Any] | None]:
+    loader = build.loader(job.bounds.page_rows, job.bounds.page_bytes)
+    legacy = None
+    if kind in LEGACY_KINDS:  # a log or archive: its own pass (:mod:`.fresh_legacy`)
+        loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
+        legacy = fresh_legacy.check_and_load(job, kind, held, loader, progress)
+        pre = legacy.pre
+        loader.check()
+        gate.locate(job)  # the staged path's destination checks, in its order
+        legacy.validate(build.directory)  # then the validate stage's refusal, in its order
+    else:
+        pre = checking_pass(job, kind, held, loader, db, progress)
+    store = build.open()
+    activated = checked(observer, pre, loader)
     cursor = loader.cursor if legacy is None else legacy.cursor
     receipt = stages.activate_built(store, job, pre, held, loader.rows, cursor)
     if activated is not None:
-        activated(loaded, pre.nbytes)
+        activated(sum(loader.rows.values()), pre.nbytes)
     with finishing(activated, "publish"):  # Fjall: the segments are written and synced here
         published = build.publish()
     return pre, receipt if published else None

@@ -369,6 +369,35 @@ def activate_built(
     is of the very bytes loaded, the links and content ids were checked on them, and SQLite
     counted the rows inserted (compared here with the source's counts).
     """
+    with store.transaction(import_id=pre.import_id) as tx:
+        digest = _record_checked(tx, store, job, pre, seal, rows, cursor)
+        imports.activate_loaded(tx, pre.import_id)
+        return _activated(tx, pre, dict(rows), digest)
+
+
+def activate_published(store: Store, job: Job, pre: Preflight, seal: Seal, rows: dict[str, int],
+                       cursor: bytes, plan: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """Seal, validate and activate, in one transaction, an import whose rows the checking pass
+    wrote as segments that are published into an existing BBG database already
+    (:mod:`migrate.pipeline.existing`): the records of :func:`activate_built`, then the
+    activation plan the staged path records before it publishes in segments (``plan``:
+    new rows per table, rows, bytes) and its activation -- bbg's status put and markers in
+    the one batch -- so the store and the receipt are those of the staged path."""
+    iid = pre.import_id
+    with store.transaction(import_id=iid) as tx:
+        # The caller re-hashed the source before it published (before the guard, so that a
+        # source changed by then leaves nothing to finish): the cheap check is left here.
+        digest = _record_checked(tx, store, job, pre, seal, rows, cursor, full=False)
+        imports.journal(tx, iid, "activating", {**plan, "bulk": True})
+        inserted = imports.activate(tx, iid)
+        return _activated(tx, pre, inserted, digest)
+
+
+def _record_checked(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal,
+                    rows: dict[str, int], cursor: bytes, *, full: bool = True) -> str:  # fmt: skip
+    """What the staged path records up to validation, for rows the checking pass loaded
+    (``rows`` per table, compared with the source's counts), the source checked unchanged
+    (``full``: its bytes re-hashed); returns the archive digest."""
     iid = pre.import_id
     want = {name: t["rows"] for name, t in pre.report["tables"].items()}
     if rows != {name: want.get(name, 0) for name in DIGEST_ORDER}:
@@ -378,25 +407,28 @@ def activate_built(
             import_id=iid,
             errors=[{"code": "count-mismatch", "detail": f"loaded {rows} != source {want}"}],
         )
-    digest = pre.report["archive_digest_sha256"]
-    with store.transaction(import_id=iid) as tx:
-        imports.claim_nonce(tx, pre.nonce, iid)
-        imports.begin_import(tx, iid)
-        imports.record_seal(tx, iid, seal_doc(job, pre))
-        continuity.journal_source(tx, iid, job)
-        prior = {ns.hex(): None for ns in gate.pinned_namespaces(job, pre)}
-        imports.journal(tx, iid, "sealed", {"prior_heads": prior})
-        total = sum(rows.values())
-        imports.set_cursor(tx, iid, ROWS_STREAM, cursor, total)
-        imports.journal(tx, iid, "staged", {"rows": total})
-        imports.journal(tx, iid, "validated", {"archive_digest_sha256": digest, "rows": want})
-        seal.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
-        imports.activate_loaded(tx, iid)
-        generation = generations.settle(tx)
-        published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
-        receipt = build_receipt(pre, published, [], generation, dict(rows), digest)
-        imports.record_receipt(tx, iid, receipt)
-        imports.journal(tx, iid, "activated", {"generation": generation})
+    digest: str = pre.report["archive_digest_sha256"]
+    imports.claim_nonce(tx, pre.nonce, iid)
+    imports.begin_import(tx, iid)
+    imports.record_seal(tx, iid, seal_doc(job, pre))
+    continuity.journal_source(tx, iid, job)
+    prior = {ns.hex(): None for ns in gate.pinned_namespaces(job, pre)}
+    imports.journal(tx, iid, "sealed", {"prior_heads": prior})
+    total = sum(rows.values())
+    imports.set_cursor(tx, iid, ROWS_STREAM, cursor, total)
+    imports.journal(tx, iid, "staged", {"rows": total})
+    imports.journal(tx, iid, "validated", {"archive_digest_sha256": digest, "rows": want})
+    seal.check_unchanged(full=full)  # bytes, not just mtime: a flip may keep it
+    return digest
+
+
+def _activated(tx: Any, pre: Preflight, inserted: dict[str, int], digest: str) -> dict[str, Any]:
+    """The end of an activation's transaction: the generation, the receipt, the journal."""
+    generation = generations.settle(tx)
+    published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
+    receipt = build_receipt(pre, published, [], generation, inserted, digest)
+    imports.record_receipt(tx, pre.import_id, receipt)
+    imports.journal(tx, pre.import_id, "activated", {"generation": generation})
     return receipt
 
 

@@ -27,7 +27,7 @@ from migrate.store import bbgdb
 TOOL = "bbg-migrate"
 CONVERT = "convert"
 ACTIVATE = "activate"
-_MAX = 4096
+_MAX = 1 << 16
 
 
 def path_of(directory: Path) -> Path:
@@ -78,13 +78,17 @@ def refusal(directory: Path, doc: dict[str, Any]) -> StoreRefused:
     )  # fmt: skip
 
 
-def take(directory: Path, import_id: str, op: str) -> bool:
+def take(directory: Path, import_id: str, op: str, plan: dict[str, Any] | None = None) -> bool:
     """Create the guard for ``import_id``'s ``op`` (durable before anything else happens);
     True if it was already this import's own for ``op`` (a rerun), StoreRefused if it is
-    anyone else's."""
+    anyone else's.  ``plan``: what the rerun of an interrupted ``op`` must know (it is kept
+    in the guard as ``plan``: an activation in segments without staging records its counts
+    there, :mod:`migrate.pipeline.existing`)."""
     guard = path_of(directory)
-    body = json.dumps({"tool": TOOL, "import_id": import_id, "op": op},
-                      sort_keys=True).encode()  # fmt: skip
+    doc: dict[str, Any] = {"tool": TOOL, "import_id": import_id, "op": op}
+    if plan is not None:
+        doc["plan"] = plan
+    body = json.dumps(doc, sort_keys=True).encode()
     try:
         fd = os.open(guard, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, bbgdb.LOCK_MODE)
     except FileExistsError:

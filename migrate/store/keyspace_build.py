@@ -34,6 +34,7 @@ from migrate.store import bbgdb, build
 from migrate.store.connection import Connection
 from migrate.store.engine import FJALL, engine_of, records_dir
 from migrate.store.fjall.writer import KeyspaceBuilder
+from migrate.store.keyspace_aside import AsideSegments
 from migrate.store.pages import PageLoader
 from migrate.store.store import Store
 
@@ -63,12 +64,14 @@ def conversion_batches() -> list[list[tuple[str, bytes, bytes | None]]]:
 
 
 class KeyspaceLoader(PageLoader):
-    """Rows into the keyspace being built, one bounded page at a time, while the checking pass
-    reads them (the pages of :class:`~migrate.store.pages.PageLoader`, each a copy)."""
+    """Rows into the keyspace being built (or into segments written aside for an existing
+    one, :mod:`migrate.store.keyspace_aside`), one bounded page at a time, while the checking
+    pass reads them (the pages of :class:`~migrate.store.pages.PageLoader`, each a copy)."""
 
     COPY_ROWS = True
 
-    def __init__(self, builder: KeyspaceBuilder, page_rows: int, page_bytes: int) -> None:
+    def __init__(self, builder: KeyspaceBuilder | AsideSegments, page_rows: int,
+                 page_bytes: int) -> None:  # fmt: skip
         super().__init__(page_rows, page_bytes)
         self._builder = builder
 

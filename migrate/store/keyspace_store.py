@@ -224,7 +224,7 @@ class FjallStore(Store):
         return doc
 
 
-def _writer(directory: Path, timeout: float) -> KeyspaceWriter:
+def writer_session(directory: Path, timeout: float) -> KeyspaceWriter:
     """The writer session, waiting up to ``timeout`` seconds for ``bbg.lock``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -245,20 +245,23 @@ def open_fjall_store(
     hash_suite: str,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     keep_exclusive: bool = False,
+    writer: KeyspaceWriter | None = None,
 ) -> FjallStore:
     """Open (``create``: make first, when absent) the Fjall store at ``directory``.
     ``keep_exclusive``: keep the records' directory locked exclusively when this call
     created the records (for :func:`migrate.store.opening.provisional_store`, which removes
     them again when nothing was committed: a refused ``apply`` into a store the cyber code
-    wrote leaves no records beside it)."""
+    wrote leaves no records beside it).  ``writer``: a writer session of the existing store
+    this process holds already (the handle takes it over, and closes it when refused)."""
     from migrate.store.engine import engine_of
 
-    if engine_of(directory) is None:
-        if not create:
-            raise layout.no_store(directory, create_hint=True)
-        creation.check_destination(directory)
-        create_keyspace(directory)
-    writer = _writer(directory, busy_timeout)
+    if writer is None:
+        if engine_of(directory) is None:
+            if not create:
+                raise layout.no_store(directory, create_hint=True)
+            creation.check_destination(directory)
+            create_keyspace(directory)
+        writer = writer_session(directory, busy_timeout)
     lock: creation.DirLock | None = None
     conn: Connection | None = None
     try:

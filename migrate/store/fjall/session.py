@@ -265,6 +265,7 @@ class KeyspaceWriter(Closing):
         self._next_seqno = 0
         self._broken: FjallChanged | None = None
         self._closed = False
+        self._adopted = -1  # the seqno of the segments adopted by this session (-1: none)
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -620,6 +621,68 @@ class KeyspaceWriter(Closing):
             "key_value_bytes": writer.bytes,
             "segment_bytes": sum(w.file_size for w in written),
         }  # fmt: skip
+
+    # -- segments written aside ------------------------------------------------------------
+
+    def first_free_id(self, partition: str) -> int:
+        """The first segment id of ``partition`` no ``levels`` file lists and no file uses:
+        where segments written aside for :meth:`adopt` start (FjallRefused: no such
+        partition)."""
+        part = self._parts.get(partition)
+        if part is None:
+            raise FjallRefused(f"{self.root}: no partition named {partition!r}",
+                               path=str(self.root), partition=partition)  # fmt: skip
+        return 0 if part.top_id is None else part.top_id + 1
+
+    def claim(self, partition: str, ids: list[int]) -> None:
+        """Reserve ``ids`` (segments written aside, not yet adopted) in ``partition``: a flush
+        meanwhile writes above them.  FjallRefused when one is in use already."""
+        self._ready()
+        part = self._parts[partition]
+        folder = os.path.join(self.root, layout.PARTITIONS, partition, layout.SEGMENTS)
+        for sid in ids:
+            if (part.top_id is not None and sid <= part.top_id) or os.path.lexists(
+                    os.path.join(folder, str(sid))):  # fmt: skip
+                raise FjallRefused(f"{folder}: segment id {sid} is in use; the segments "
+                                   "written aside cannot be adopted", path=folder,
+                                   partition=partition)  # fmt: skip
+        if ids:
+            part.top_id = max(ids)
+
+    def adopt(self, partition: str, folder: str, written: list[Any], seqno: int) -> list[int]:
+        """Publish segments written aside (``folder/<id>``, every item at ``seqno``, ids
+        claimed with :meth:`claim`): each file is renamed into the partition's ``segments/``
+        (then fsynced there), then they go into L0 at once with one atomic swap of its
+        ``levels`` file -- :meth:`publish`'s protocol, the files written beforehand.  Until
+        the swap they are unlisted (this reader ignores them, fjall's recovery deletes them:
+        lsm-tree 2.10.4 ``src/tree/mod.rs`` ``recover_levels``).  ``seqno`` must be above
+        every seqno in the keyspace but those of segments adopted at the same ``seqno`` in
+        this session (several partitions published as one step)."""
+        self._ready()
+        part = self._parts[partition]
+        if part.journal_items:
+            raise FjallRefused(f"{self.root}: partition {partition!r} has entries that live "
+                               "only in its journals; flush them first", path=str(self.root),
+                               partition=partition)  # fmt: skip
+        if seqno < self._next_seqno and seqno != self._adopted:
+            raise FjallRefused(f"{self.root}: segments written at seqno {seqno} are not above "
+                               f"the keyspace's (next seqno {self._next_seqno})",
+                               path=str(self.root), partition=partition)  # fmt: skip
+        if not written:
+            return []
+        target = os.path.join(self.root, layout.PARTITIONS, partition, layout.SEGMENTS)
+        for w in written:
+            dest = os.path.join(target, str(w.id))
+            if os.path.lexists(dest):
+                raise FjallRefused(f"{dest}: exists; the segment written aside cannot be "
+                                   "adopted", path=dest, partition=partition)  # fmt: skip
+            os.rename(os.path.join(folder, str(w.id)), dest)
+        _fsync_dir(target)
+        new = [levels.Summary(w.id, w.key_min, w.key_max, w.seqno_max) for w in written]
+        ids = self._swap_levels(partition, part, new)
+        self._adopted = seqno
+        self._next_seqno = max(self._next_seqno, seqno + 1)
+        return ids
 
     # -- the flush -------------------------------------------------------------------------
 

@@ -323,6 +323,47 @@ def _new_partition(folder: str, config: PartitionConfig, ids: list[list[int]]) -
     _write_atomic(os.path.join(folder, layout.MANIFEST), manifest.encode())
 
 
+class Background:
+    """``step`` made once: on a thread of its own (:meth:`start`, while the caller goes on)
+    or by :meth:`wait` -- which joins that thread and raises what the step met there, in the
+    caller's order.  :meth:`join` only waits (before removing what the step writes)."""
+
+    def __init__(self, step: Callable[[], None], name: str) -> None:
+        self._step, self._name = step, name
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self.done = False
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None or self.done
+
+    def _run(self) -> None:
+        try:
+            self._step()
+            self.done = True
+        except BaseException as exc:  # raised by wait()
+            self._error = exc
+
+    def start(self) -> None:
+        if not self.started:
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread.start()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def wait(self) -> None:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        if not self.done:
+            self._step()
+            self.done = True
+
+
 class KeyspaceBuilder(Closing):
     """A new keyspace built by pushing rows (the bulk loader of :func:`build_keyspace`, for
     callers whose rows arrive while they are read and checked, table by table).
@@ -362,9 +403,7 @@ class KeyspaceBuilder(Closing):
         self._open = True
         self._writers: dict[str, _Segments] = {}
         self._batches: list[bytes] = []
-        self._finishing: threading.Thread | None = None
-        self._finish_error: BaseException | None = None
-        self._finished = False
+        self._finishing = Background(self._finish_partitions, "fjall-finish")
         self.report: dict[str, Any] = {"path": str(self.target), "partitions": {}}
         try:
             os.mkdir(self.path / layout.JOURNALS)
@@ -394,7 +433,7 @@ class KeyspaceBuilder(Closing):
 
     def push(self, partition: str, rows: list[tuple[bytes, bytes]]) -> None:
         """More rows of ``partition`` (keys ascending, above every key pushed before)."""
-        if self._finishing is not None or self._finished:
+        if self._finishing.started:
             raise FjallRefused("rows pushed after the build's partitions were finished")
         if rows:
             self._writers[partition].push(rows)
@@ -416,26 +455,7 @@ class KeyspaceBuilder(Closing):
         partition files, their fsyncs) on a thread of its own, while the caller goes on
         (e.g. checking what it pushed).  :meth:`commit` waits for it and raises what it
         met; :meth:`abort` waits for it before removing the build."""
-        if self._finishing is not None or self._finished:
-            return
-
-        def work() -> None:
-            try:
-                self._finish_partitions()
-            except BaseException as exc:  # raised by commit, in the caller's order
-                self._finish_error = exc
-
-        self._finishing = threading.Thread(target=work, name="fjall-finish", daemon=True)
         self._finishing.start()
-
-    def _wait_finished(self) -> None:
-        if self._finishing is not None:
-            self._finishing.join()
-            self._finishing = None
-        if self._finish_error is not None:
-            raise self._finish_error
-        if not self._finished:
-            self._finish_partitions()
 
     def _finish_partitions(self) -> None:
         last = min(6, self.config.level_count - 1)
@@ -452,12 +472,11 @@ class KeyspaceBuilder(Closing):
                 "segments": [w.id for w in written], "level": last if written else None,
                 "segment_bytes": sum(w.file_size for w in written),
             }  # fmt: skip
-        self._finished = True
 
     def commit(self) -> dict[str, Any]:
         """Finish every partition, write the journal, fsync and rename into place."""
         try:
-            self._wait_finished()
+            self._finishing.wait()
             journal0 = str(self.path / layout.JOURNALS / "0")
             data = b"".join(self._batches)
             if len(data) > journal.PRE_ALLOCATED:
@@ -500,9 +519,7 @@ class KeyspaceBuilder(Closing):
 
     def abort(self) -> None:
         """Remove the build (idempotent; nothing after :meth:`commit`)."""
-        if self._finishing is not None:  # its files first: nothing is written after rmtree
-            self._finishing.join()
-            self._finishing = None
+        self._finishing.join()  # its files first: nothing is written after rmtree
         for writer in self._writers.values():
             writer.abort()
         if self._open:

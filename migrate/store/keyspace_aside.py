@@ -1,0 +1,176 @@
+"""New segments for an existing BBG database, written aside while the checking pass reads the
+source, and published into the keyspace in one step (``run`` into a store that holds history).
+
+* **Written aside.**  Each of the five tables' rows go, as the pass reads them, into segment
+  files in a locked temporary sibling of the store (``.<store>.bbg-segments-*``, one folder per
+  partition, :func:`bbg_core.files.owned_tempdir`): lsm-tree's writer with the partition's own
+  config, ids from the partition's first free id, every item at the keyspace's next seqno --
+  what :meth:`~migrate.store.fjall.session.KeyspaceWriter.publish` writes.  Nothing in the
+  store changes: an invalid source, a conflict or a crash leaves it as it was (a killed run's
+  folder is swept by the next one).  The writer session (``bbg.lock`` and this toolkit's lock
+  on the keyspace) is held from before the first segment to the publication, so no other
+  writer moves the keyspace meanwhile.
+* **Checked against what the store holds.**  The same pass merges each table's rows with the
+  store's live rows of that partition (both in key order): a key the store holds with the same
+  bytes is not new (the receipt's ``new_rows`` are the staged path's
+  :func:`~migrate.store.imports.plan_activation` counts), one with other bytes is a conflict
+  (:attr:`AsideSegments.conflict`; the caller leaves it to the staged path, which refuses it).
+* **Published** (:meth:`AsideSegments.publish`, under the import's guard, which the caller
+  takes first): the ids are claimed; rows of the five partitions that live only in journals
+  are flushed first (as :meth:`~migrate.store.keyspace_store.FjallStore.publish_bulk` does);
+  then per partition the files are renamed in and its ``levels`` swapped
+  (:meth:`~migrate.store.fjall.session.KeyspaceWriter.adopt`).  A crash between two
+  partitions leaves some published, under the guard (bbg refuses the store); the rerun of the
+  same import publishes every table again (the same bytes at a newer seqno).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from bisect import bisect_left
+from collections.abc import Iterator
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+from bbg_core.closing import Closing
+from bbg_core.files import owned_tempdir, sweep
+from migrate.store.codec import ARCHIVE_ORDER
+from migrate.store.connection import CommitHook
+from migrate.store.fjall.reader import Keyspace
+from migrate.store.fjall.session import KeyspaceWriter
+from migrate.store.fjall.writer import Background, _bloom_policy, _Segments
+
+_KEY = itemgetter(0)
+
+
+class _Existing:
+    """The store's live rows of one partition, merged with the new rows as they pass."""
+
+    def __init__(self, rows: Iterator[tuple[bytes, bytes]]) -> None:
+        self._rows = rows
+        self._cur = next(rows, None)
+        self.new = 0
+        self.conflict: bytes | None = None
+
+    def merge(self, batch: list[tuple[bytes, bytes]]) -> None:
+        """Count the rows of ``batch`` (ascending keys, above the previous batch's) the store
+        does not hold; note the first key it holds with other bytes."""
+        cur, found, last = self._cur, 0, batch[-1][0]
+        while cur is not None and cur[0] <= last:
+            i = bisect_left(batch, cur[0], key=_KEY)
+            if i < len(batch) and batch[i][0] == cur[0]:
+                found += 1
+                if batch[i][1] != cur[1] and self.conflict is None:
+                    self.conflict = cur[0]
+            cur = next(self._rows, None)
+        self._cur = cur
+        self.new += len(batch) - found
+
+
+class AsideSegments(Closing):
+    """The five tables' new segments for the keyspace of ``session`` (module docstring)."""
+
+    def __init__(self, directory: Path, session: KeyspaceWriter, snapshot: Keyspace) -> None:
+        self.directory = directory
+        self.session = session
+        self.seqno = session.next_seqno
+        parent = directory.parent if str(directory.parent) else Path(".")
+        prefix = f".{directory.name}.bbg-segments-"
+        sweep(parent, prefix)
+        self._owned = owned_tempdir(parent, prefix)
+        self.path = self._owned.__enter__()
+        self._open = True
+        self._writers: dict[str, _Segments] = {}
+        self._existing: dict[str, _Existing] = {}
+        self._finishing = Background(self._finish, "aside-finish")
+        try:
+            parts = set(snapshot.partitions())
+            for table in ARCHIVE_ORDER:
+                config = snapshot.view(table).config
+                folder = self.path / table
+                os.mkdir(folder)
+                writer = _Segments(str(folder), session.first_free_id(table),
+                                   config.compaction_target_size, config, _bloom_policy(config))
+                writer.start_rows(table, self.seqno, None)
+                self._writers[table] = writer
+                rows = snapshot.scan(table) if table in parts else iter(())
+                self._existing[table] = _Existing(rows)
+        except BaseException:
+            self.discard()
+            raise
+
+    # -- the pass --------------------------------------------------------------------------
+
+    def push(self, table: str, rows: list[tuple[bytes, bytes]]) -> None:
+        """More rows of ``table`` (ascending keys, above every key pushed before)."""
+        if rows:
+            self._existing[table].merge(rows)
+            self._writers[table].push(rows)
+
+    def finish_rows_in_background(self) -> None:
+        """No more rows: the last blocks and the fsyncs on a thread of their own while the
+        caller checks the links; :meth:`publish` waits for it."""
+        self._finishing.start()
+
+    def _finish(self) -> None:
+        for writer in self._writers.values():
+            writer.push(None)
+            writer.finish()
+
+    def wait(self) -> None:
+        """Every segment written and fsynced (raises what finishing them met)."""
+        self._finishing.wait()
+
+    @property
+    def new_rows(self) -> dict[str, int]:
+        """Per table, the rows the store does not hold yet."""
+        return {table: e.new for table, e in self._existing.items()}
+
+    @property
+    def conflict(self) -> tuple[str, bytes] | None:
+        """The first ``(table, key)`` the store holds with other bytes, or None."""
+        for table, e in self._existing.items():
+            if e.conflict is not None:
+                return table, e.conflict
+        return None
+
+    # -- publication -------------------------------------------------------------------------
+
+    def publish(self, hook: CommitHook | None = None) -> dict[str, Any]:
+        """Into the keyspace (module docstring); ``hook`` (fault injection, as
+        ``Connection.commit_hook``) is called with ``"after"`` after each level swap."""
+        self.wait()
+        session = self.session
+        written = {t: w.written for t, w in self._writers.items()}
+        for table, segs in written.items():
+            session.claim(table, [w.id for w in segs])
+        if any(session.state()["partitions"].get(t, {}).get("journal_items") for t in written):
+            session.flush()
+        report: dict[str, Any] = {"seqno": self.seqno, "partitions": {}}
+        for table, segs in written.items():
+            ids = session.adopt(table, str(self.path / table), segs, self.seqno)
+            report["partitions"][table] = ids
+            if hook is not None and ids:
+                hook("after")
+        self.discard()
+        return report
+
+    def discard(self) -> None:
+        """Remove what is not published (idempotent)."""
+        self._finishing.join()  # its files first: nothing is written after rmtree
+        for writer in self._writers.values():
+            writer.abort()
+        if self._open:
+            self._open = False
+            try:
+                shutil.rmtree(self.path, ignore_errors=True)
+            finally:
+                self._owned.__exit__(None, None, None)
+
+    def close(self) -> None:
+        self.discard()
+
+
+__all__ = ["AsideSegments"]
