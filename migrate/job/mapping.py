@@ -9,7 +9,8 @@ validated by ``schemas/mapping.schema.json``::
 An install nonce is exactly 32 bytes: neuron's ``ImportOrigin.install_nonce`` is ``[u8; 32]``
 (cyberia-to/neuron@fd24e768 ``engine/src/migration.rs`` L10) and the prog id neuron derives
 from it (``neuron/prog-id/1``, L62-63) is defined for no other length.  neuron's import also
-refuses an empty origin list (L40-42, ``Budget``) and a repeated origin (L43-46,
+refuses an empty origin list (L40-42, ``Budget``), a repeated origin (L43-46, ``Conflict``) and
+two origins with one install nonce (one prog id: the second finds it installed, L64-66,
 ``Conflict``); :func:`build` refuses these before anything is read (exit 2), naming neuron's
 reason.  (More than 256 origins, neuron's ``MAX_PROGS``, and an origin that is the subject are
 refused with the source's facts: :mod:`migrate.pipeline.preflight`.)
@@ -104,7 +105,11 @@ def build(subject: str, pairs: list[tuple[str, str]]) -> Mapping:
                 reason="Conflict",
             )
         if nonce in nonces:
-            raise UsageError(f"--map: install nonce {nonce_hex} is used for two origins")
+            raise UsageError(
+                f"--map: install nonce {nonce_hex} is used for two origins; they would get one "
+                "prog id, which neuron's import refuses (Conflict); nothing was read or written",
+                reason="Conflict",
+            )
         origins[origin] = Origin(origin, nonce)
         nonces.add(nonce)
     if not origins:

@@ -7,7 +7,9 @@ Transcribed from cyberia-to/neuron@fd24e768 ``engine/src/migration.rs``:
 * L40-42: ``origins.is_empty() || origins.len() > MAX_PROGS`` → ``Error::Budget`` (MAX_PROGS =
   256);
 * L43-46: an origin given twice → ``Error::Conflict``;
-* L58-60: an origin that is the subject → ``Error::Conflict``.
+* L58-60: an origin that is the subject → ``Error::Conflict``;
+* L62-66: an origin whose prog id (``neuron/prog-id/1(subject, install nonce)``) is already
+  installed → ``Error::Conflict`` -- so two origins with one install nonce are refused.
 
 Each is refused by ``plan`` and ``run`` with neuron's reason named, and the destination is left
 as it was.
@@ -93,12 +95,24 @@ def test_a_repeated_origin_is_refused_as_neuron_refuses_it(tmp_path: Path) -> No
         assert dump(store) == before
 
 
+def test_one_install_nonce_for_two_origins_is_refused(tmp_path: Path) -> None:
+    """migration.rs L62-66: the prog id is ``neuron/prog-id/1(subject, install nonce)``; the
+    second origin with the same nonce finds its prog installed → ``Conflict``."""
+    src, store, names, before = _setup(tmp_path)
+    for verb in VERBS:
+        code, err = _run(verb, src, store, [f"{ns}={'03' * 32}" for ns in names])
+        assert code == 2, (verb, err)
+        assert "is used for two origins" in err and "(Conflict)" in err
+        assert dump(store) == before
+
+
 def test_more_than_max_progs_origins_are_refused_with_budget(tmp_path: Path) -> None:
     """migration.rs L40-42: more than MAX_PROGS (256) origins → ``Budget``."""
     src, store, names, before = _setup(tmp_path)
     extra = [f"{i:064x}={i:064x}" for i in range(1, 256)]  # 255 more: 257 in all
+    maps = [f"{ns}={'e' * 63}{i}" for i, ns in enumerate(names)] + extra
     for verb in VERBS:
-        code, err = _run(verb, src, store, [f"{ns}={'e' * 63}{i}" for i, ns in enumerate(names)] + extra)
+        code, err = _run(verb, src, store, maps)
         assert code == 3, (verb, err)
         assert "limit-exceeded: 257 origins mapped" in err
         assert "at most 256 (MAX_PROGS) and refuses more (Budget)" in err
