@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from hashing import nox
+from hashing import hemera, nox
 
 #: hemera(bytes of cyberia-to/neuron ``model/schema-suite-v1.txt`` @2fe713bd9175e692), 6648
 #: bytes, sha256 9746aa7b338c46804df3b740df35337426f3208e3ae1b94eeb1ae123dad79be7; derived by
@@ -39,6 +39,13 @@ CELL_CONTRACT = bytes.fromhex("3a7f214545f3a3387e40cbbd81160bc7492d3968225a31221
 #: by hashing the file as stored in the public index; neuron writes no expected value down; not
 #: verified against a neuron-written store.
 NEURON_CONTRACT = bytes.fromhex("d9f038682ac87b9109084d9a158555755604120e6bffbd1537cbb39012baa833")
+#: The rule blob every original cell profile names (neuron@f18015c2
+#: ``engine/src/legacy/records.rs`` ``profile``).
+RUNTIME_RULE = (
+    b"cell/local-runtime/1:exclusive-private-store;local-durable;host-observed;full-history"
+)
+#: The five lifecycles a ``cell/snapshot/1`` may name (neuron model ``records.rs`` ``Lifecycle``).
+LIFECYCLES = ("installed", "active", "paused", "retiring", "retired")
 #: The manifest marker atom ("SCH1").
 MARKER = 0x5343_4831
 _U32 = 0xFFFF_FFFF
@@ -94,3 +101,33 @@ def contract_id(name: str) -> bytes:
 def schema_id(name: str) -> bytes:
     """The id field 0 of a ``name`` record must carry (data.rs ``Builder::schema``)."""
     return pair(atom(MARKER), fields([text(name), ref(contract_id(name))]))
+
+
+def record(name: str, values: list[bytes]) -> bytes:
+    """neuron's record: ``pair(ref(schema_id(name)), fields(values))``."""
+    return pair(ref(schema_id(name)), fields(values))
+
+
+def sequence(values: list[bytes]) -> bytes:
+    """neuron's list: ``pair(uint(len), fields(values))``."""
+    return pair(uint(len(values)), fields(values))
+
+
+def variant(name: str, values: list[bytes] | None = None) -> bytes:
+    """neuron's variant ``cell/<name>/1`` (records.rs ``Builder::variant``)."""
+    return record(f"cell/{name}/1", values or [])
+
+
+@cache
+def legacy_profile() -> bytes:
+    """The one profile an original cell's snapshot may name (legacy/records.rs ``profile``):
+    ``cell/profile/1(variant profile/runtime, seven refs of the RUNTIME_RULE blob, empty
+    sequence)``.  legacy.rs ``inspect`` refuses any other with ``Unsupported``."""
+    rule = ref(hemera.hash(RUNTIME_RULE))
+    return record("cell/profile/1", [variant("profile/runtime"), *[rule] * 7, sequence([])])
+
+
+@cache
+def lifecycle_variants() -> dict[bytes, str]:
+    """The particle of each ``cell/lifecycle/<name>/1`` variant, to its name."""
+    return {variant(f"lifecycle/{name}"): name for name in LIFECYCLES}

@@ -17,7 +17,7 @@ Which values are what:
   values tests/hemera/test_tree.py and tests/nox/test_ids.py pin);
 * **derived, not transcribed**: the two suite contract ids (hemera of each suite file as the
   public file index stores it; neuron writes no expected value down, in code, tests or docs)
-  and the schema ids below, computed from them.  They pin this derivation against change; no
+  and the schema ids and the original profile particle below, computed from them.  They pin this derivation against change; no
   neuron-written store has confirmed them.
 """
 
@@ -152,3 +152,51 @@ def test_a_subject_head_under_another_schema_is_refused(tmp_path: Path) -> None:
         assert "subject-not-activated" in json.dumps(doc)
         assert "Data(UnsupportedSchema)" in json.dumps(doc)
         assert dump(store) == before
+
+
+# The head's snapshot (neuron@fd24e768 engine/src/legacy.rs ``inspect`` L27-30,
+# legacy/records.rs ``snapshot_at`` and ``profile`` @f18015c2, model records.rs
+# ``Snapshot::read`` @2fe713bd): a cell/snapshot/1 whose lifecycle is one of five variants
+# (else UnsupportedSchema) and whose profile is the one original profile (else Unsupported).
+# Derived, not transcribed (module docstring): the original profile particle.
+PROFILE = "a5abc59d8059937713360795d0279091aa74914ce0bd3f1b2d5a4a3c27a735fe"
+
+
+def test_the_original_profile_is_one_fixed_particle() -> None:
+    assert ns.legacy_profile().hex() == PROFILE
+    rule = ns.ref(hemera.hash(ns.RUNTIME_RULE))
+    seven = [rule] * 7
+    assert ns.legacy_profile() == ns.record(
+        "cell/profile/1", [ns.variant("profile/runtime"), *seven, ns.sequence([])]
+    )
+    assert sorted(ns.lifecycle_variants().values()) == sorted(ns.LIFECYCLES)
+
+
+def test_a_head_snapshot_with_another_profile_is_unsupported(tmp_path: Path) -> None:
+    src = tmp_path / "cell.redb"
+    other = hemera.hash(b"a profile of another runtime")
+    names = write_store(src, origins=2, commits=2, odd=(1, (other, None)))
+    found = [r for r in (_refusal(src, n, 2) for n in names) if r is not None]
+    assert len(found) == 1
+    assert (found[0]["index"], found[0]["reason"]) == (2, "Unsupported")
+    assert f"its profile {other.hex()} is not the original cell runtime profile" in str(
+        found[0]["detail"]
+    )
+    store = tmp_path / "bbg"
+    activate_subject(store)
+    before = dump(store)
+    maps = [f"--map={n}={k}" for n, k in zip(names, NONCES, strict=True)]
+    for verb in ("plan", "run"):
+        res = cli(verb, str(src), "--store", str(store), "--subject", SUBJECT, *maps, "--json")
+        assert res.returncode == 3, (verb, res.stderr)
+        assert "(Unsupported)" in " ".join(res.stderr.split())
+        assert dump(store) == before
+
+
+def test_a_head_snapshot_with_an_unknown_lifecycle_is_unsupported(tmp_path: Path) -> None:
+    src = tmp_path / "cell.redb"
+    stage = ns.variant("operation-stage/pending")  # a variant, but no lifecycle
+    names = write_store(src, origins=1, commits=1, odd=(0, (None, stage)))
+    found = _refusal(src, names[0], 1)
+    assert found is not None and found["reason"] == "Data(UnsupportedSchema)"
+    assert "none of the five cell/lifecycle variants" in str(found["detail"])
