@@ -17,8 +17,8 @@ Which values are what:
   values tests/hemera/test_tree.py and tests/nox/test_ids.py pin);
 * **derived, not transcribed**: the two suite contract ids (hemera of each suite file as the
   public file index stores it; neuron writes no expected value down, in code, tests or docs)
-  and the schema ids and the original profile particle below, computed from them.  They pin this derivation against change; no
-  neuron-written store has confirmed them.
+  and the schema ids and the original profile particle below, computed from them.  They pin
+  this derivation against change; no neuron-written store has confirmed them.
 """
 
 from __future__ import annotations
