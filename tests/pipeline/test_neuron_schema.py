@@ -76,6 +76,21 @@ def test_schema_ids_follow_the_suite_by_name() -> None:
     )
 
 
+def _refused_by_plan_and_run(src: Path, store: Path, names: list[str]) -> list[str]:
+    """``plan`` and ``run`` of ``src`` mapped to an activated subject: both exit 3 and leave
+    the store as it was; their error messages."""
+    activate_subject(store)
+    before = dump(store)
+    maps = [f"--map={n}={k}" for n, k in zip(names, NONCES, strict=True)]
+    errors = []
+    for verb in ("plan", "run"):
+        res = cli(verb, str(src), "--store", str(store), "--subject", SUBJECT, *maps, "--json")
+        assert res.returncode == 3, (verb, res.stderr)
+        assert dump(store) == before
+        errors.append(" ".join(res.stderr.split()))
+    return errors
+
+
 def _refusal(src: Path, origin: str, head_index: int) -> dict[str, object] | None:
     with RedbSource(src) as s:
         return check_origin(s.lookup, bytes.fromhex(origin), head_index)
@@ -115,16 +130,8 @@ def test_a_birth_under_another_schema_is_unsupported(tmp_path: Path) -> None:
 def test_plan_and_run_refuse_an_unsupported_schema_and_write_nothing(tmp_path: Path) -> None:
     src = tmp_path / "cell.redb"
     names = write_store(src, origins=2, commits=2, foreign=(1, 1, WRONG["wrong-suite"]))
-    store = tmp_path / "bbg"
-    activate_subject(store)
-    before = dump(store)
-    maps = [f"--map={n}={k}" for n, k in zip(names, NONCES, strict=True)]
-    for verb in ("plan", "run"):
-        res = cli(verb, str(src), "--store", str(store), "--subject", SUBJECT, *maps, "--json")
-        assert res.returncode == 3, (verb, res.stderr)
-        err = " ".join(res.stderr.split())
+    for err in _refused_by_plan_and_run(src, tmp_path / "bbg", names):
         assert "Data(UnsupportedSchema)" in err and "not neuron's legacy cell history" in err
-        assert dump(store) == before
 
 
 def test_a_subject_head_under_another_schema_is_refused(tmp_path: Path) -> None:
@@ -182,15 +189,8 @@ def test_a_head_snapshot_with_another_profile_is_unsupported(tmp_path: Path) -> 
     assert f"its profile {other.hex()} is not the original cell runtime profile" in str(
         found[0]["detail"]
     )
-    store = tmp_path / "bbg"
-    activate_subject(store)
-    before = dump(store)
-    maps = [f"--map={n}={k}" for n, k in zip(names, NONCES, strict=True)]
-    for verb in ("plan", "run"):
-        res = cli(verb, str(src), "--store", str(store), "--subject", SUBJECT, *maps, "--json")
-        assert res.returncode == 3, (verb, res.stderr)
-        assert "(Unsupported)" in " ".join(res.stderr.split())
-        assert dump(store) == before
+    for err in _refused_by_plan_and_run(src, tmp_path / "bbg", names):
+        assert "(Unsupported)" in err
 
 
 def test_a_head_snapshot_with_an_unknown_lifecycle_is_unsupported(tmp_path: Path) -> None:
