@@ -31,8 +31,10 @@ The tree (exit code in brackets)::
     │   │                                 (neuron's ``Missing``), or one that is no neuron
     │   │                                 record of it (subject=, path=[, reason=])
     │   └── OriginNotCellRecord [3]       a mapped origin's history is not neuron's legacy cell
-    │                                     records (neuron's ``Data(InvalidData)`` or
-    │                                     ``Conflict``; namespace=, index=, key=)
+    │                                     records (neuron's ``Data(InvalidData)``,
+    │                                     ``Data(UnsupportedSchema)``, ``Unsupported`` (the
+    │                                     head snapshot's profile) or ``Conflict``;
+    │                                     namespace=, index=, key=)
     ├── Locked [11]                       the source or store is held by another process / sealed
     └── Interrupted [130]                 stopped by the operator
 
@@ -171,7 +173,9 @@ class SubjectNotActivated(ValidationFailed):
 
 class OriginNotCellRecord(ValidationFailed):
     """A mapped origin whose history neuron's legacy reader refuses: index 0 must be a
-    ``cell/birth/1`` record and each later entry a ``cell/commit/1`` chained to it."""
+    ``cell/birth/1`` record and each later entry a ``cell/commit/1`` chained to it, each under
+    neuron's schema id of its name, and the head's snapshot must name a lifecycle variant and
+    the original cell profile."""
 
     code = "origin-not-cell-record"
 

@@ -39,7 +39,9 @@ SUBJECT = typer.Option(
     help="Prepare neuron's import of the origins into this subject (64 hex; it must be "
     "activated in the store; neuron completes the import).",
 )  # fmt: skip
-MAP = typer.Option(None, "--map", help="ORIGIN=INSTALL_NONCE (hex), repeatable; needs --subject.")
+MAP = typer.Option(
+    None, "--map", help="ORIGIN=INSTALL_NONCE (64 hex each: 32 bytes), repeatable; needs --subject."
+)
 MAPPING = typer.Option(
     None,
     "--mapping",

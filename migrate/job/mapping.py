@@ -4,7 +4,16 @@ prepared (validated, inert) by a run and completed by neuron (:mod:`migrate.pipe
 Given on the command line (``--subject HEX --map ORIGIN=INSTALL_NONCE ...``) or as a JSON file
 validated by ``schemas/mapping.schema.json``::
 
-    {"subject": "<64 hex>", "origins": [{"origin": "<64 hex>", "install_nonce": "<hex>"}]}
+    {"subject": "<64 hex>", "origins": [{"origin": "<64 hex>", "install_nonce": "<64 hex>"}]}
+
+An install nonce is exactly 32 bytes: neuron's ``ImportOrigin.install_nonce`` is ``[u8; 32]``
+(cyberia-to/neuron@fd24e768 ``engine/src/migration.rs`` L10) and the prog id neuron derives
+from it (``neuron/prog-id/1``, L62-63) is defined for no other length.  neuron's import also
+refuses an empty origin list (L40-42, ``Budget``), a repeated origin (L43-46, ``Conflict``) and
+two origins with one install nonce (one prog id: the second finds it installed, L64-66,
+``Conflict``); :func:`build` refuses these before anything is read (exit 2), naming neuron's
+reason.  (More than 256 origins, neuron's ``MAX_PROGS``, and an origin that is the subject are
+refused with the source's facts: :mod:`migrate.pipeline.preflight`.)
 
 Without a mapping, every origin keeps its id and history (a plain backend conversion).
 """
@@ -20,6 +29,9 @@ import jsonschema
 import schemas
 from bbg_core import documents
 from bbg_core.errors import UsageError
+
+#: The length of an install nonce (neuron ``ImportOrigin.install_nonce: [u8; 32]``).
+NONCE_LEN = 32
 
 
 @dataclass(frozen=True)
@@ -67,21 +79,45 @@ def hex_bytes(
 
 
 def build(subject: str, pairs: list[tuple[str, str]]) -> Mapping:
-    """A validated mapping from hex strings (UsageError on any malformed or repeated entry)."""
+    """A validated mapping from hex strings (UsageError on any malformed or repeated entry, a
+    nonce that is not 32 bytes or no origin -- neuron's import refuses each; the message names
+    neuron's reason)."""
     subj = hex_bytes(subject, "--subject", 32)
     origins: dict[bytes, Origin] = {}
     nonces: set[bytes] = set()
     for origin_hex, nonce_hex in pairs:
         origin = hex_bytes(origin_hex, "--map ORIGIN", 32)
         nonce = hex_bytes(nonce_hex, "--map INSTALL_NONCE")
+        if len(nonce) != NONCE_LEN:
+            raise UsageError(
+                f"--map: origin {origin.hex()}: install nonce {nonce_hex!r} is {len(nonce)} "
+                f"bytes; neuron's import takes exactly {NONCE_LEN} bytes ({2 * NONCE_LEN} hex "
+                "digits: ImportOrigin.install_nonce, from which it derives the prog id); "
+                "nothing was read or written",
+                origin=origin.hex(),
+                length=len(nonce),
+            )
         if origin in origins:
-            raise UsageError(f"--map: origin {origin_hex} is mapped twice")
+            raise UsageError(
+                f"--map: origin {origin.hex()} is mapped twice; neuron's import refuses a "
+                "repeated origin (Conflict); nothing was read or written",
+                origin=origin.hex(),
+                reason="Conflict",
+            )
         if nonce in nonces:
-            raise UsageError(f"--map: install nonce {nonce_hex} is used for two origins")
+            raise UsageError(
+                f"--map: install nonce {nonce_hex} is used for two origins; they would get one "
+                "prog id, which neuron's import refuses (Conflict); nothing was read or written",
+                reason="Conflict",
+            )
         origins[origin] = Origin(origin, nonce)
         nonces.add(nonce)
     if not origins:
-        raise UsageError("--subject needs at least one --map ORIGIN=INSTALL_NONCE")
+        raise UsageError(
+            "--subject needs at least one --map ORIGIN=INSTALL_NONCE (neuron's import of no "
+            "origin is refused: Budget)",
+            reason="Budget",
+        )
     return Mapping(subj, tuple(origins[k] for k in sorted(origins)))
 
 

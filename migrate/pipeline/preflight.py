@@ -83,7 +83,8 @@ def _check_bounds(report: dict[str, Any], bounds: Bounds, path: Path) -> None:
         )
 
 
-#: At most this many origins per import (neuron ``MAX_PROGS``; bbg ``apply_migration``).
+#: At most this many origins per import (neuron ``MAX_PROGS``, cyberia-to/neuron@fd24e768
+#: ``engine/src/migration.rs`` L40-42 → ``Budget``; bbg ``apply_migration``).
 MAX_ORIGINS = 256
 
 
@@ -91,7 +92,10 @@ def _check_mapping(mapping: Mapping, report: dict[str, Any], path: Path) -> None
     """The mapping names every namespace of the source, and each origin passes the rules of
     neuron's semantic import (``engine/src/migration.rs`` ``prepare_import``,
     ``engine/src/legacy.rs`` ``inspect``) that the store's structure shows: the birth rule,
-    an origin that is not the subject's own namespace, at most 256 origins."""
+    an origin that is not the subject's own namespace, at most 256 origins.  An entry for a
+    refusal neuron's import makes names neuron's ``reason`` (migration.rs @fd24e768: more than
+    ``MAX_PROGS`` origins L40-42 ``Budget``; an origin that is the subject L58-60
+    ``Conflict``)."""
     namespaces: dict[str, Any] = report["namespaces"]
     mapped = {o.origin.hex() for o in mapping.origins}
     errors: list[dict[str, str]] = []
@@ -99,16 +103,19 @@ def _check_mapping(mapping: Mapping, report: dict[str, Any], path: Path) -> None
         errors.append(
             {
                 "code": "limit-exceeded",
-                "detail": f"{len(mapped)} origins mapped; an import maps at most {MAX_ORIGINS}",
+                "reason": "Budget",
+                "detail": f"{len(mapped)} origins mapped; neuron's import takes at most "
+                f"{MAX_ORIGINS} (MAX_PROGS) and refuses more (Budget)",
             }
         )
-    # neuron: an origin equal to the subject is a Conflict (migration.rs prepare_import);
-    # the subject's namespace is the subject id itself.
+    # The subject's namespace is the subject id itself.
     if mapping.subject.hex() in mapped:
         errors.append(
             {
                 "code": "mapping-origin-is-subject",
-                "detail": f"origin {mapping.subject.hex()} is the subject itself",
+                "reason": "Conflict",
+                "detail": f"origin {mapping.subject.hex()} is the subject itself; neuron's "
+                "import refuses it (Conflict)",
             }
         )
     errors += [

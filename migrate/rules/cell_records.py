@@ -16,12 +16,21 @@ records are nox Model B Data nodes:
   than the record's count: ``Limit``, fewer: ``InvalidData``); a uint is ``pair(hi, lo)`` of
   two atoms each ``<= u32::MAX``.
 
-What is **not** decided here: whether the schema ref is the id of the ``cell/birth/1`` /
-``cell/commit/1`` schema (it hashes the exact bytes of neuron's ``schema-suite-v1.txt``,
-which the toolkit does not carry; neuron refuses a wrong one with ``UnsupportedSchema``), and
-the snapshot, profile, policy, definition, artifacts and live continuation ``inspect`` reads
-(the continuation's checkpoint needs neuron's Rune runtime).  Those are reported as
-"unknown (decided by neuron at import)".
+Schema identity is checked too: field 0 of each record must be neuron's schema id of its
+name (:func:`migrate.rules.neuron_schema.schema_id`, derived from the hash of neuron's suite
+file; neuron's ``Reader::record`` refuses another with ``UnsupportedSchema``, before the field
+count).  So is the head's snapshot, as ``inspect`` reads it first (``records::snapshot_at``,
+legacy.rs L27-30): the ``cell/snapshot/1`` record the head names (birth field 5, commit field
+4), its lifecycle one of the five ``cell/lifecycle/<name>/1`` variants (else
+``UnsupportedSchema``) and its profile (field 4) the one original profile particle
+(:func:`migrate.rules.neuron_schema.legacy_profile`; else ``Unsupported``).
+
+What is **not** decided here (:data:`LEFT_TO_NEURON`), although all of it but the checkpoint's
+runtime verdict is static given the same suite contract id: the definition, artifacts, policy
+and live continuation ``inspect`` reads, the earlier entries' snapshots, and the subject's
+``neuron/root/1`` state.  Rune's ``validate_checkpoint`` is the only check of the import that
+needs neuron's runtime, and it never refuses: an incompatible checkpoint pauses the imported
+prog; the toolkit reports that verdict as "unknown (decided by neuron at import)".
 """
 
 from __future__ import annotations
@@ -30,18 +39,24 @@ from collections.abc import Callable
 from typing import Any
 
 from hashing import nox
+from migrate.rules.neuron_schema import legacy_profile, lifecycle_variants, schema_id, suite
 from migrate.store.codec import CONTENT, HISTORY, history_key
 
 Lookup = Callable[[str, bytes], bytes | None]
 UNKNOWN = "unknown (decided by neuron at import)"
-#: The checks of neuron's ``legacy::inspect`` this module leaves to neuron.
+#: The checks of neuron's import this module leaves to neuron: all static (decidable from
+#: the store's rows and the suite contract ids) except the last, none made here.
 LEFT_TO_NEURON = (
-    "schema identity (cell/birth/1, cell/commit/1 under neuron's schema-suite-v1)",
-    "snapshot, profile and local policy",
-    "definition and artifacts of each snapshot",
-    "live continuation and its checkpoint (neuron's Rune runtime)",
+    "definition and artifacts of each snapshot (codec label, Blob content of the stated length)",
+    "the snapshots of earlier history entries (artifacts::snapshot)",
+    "local policy (step limit, allowed acts)",
+    "live continuation: its event, attempt and outcome records, and the history's accounting",
+    "the subject's neuron/root/1 state (progs, imports, limits) and its request index",
+    "the live checkpoint under neuron's Rune runtime (validate_checkpoint): needs the runtime; "
+    "never refuses, an incompatible checkpoint pauses the imported prog",
 )
 BIRTH, COMMIT = ("cell/birth/1", 7), ("cell/commit/1", 10)
+SNAPSHOT = ("cell/snapshot/1", 11)
 _U32 = 0xFFFF_FFFF
 
 
@@ -106,7 +121,13 @@ class _Reader:
     def record(self, cid: bytes, schema: tuple[str, int], what: str) -> list[bytes]:
         name, count = schema
         ref, cursor = self.pair(cid, what)
-        self.reference(ref, f"{what} ({name} schema ref)")
+        got, want = self.reference(ref, f"{what} ({name} schema ref)"), schema_id(name)
+        if got != want:
+            raise _Refused(
+                "Data(UnsupportedSchema)",
+                f"{what}: its schema ref {got.hex()} is not the {name} schema id {want.hex()} "
+                f"(derived from neuron's {suite(name)})",
+            )
         fields: list[bytes] = []
         while cursor != self._zero:
             if len(fields) >= count:
@@ -118,6 +139,30 @@ class _Reader:
         return fields
 
 
+def _snapshot(reader: _Reader, ref: bytes, what: str) -> None:
+    """neuron's ``Snapshot::read`` of the snapshot ``ref`` names, then ``inspect``'s profile
+    check: a ``cell/snapshot/1`` (11 fields) whose lifecycle (field 2) is one of the five
+    lifecycle variants (else ``UnsupportedSchema``), its refs and epoch readable, and whose
+    profile (field 4) is the one original profile (else ``Unsupported``)."""
+    f = reader.record(reader.reference(ref, what), SNAPSHOT, what)
+    if f[2] not in lifecycle_variants():
+        raise _Refused(
+            "Data(UnsupportedSchema)",
+            f"{what}: its lifecycle {f[2].hex()} is none of the five cell/lifecycle variants",
+        )
+    for i in (0, 1, 3, 4, 6, 7, 8, 9, 10):
+        if i == 6:
+            reader.uint(f[5], f"{what} (epoch)")
+        reader.reference(f[i], f"{what} (field {i})")
+    profile = reader.reference(f[4], f"{what} (profile)")
+    if profile != legacy_profile():
+        raise _Refused(
+            "Unsupported",
+            f"{what}: its profile {profile.hex()} is not the original cell runtime profile "
+            f"{legacy_profile().hex()}",
+        )
+
+
 def check_origin(lookup: Lookup, origin: bytes, head_index: int) -> dict[str, Any] | None:
     """The first refusal of neuron's legacy reader on ``origin``'s history (its head's record,
     then entries 0 .. ``head_index`` in order), as ``{code, namespace, index, reason,
@@ -125,10 +170,15 @@ def check_origin(lookup: Lookup, origin: bytes, head_index: int) -> dict[str, An
     reader = _Reader(lookup)
     # neuron reads the head's record first (``records::snapshot_at``: the snapshot it names),
     # so a history that is no cell records at all is refused at its head.
+    # Then the snapshot that record names and its profile (legacy.rs L24-30).
     top = lookup(HISTORY, history_key(origin, head_index))
     if top is not None:
+        what = f"head index {head_index}"
         try:
-            reader.record(top, BIRTH if head_index == 0 else COMMIT, f"head index {head_index}")
+            if head_index == 0 and top != origin:
+                raise _Refused("Conflict", f"{what} commit {top.hex()} is not the origin id")
+            f = reader.record(top, BIRTH if head_index == 0 else COMMIT, what)
+            _snapshot(reader, f[5 if head_index == 0 else 4], f"{what} (snapshot)")
         except _Refused as refused:
             return _finding(origin, head_index, refused)
     previous = b""
@@ -173,9 +223,9 @@ def subject_refusal(
 ) -> tuple[str, str] | None:
     """neuron's ``Neuron::inspect`` (neuron@53dbf8d1 ``engine/src/neuron.rs``) on the
     subject's head ``(index, commit)``: a ``neuron/activation/1`` record (3 fields) at index 0,
-    else ``neuron/commit/1`` (8 fields), whose field 0 is the subject and (index > 0) field 1
-    the head's index; ``(reason, detail)`` of the first refusal, None when it reads so.  The
-    schema identity and the ``neuron/root/1`` state are neuron's to check."""
+    else ``neuron/commit/1`` (8 fields), under its schema id, whose field 0 is the subject and
+    (index > 0) field 1 the head's index; ``(reason, detail)`` of the first refusal, None when
+    it reads so.  The ``neuron/root/1`` state is neuron's to check."""
     reader = _Reader(lookup)
     schema = ("neuron/activation/1", 3) if index == 0 else ("neuron/commit/1", 8)
     what = f"head index {index} commit {commit.hex()}"

@@ -13,6 +13,7 @@ from migrate.fleet.manifest import jobs_of, load, parse_shard, shard_of
 
 SUBJECT = "aa" * 32
 ORIGIN = "bb" * 32
+NONCE = "02" * 32
 
 
 def _tree(root: Path, *files: str) -> None:
@@ -143,12 +144,12 @@ def test_mapping_inline_and_file(tmp_path: Path) -> None:
     _tree(tmp_path, "n/a/c.redb")
     (tmp_path / "maps").mkdir()
     (tmp_path / "maps" / "a.json").write_text(
-        json.dumps({"subject": SUBJECT, "origins": [{"origin": ORIGIN, "install_nonce": "02"}]})
+        json.dumps({"subject": SUBJECT, "origins": [{"origin": ORIGIN, "install_nonce": NONCE}]})
     )
     inline = _load(
         tmp_path,
         f'[[jobs]]\nsource = "n/a/c.redb"\nstore = "b"\nsubject = "{SUBJECT}"\n'
-        f'map = {{ "{ORIGIN}" = "02" }}\n',
+        f'map = {{ "{ORIGIN}" = "{NONCE}" }}\n',
     )
     filed = _load(
         tmp_path, '[[jobs]]\nsource = "n/*/c.redb"\nstore = "b"\nmapping = "maps/{node}.json"\n'

@@ -74,7 +74,7 @@ def test_example_manifest_loads(tmp_path: Path) -> None:
     (tmp_path / "maps").mkdir()
     (tmp_path / "maps" / "alice.json").write_text(
         json.dumps(
-            {"subject": "aa" * 32, "origins": [{"origin": "bb" * 32, "install_nonce": "01"}]}
+            {"subject": "aa" * 32, "origins": [{"origin": "bb" * 32, "install_nonce": "01" * 32}]}
         )
     )
     m = load(tmp_path / "fleet.toml")

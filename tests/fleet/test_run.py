@@ -277,7 +277,7 @@ def test_manifest_options_reach_run(tmp_path: Path) -> None:
         (root / f"{name}.redb").write_bytes(cell)
     namespaces = sorted(api.plan(api.Job(source=root / "mapped.redb", store=None))["namespaces"])
     subject = "5a" * 32
-    pairs = {ns: f"{i + 1:02x}" for i, ns in enumerate(namespaces)}
+    pairs = {ns: f"{i + 1:064x}" for i, ns in enumerate(namespaces)}
     manifest = {
         "jobs": [
             {"source": "empty.log", "store": "bbg/e", "kind": "signal-log"},

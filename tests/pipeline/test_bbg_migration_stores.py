@@ -164,6 +164,7 @@ def test_births_are_semantic_only(tmp_path: Path) -> None:
     assert {o["mappable"] for o in doc["origins"].values()} == {False}
     store = tmp_path / "mapped"
     res = cli("run", str(src), "--store", str(store), "--content-check", "none",
-              "--subject", "ab" * 32, f"--map={'01' * 32}=01", f"--map={'02' * 32}=02")  # fmt: skip
+              "--subject", "ab" * 32, f"--map={'01' * 32}={'01' * 32}",
+              f"--map={'02' * 32}={'02' * 32}")  # fmt: skip
     assert res.returncode == 3 and "birth-mismatch" in res.stderr
     assert not store.exists()

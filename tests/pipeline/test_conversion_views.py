@@ -46,7 +46,7 @@ def test_birth_mismatch_converts_and_is_reported_as_semantic(tmp_path: Path) -> 
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["counts"]["namespaces"] == 3
     # Mapped: neuron's semantic import refuses that origin, before anything is written.
-    maps = [f"--map={ns}={i + 1:02x}" for i, ns in enumerate(sorted(want["namespaces"]))]
+    maps = [f"--map={ns}={i + 1:064x}" for i, ns in enumerate(sorted(want["namespaces"]))]
     store = tmp_path / "mapped"
     res = cli("run", str(src), "--store", str(store), "--subject", "ab" * 32, *maps)
     assert res.returncode == 3
@@ -154,18 +154,18 @@ def test_semantic_rules_of_a_mapping() -> None:
     own = subject  # neuron: the subject's namespace is the subject id (neuron.rs inspect)
     other = "cd" * 32
     with pytest.raises(ValidationFailed) as info:
-        both = build(subject, [(own, "01"), (other, "02")])
+        both = build(subject, [(own, "01" * 32), (other, "02" * 32)])
         _check_mapping(both, _report([own, other]), Path("s"))
     assert [e["code"] for e in info.value.context["errors"]] == ["mapping-origin-is-subject"]
 
     with pytest.raises(ValidationFailed) as info:
-        _check_mapping(build(subject, [(other, "02")]), _report([other], [other]), Path("s"))
+        _check_mapping(build(subject, [(other, "02" * 32)]), _report([other], [other]), Path("s"))
     assert [e["code"] for e in info.value.context["errors"]] == ["birth-mismatch"]
 
     many = [f"{i:064x}" for i in range(1, MAX_ORIGINS + 2)]
-    mapping = build(subject, [(ns, f"{i:04x}") for i, ns in enumerate(many)])
+    mapping = build(subject, [(ns, f"{i:064x}") for i, ns in enumerate(many)])
     with pytest.raises(ValidationFailed) as info:
         _check_mapping(mapping, _report(many), Path("s"))
     assert [e["code"] for e in info.value.context["errors"]] == ["limit-exceeded"]
-    _check_mapping(build(subject, [(ns, f"{i:04x}") for i, ns in enumerate(many[:MAX_ORIGINS])]),
+    _check_mapping(build(subject, [(ns, f"{i:064x}") for i, ns in enumerate(many[:MAX_ORIGINS])]),
                    _report(many[:MAX_ORIGINS]), Path("s"))  # fmt: skip

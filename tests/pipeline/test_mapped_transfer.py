@@ -47,7 +47,7 @@ def _args(src: Path, store: Path, names: list[str], verb: str = "run",
     args = [verb, str(src), "--store", str(store), "--subject", SUBJECT, "--nonce", nonce,
             "--json"]  # fmt: skip
     for i, ns in enumerate(names):
-        args += ["--map", f"{ns}={i:02x}"]
+        args += ["--map", f"{ns}={i:064x}"]
     return args
 
 

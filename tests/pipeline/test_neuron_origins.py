@@ -31,7 +31,7 @@ SMALL = next(p for p in cell_fixtures() if p.name == "cell-small.redb.gz")
 def _mapped(verb: str, src: Path, store: Path, namespaces: list[str]) -> list[str]:
     args = [verb, str(src), "--store", str(store), "--subject", SUBJECT, "--json"]
     for i, ns in enumerate(namespaces):
-        args += ["--map", f"{ns}={i + 1:02x}"]
+        args += ["--map", f"{ns}={i + 1:064x}"]
     return args
 
 

@@ -138,7 +138,7 @@ def _mapped(
     namespaces = names or sorted(expected(LOCAL_SMALL)["namespaces"])
     args = [verb, str(src), "--store", str(store), "--subject", SUBJECT, "--json"]
     for i, ns in enumerate(namespaces):
-        args += ["--map", f"{ns}={i:02x}"]
+        args += ["--map", f"{ns}={i:064x}"]
     return args
 
 
@@ -230,7 +230,7 @@ def test_mapping_ends_prepared_validated_inert(tmp_path: Path) -> None:
     assert {o["checkpoint"] for o in prepared["origins"]} == {
         "unknown (decided by neuron at import)"
     }
-    pairs = " ".join(f"{ns}={i:02x}" for i, ns in enumerate(namespaces))
+    pairs = " ".join(f"{ns}={i:064x}" for i, ns in enumerate(namespaces))
     assert prepared["complete_with"] == (
         f"neuron --store {store} --key-file KEYFILE import {SUBJECT} {pairs} --nonce N"
     )
@@ -262,7 +262,7 @@ def test_mapping_ends_prepared_validated_inert(tmp_path: Path) -> None:
     # An incomplete mapping is refused before anything is written.
     res = cli(
         "run", str(src), "--store", str(tmp_path / "b2"), "--subject", SUBJECT, "--map",
-        f"{namespaces[0]}=00",
+        f"{namespaces[0]}={'00' * 32}",
     )  # fmt: skip
     assert res.returncode == 3 and "mapping-incomplete" in res.stderr
     assert not (tmp_path / "b2").exists()

@@ -22,7 +22,7 @@ from tests.support.subject import activate_subject
 
 SMALL = LEGACY / "cell-small.redb.gz"
 NAMESPACES = sorted(expected(SMALL)["namespaces"])
-MAPS = [arg for i, ns in enumerate(NAMESPACES) for arg in ("--map", f"{ns}={i + 1:02x}")]
+MAPS = [arg for i, ns in enumerate(NAMESPACES) for arg in ("--map", f"{ns}={i + 1:064x}")]
 SUBJECT = ["--subject", "ab" * 32]
 
 
@@ -51,7 +51,7 @@ def _fenced(tmp: Path) -> tuple[list[str], None]:
 def _subject_missing(tmp: Path) -> tuple[list[str], None]:
     src = tmp / "cell.redb"
     names = write_store(src)
-    maps = [arg for i, ns in enumerate(names) for arg in ("--map", f"{ns}={i + 1:02x}")]
+    maps = [arg for i, ns in enumerate(names) for arg in ("--map", f"{ns}={i + 1:064x}")]
     return [str(src), "--store", str(tmp / "bbg"), *SUBJECT, *maps], None
 
 
@@ -74,7 +74,7 @@ def _bounds(tmp: Path) -> tuple[list[str], None]:
 def _sealed_with_mapping(tmp: Path) -> tuple[list[str], None]:
     src = tmp / "cell.redb"
     names = write_store(src)
-    maps = [arg for i, ns in enumerate(names) for arg in ("--map", f"{ns}={i + 1:02x}")]
+    maps = [arg for i, ns in enumerate(names) for arg in ("--map", f"{ns}={i + 1:064x}")]
     store = tmp / "bbg"
     activate_subject(store)
     assert cli("seal", str(src), "--store", str(store), *SUBJECT, *maps).returncode == 0
@@ -194,7 +194,7 @@ def test_plan_writes_nothing_whatever_the_store_path(
 def test_stage_on_other_options_names_the_input_that_differs(tmp_path: Path) -> None:
     src = tmp_path / "cell.redb"
     names = write_store(src)
-    maps = [arg for i, ns in enumerate(names) for arg in ("--map", f"{ns}={i + 1:02x}")]
+    maps = [arg for i, ns in enumerate(names) for arg in ("--map", f"{ns}={i + 1:064x}")]
     store = str(tmp_path / "bbg")
     activate_subject(Path(store))
     mapping = tmp_path / "m.json"
@@ -203,7 +203,7 @@ def test_stage_on_other_options_names_the_input_that_differs(tmp_path: Path) -> 
             {
                 "subject": "ab" * 32,
                 "origins": [
-                    {"origin": ns, "install_nonce": f"{i + 1:02x}"} for i, ns in enumerate(names)
+                    {"origin": ns, "install_nonce": f"{i + 1:064x}"} for i, ns in enumerate(names)
                 ],
             }
         )
@@ -214,9 +214,9 @@ def test_stage_on_other_options_names_the_input_that_differs(tmp_path: Path) -> 
         assert res.returncode == 4, (verb, res.stderr)
         err = " ".join(res.stderr.split())
         assert "derived from the source's SHA-256: no --nonce was given" in err
-        assert f"mapping: sealed with --subject {'ab' * 32} --map {names[0]}=01" in err
+        assert f"mapping: sealed with --subject {'ab' * 32} --map {names[0]}={1:064x}" in err
         assert "this call has no mapping" in err
-        assert f"give --subject {'ab' * 32} --map {names[0]}=01" in err
+        assert f"give --subject {'ab' * 32} --map {names[0]}={1:064x}" in err
         assert "use a new nonce" not in err
     res = cli("stage", str(src), "--store", store, *SUBJECT, *maps)
     assert res.returncode == 0, res.stderr

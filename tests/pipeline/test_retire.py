@@ -113,7 +113,7 @@ def test_a_retired_path_answers_only_for_its_import(tmp_path: Path, reference: s
         ("plan", str(src), "--store", str(b), "--json"),
         ("run", str(src), "--store", str(a), "--nonce", "ab" * 32),
         ("run", str(src), "--store", str(a), "--subject", "cd" * 32, "--map",
-         f"{'ef' * 32}={'01' * 16}"),
+         f"{'ef' * 32}={'01' * 32}"),
     ):
         done = cli(*args)
         assert done.returncode == 4, (args, done.stdout, done.stderr)

@@ -321,7 +321,7 @@ def test_a_converted_log_cannot_be_a_mapped_origin(tmp_path: Path) -> None:
     src = copy_fixture("signals-small.log", tmp_path)
     plan = run_json("plan", str(src), "--store", str(tmp_path / "bbg"))
     ns = plan["legacy"]["namespace"]
-    mapped = ("--subject", SUBJECT, "--map", f"{ns}=01")
+    mapped = ("--subject", SUBJECT, "--map", f"{ns}={'01' * 32}")
     res = cli("run", str(src), "--store", str(tmp_path / "bbg"), *mapped)
     assert res.returncode == 3 and "not activated" in res.stderr
     assert not (tmp_path / "bbg").exists()
@@ -330,7 +330,7 @@ def test_a_converted_log_cannot_be_a_mapped_origin(tmp_path: Path) -> None:
     assert res.returncode == 3 and "toolkit's import record" in res.stderr
     assert "Data(InvalidData)" in res.stderr
     res = cli("run", str(src), "--store", str(tmp_path / "b2"), "--subject", SUBJECT,
-              "--map", f"{'cd' * 32}=01")  # fmt: skip
+              "--map", f"{'cd' * 32}={'01' * 32}")  # fmt: skip
     assert res.returncode == 3 and "not a namespace of the source" in res.stderr
     assert not (tmp_path / "b2").exists()
 

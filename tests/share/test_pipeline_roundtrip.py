@@ -45,7 +45,7 @@ def test_migrated_demo_round_trips(tmp_path: Path, mapped: bool) -> None:
     if mapped:
         extra = ["--subject", "ab" * 32]
         for n, origin in enumerate(ORIGINS, 1):
-            extra += ["--map", f"{origin}={n:02x}" + f"{n:02x}" * 15]
+            extra += ["--map", f"{origin}=" + f"{n:02x}" * 32]
     done = run_cli("run", str(source), "--store", str(store), "--json", *extra)
     assert done.returncode == 0, done.stderr
     report = doctor(store)

@@ -160,7 +160,7 @@ EMPTY = next(p for p in cell_fixtures() if p.name == "cell-empty.redb.gz")
 def _mapped_args(src: Path) -> list[str]:
     args = ["--subject", "ab" * 32]
     for i, ns in enumerate(sorted(expected(SMALL)["namespaces"])):
-        args += ["--map", f"{ns}={i:02x}"]
+        args += ["--map", f"{ns}={i:064x}"]
     return args
 
 

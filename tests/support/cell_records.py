@@ -6,8 +6,9 @@ later entry a ``cell/commit/1`` record whose ``cell``, ``index`` and ``previous`
 it (nox Model B nodes as neuron@dbebea3f ``model/src/data.rs`` ``Builder`` lays them out:
 atom, pair, uint = pair(hi, lo), ref = pair(pair(l0, l1), pair(l2, l3)), fields = right-nested
 pairs ending in atom 0, record = pair(ref(schema), fields)).  This writer lays out the nodes
-the same way; the schema ids are stand-ins (the toolkit does not check schema identity, which
-needs neuron's suite file), as are the field values neuron alone interprets.
+the same way, with field 0 of each record the schema id neuron's reader expects
+(:func:`migrate.rules.neuron_schema.schema_id`, derived from neuron's suite hashes); the other
+field values are stand-ins neuron alone interprets.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hashing import hemera, nox
+from migrate.rules import neuron_schema
+from migrate.rules.neuron_schema import schema_id
 from migrate.store.codec import Head, history_key, request_key, request_value
 from tests.support.redb_writer import RedbWriter
 
@@ -64,45 +67,77 @@ class Builder:
         return tail
 
     def record(self, name: str, values: list[bytes]) -> bytes:
-        schema = hemera.hash(b"test stand-in schema id " + name.encode())
+        return self.record_as(schema_id(name), values)
+
+    def record_as(self, schema: bytes, values: list[bytes]) -> bytes:
+        """A record whose field 0 is the ref of ``schema`` (a wrong one, to be refused)."""
         return self.pair(self.ref(schema), self.fields(values))
 
 
-def birth(b: Builder, seed: int) -> bytes:
-    """A ``cell/birth/1`` record (7 fields); its id is the origin's namespace."""
+#: A snapshot's profile and lifecycle particles (None: the original profile, ``active``).
+Odd = tuple[bytes | None, bytes | None]
+
+
+def snapshot(b: Builder, seed: bytes, odd: Odd = (None, None)) -> bytes:
+    """A ``cell/snapshot/1`` record (11 fields): a lifecycle variant, the original cell
+    profile (field 4, :func:`migrate.rules.neuron_schema.legacy_profile`) unless ``odd`` names
+    another profile or lifecycle particle; the other fields are stand-ins."""
+    profile, lifecycle = odd
+    stand = [b.ref(hemera.hash(b"snapshot field %d of " % i + seed)) for i in range(11)]
+    values = list(stand)
+    values[2] = b.record("cell/lifecycle/active/1", []) if lifecycle is None else lifecycle
+    values[4] = b.ref(neuron_schema.legacy_profile() if profile is None else profile)
+    values[5] = b.uint(0)
+    return b.record("cell/snapshot/1", values)
+
+
+def birth(b: Builder, seed: int, schema: bytes | None = None, odd: Odd = (None, None)) -> bytes:
+    """A ``cell/birth/1`` record (7 fields) whose initial snapshot (field 5) is
+    :func:`snapshot`; its id is the origin's namespace (``schema``: a field 0 other than the
+    birth schema id)."""
     refs = [b.ref(hemera.hash(b"birth field %d of %d" % (i, seed))) for i in range(5)]
-    return b.record("cell/birth/1", [b.uint(1), *refs, b.atom(0)])
+    refs[4] = b.ref(snapshot(b, b"birth %d" % seed, odd))
+    values = [b.uint(1), *refs, b.atom(0)]
+    return b.record_as(schema_id("cell/birth/1") if schema is None else schema, values)
 
 
 def commit(
-    b: Builder, origin: bytes, index: int, previous: bytes, *, index_field: int | None = None
+    b: Builder, origin: bytes, index: int, previous: bytes, *, index_field: int | None = None,
+    schema: bytes | None = None, odd: Odd = (None, None),
 ) -> bytes:
-    """A ``cell/commit/1`` record (10 fields) chained to ``previous`` (``index_field``: the
-    index it claims, to build a broken chain)."""
+    """A ``cell/commit/1`` record (10 fields) chained to ``previous``, its after snapshot
+    (field 4) :func:`snapshot` (``index_field``: the index it claims, to build a broken chain;
+    ``schema``: a field 0 other than the commit schema id)."""
     stand = [b.ref(hemera.hash(b"commit field %d at %d" % (i, index))) for i in range(5)]
+    stand[1] = b.ref(snapshot(b, origin + b"%d" % index, odd))
     claimed = index if index_field is None else index_field
     fields = [b.ref(origin), b.uint(claimed), b.ref(previous), *stand, b.uint(0), b.atom(0)]
-    return b.record("cell/commit/1", fields)
+    return b.record_as(schema_id("cell/commit/1") if schema is None else schema, fields)
 
 
 def write_store(
-    path: Path, origins: int = 2, commits: int = 2, *, break_at: tuple[int, int] | None = None
+    path: Path, origins: int = 2, commits: int = 2, *, break_at: tuple[int, int] | None = None,
+    foreign: tuple[int, int, bytes] | None = None, odd: tuple[int, Odd] | None = None,
 ) -> list[str]:
     """Write a valid cell.redb of ``origins`` namespaces of cell records (a birth and
     ``commits`` commits each); ``break_at=(origin, index)``: that commit claims a wrong
-    index.  Returns the namespaces (hex), sorted."""
+    index; ``foreign=(origin, index, schema)``: that entry's field 0 is the ref of ``schema``;
+    ``odd=(origin, (profile, lifecycle))``: that origin's snapshots name them.  Returns the
+    namespaces (hex), sorted."""
     b = Builder()
     history: dict[bytes, bytes] = {}
     heads: dict[bytes, bytes] = {}
     requests: dict[bytes, bytes] = {}
     names = []
     for o in range(origins):
-        ns = birth(b, o)
+        mine: Odd = odd[1] if odd and odd[0] == o else (None, None)
+        ns = birth(b, o, foreign[2] if foreign and foreign[:2] == (o, 0) else None, mine)
         names.append(ns.hex())
         chain = [ns]
         for i in range(1, commits + 1):
             wrong = i + 7 if break_at == (o, i) else None
-            chain.append(commit(b, ns, i, chain[-1], index_field=wrong))
+            other = foreign[2] if foreign and foreign[:2] == (o, i) else None
+            chain.append(commit(b, ns, i, chain[-1], index_field=wrong, schema=other, odd=mine))
         for i, c in enumerate(chain):
             history[history_key(ns, i)] = c
             requests[request_key(ns, c)] = request_value(c, Head(i, c))
