@@ -109,6 +109,10 @@ class AsideSegments(Closing):
             self._existing[table].merge(rows)
             self._writers[table].push(rows)
 
+    def end_partition(self, table: str) -> None:
+        """``table`` has all its rows: its open segment is closed now (frees its filter)."""
+        self._writers[table].end()
+
     def finish_rows_in_background(self) -> None:
         """No more rows: the last blocks and the fsyncs on a thread of their own while the
         caller checks the links; :meth:`publish` waits for it."""
@@ -116,7 +120,7 @@ class AsideSegments(Closing):
 
     def _finish(self) -> None:
         for writer in self._writers.values():
-            writer.push(None)
+            writer.end()
             writer.finish()
 
     def wait(self) -> None:

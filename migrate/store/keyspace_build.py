@@ -84,6 +84,14 @@ class KeyspaceLoader(PageLoader):
         self.rows[table] += len(batch)
         return True
 
+    def _ended(self, table: str) -> None:
+        """A table's last rows are in: its partition's open segment is closed at once, so
+        that only one partition holds an open segment at a time (bounded memory)."""
+        try:
+            self._builder.end_partition(table)
+        except BaseException as exc:  # said by check(), after what the pass finds
+            self._error = exc
+
     def finish(self) -> None:
         """Every row is in (the checking pass is over): the partitions are finished and
         fsynced on a thread of their own while the links are checked; publication waits

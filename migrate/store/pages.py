@@ -63,6 +63,11 @@ class PageLoader:
             yield row
         if batch:
             self._load(ordinal, table, batch, size)
+        if self._error is None:
+            self._ended(table)
+
+    def _ended(self, table: str) -> None:
+        """Every row of ``table`` was handed on (nothing to do by default)."""
 
     def _load(self, ordinal: int, table: str, batch: list[tuple[bytes, bytes]],
               size: int) -> None:  # fmt: skip

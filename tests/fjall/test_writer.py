@@ -279,6 +279,32 @@ def test_partitions_finished_in_the_background_give_the_same_files(tmp_path: Pat
     assert _all(tmp_path / "bg") == {"a": rows["a"], "b": rows["b"], "c": []}
 
 
+def test_a_partition_ended_early_closes_its_segment_and_gives_the_same_files(
+    tmp_path: Path,
+) -> None:
+    """end_partition (a table's last rows are in) closes the partition's open segment at
+    once -- its filter's key hashes freed before the next table is written -- and the build
+    is the same bytes as one whose partitions are all ended at the commit; rows of an ended
+    partition are refused."""
+    from migrate.store.fjall.writer import KeyspaceBuilder
+
+    rows = {"a": _rows(3000), "b": _rows(10, b"w"), "c": []}
+    build_keyspace(tmp_path / "plain", rows, created_at=7)
+    with KeyspaceBuilder(tmp_path / "early", rows, created_at=7) as builder:
+        for name, part in rows.items():
+            builder.push(name, part)
+            builder.end_partition(name)
+            writer = builder._writers[name]
+            assert writer.ended and writer._writer is None  # no open segment is held
+        with pytest.raises(FjallRefused, match="rows pushed after its last rows"):
+            builder.push("a", [(b"\xff" * 8, b"x")])
+        builder.commit()
+    files = {p.relative_to(tmp_path / "plain").as_posix(): p.read_bytes()
+             for p in sorted((tmp_path / "plain").rglob("*")) if p.is_file()}  # fmt: skip
+    assert files == {p.relative_to(tmp_path / "early").as_posix(): p.read_bytes()
+                     for p in sorted((tmp_path / "early").rglob("*")) if p.is_file()}  # fmt: skip
+
+
 def test_a_failure_of_the_background_finish_is_raised_by_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

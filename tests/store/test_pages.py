@@ -89,3 +89,27 @@ def test_the_keyspace_loader_keeps_copies_the_sqlite_loader_the_rows() -> None:
     list(loader.tee(0, [(key, value)]))  # type: ignore[list-item]
     (_, [(k, v)]), = loader.pages
     assert (type(k), type(v), k, v) == (bytes, bytes, b"key", b"value")
+
+
+def test_the_keyspace_loader_ends_each_partition_when_its_table_has_passed() -> None:
+    """Each table's rows pass once, in order: when a table's last page is handed on, its
+    partition is ended at once (one open segment at a time), not at the end of the pass."""
+
+    class Builder:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, str]] = []
+
+        def push(self, table: str, rows: list[tuple[bytes, bytes]]) -> None:
+            self.calls.append(("push", table))
+
+        def end_partition(self, table: str) -> None:
+            self.calls.append(("end", table))
+
+    builder = Builder()
+    loader = KeyspaceLoader(builder, 2, 1 << 20)  # type: ignore[arg-type]
+    for ordinal in (0, 1):
+        rows = [(bytes([ordinal, i]), b"v") for i in range(3)]
+        assert list(loader.tee(ordinal, rows)) == rows
+    first, second = ARCHIVE_ORDER[0], ARCHIVE_ORDER[1]
+    assert builder.calls == [("push", first), ("push", first), ("end", first),
+                             ("push", second), ("push", second), ("end", second)]  # fmt: skip

@@ -204,6 +204,7 @@ class _Segments:
         self.last_rows = self.last_bytes = 0
         self._file: Any = None
         self._writer: SegmentWriter | None = None
+        self.ended = False
 
     def _open(self) -> SegmentWriter:
         path = os.path.join(self.folder, str(self.next_id))
@@ -249,6 +250,9 @@ class _Segments:
     def push(self, batch: list[Any] | None) -> None:
         """The next rows of the run (``None``: the end, the last partial block is written)."""
         partition, seqno, progress, last, pending = self._run
+        if self.ended:
+            raise FjallRefused(f"partition {partition!r}: rows pushed after its last rows",
+                               partition=partition)  # fmt: skip
         hash_fn = xxhash.xxh3_128_digest if self.policy is not None else None
         work = pending + batch if batch is not None else pending
         blocks, consumed, last, error = self.twin.encode_rows(
@@ -270,6 +274,18 @@ class _Segments:
         if error is not None:
             raise _row_error(partition, work[error[1]], error[0])
         self._run = [partition, seqno, progress, last, work[consumed:]]
+
+    def end(self) -> None:
+        """The run's last rows are in: its last block is written and its open segment closed
+        (index, filter, fsync) now, not when every partition is finished, so that what an
+        open segment holds in memory -- its filter's key hashes, 16 bytes a key, up to the
+        128 MiB ingest target -- is freed before the next table is written."""
+        if self.ended:
+            return
+        self.push(None)
+        if self._writer is not None:
+            self._close()
+        self.ended = True
 
     def write_items(self, items: Iterable[tuple[bytes, bytes, int, int]]) -> None:
         """One segment of ``items`` (key order, newest version first; a flush writes a
@@ -438,6 +454,12 @@ class KeyspaceBuilder(Closing):
         if rows:
             self._writers[partition].push(rows)
 
+    def end_partition(self, partition: str) -> None:
+        """``partition`` has all its rows (see :meth:`_Segments.end`); more are refused."""
+        if self._finishing.started:
+            raise FjallRefused("rows ended after the build's partitions were finished")
+        self._writers[partition].end()
+
     def batch(self, items: list[BatchItem]) -> int:
         """A journal batch after the rows (a tombstone is ``None``); returns its seqno."""
         encoded = [(p, k, b"" if v is None else v, TOMBSTONE if v is None else VALUE)
@@ -460,7 +482,7 @@ class KeyspaceBuilder(Closing):
     def _finish_partitions(self) -> None:
         last = min(6, self.config.level_count - 1)
         for name, writer in self._writers.items():
-            writer.push(None)
+            writer.end()
             written = writer.finish()
             ids: list[list[int]] = [[] for _ in range(self.config.level_count)]
             placed = levels.sort_level([levels.Summary(w.id, w.key_min, w.key_max,
