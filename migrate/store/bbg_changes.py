@@ -27,8 +27,8 @@ rows, keyed by (partition, key) so the last change of a key wins:
 
 **Memory, and the one TEMP table.** No trigger copies rows, and a transaction runs no DDL or
 ``PRAGMA`` for the id (whether the storage row has the column is known once per handle).
-Changes are held in memory up to :data:`SPILL_BYTES` (keys and values; about two pipeline
-pages -- the Fjall engine holds its whole batch).  Two kinds of transaction go past that to
+Changes are held in memory up to :data:`SPILL_BYTES` (keys and values, 8 MiB).  Two kinds
+of transaction go past that to
 one TEMP table of the connection (:func:`_spill_table`, its rows kept only until the id is
 computed), and only they touch it:
 
@@ -72,8 +72,11 @@ COLUMN = "bbg_last_transaction"
 #: "unknown": the store keeps no id (see the module docstring).
 UNKNOWN = "unknown"
 #: Bytes of changes (keys, values and a per-change allowance) held in memory before they go
-#: to the TEMP table.
-SPILL_BYTES = 64 << 20
+#: to the TEMP table (a file, read through SQLite's page cache).  Small: an ``apply`` of a
+#: long stream is one transaction, and its memory must stay bounded by one event, not grow
+#: with the stream (tests/share/test_stream_hostile.py; 64 MiB let 16 events of 3 MiB each
+#: stay in memory).
+SPILL_BYTES = 8 << 20
 _PER_CHANGE = 96  # the dict entry, tuple and bytes objects of one held change
 _SPILL = "temp.bbg_migrate_changes"
 #: The partitions whose changes count, in bbg's order (name bytes), with their SQLite table
