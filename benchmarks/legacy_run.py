@@ -83,9 +83,11 @@ def history_store(cache: Path, rows: int, seed: int) -> Path:
         redb = gen_cell_store.cached(rows, seed=seed, namespaces=20, cache=cache)[0]
         print(f"importing the history ({rows:,} rows) ...", file=sys.stderr)
         work = Path(tempfile.mkdtemp(prefix="history-", dir=cache))
-        subprocess.run([sys.executable, "-m", "migrate", "--engine", "fjall", "run", str(redb),
-                        "--store", str(work / "bbg")], cwd=ROOT, check=True,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "migrate", "--engine", "fjall", "run",
+                               str(redb), "--store", str(work / "bbg")], cwd=ROOT,
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        if done.returncode != 0:
+            raise SystemExit(f"history import failed: {done.stderr[-2000:]}")
         os.replace(work, store.parent)
     return store
 
