@@ -1,9 +1,10 @@
 """``run`` into a BBG database that already holds history: one pass, no staging.
 
 The staged path reads the source to check it, again to stage it into the records, reads the
-staging to validate it and again to publish it in segments: four passes.  For a plain
-conversion (no mapping, no ``--pages``) of a cell.redb, a legacy log or a TextArchive into an
-existing Fjall store, ``run`` instead:
+staging to validate it and again to publish it in segments: four passes.  For a run (no
+``--pages``) of a cell.redb, a legacy log or a TextArchive into an existing Fjall store --
+a mapped run too: its origins staged in bbg's transfer form in the same activation
+(:mod:`.subject`) --, ``run`` instead:
 
 1. holds the keyspace's writer session (``bbg.lock``) from the start, so nothing else
    writes it until the end, and writes nothing in the store yet;
@@ -12,7 +13,8 @@ existing Fjall store, ``run`` instead:
    beside the store and merges them with the store's rows (:mod:`migrate.store.keyspace_aside`:
    what is new, what conflicts); refuses exactly as the preflight would, the segments
    removed, the store byte for byte as it was;
-3. opens the store's records and admits the import as the staged path's seal does; anything
+3. opens the store's records and admits the import as the staged path's seal does (a
+   mapped run's subject and origins included); anything
    the staged path would treat differently -- a known import, a namespace the store holds
    already, a conflict, a row holding other bytes, an activation small enough for one batch
    -- is left to it (the segments removed, the store untouched, the preflight reused); then
@@ -65,7 +67,7 @@ Progress = Callable[[int, int], None]
 def destination(job: Job, kind: str, max_pages: int | None) -> Path | None:
     """The store directory when this ``run`` may take the single pass into an existing BBG
     database, else None (the staged path)."""
-    if max_pages is not None or kind not in fresh.FRESH_KINDS or job.mapping is not None:
+    if max_pages is not None or kind not in fresh.FRESH_KINDS:
         return None
     try:
         directory = resolve_store_dir(job.store, create=True)

@@ -32,7 +32,7 @@ from fences.seal import Seal
 from migrate.job import Job
 from migrate.pipeline import fresh_legacy, gate, stages
 from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
-from migrate.pipeline.preflight import Preflight, import_of, judge, redb_report
+from migrate.pipeline.preflight import Preflight, import_of, judge, mapped_refusals, redb_report
 from migrate.progress import Observer, finishing, phase
 from migrate.rules.sources import RedbSource
 from migrate.store import guard, imports, keyspace_build
@@ -186,7 +186,8 @@ def checking_pass(job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoad
             report = redb_report(job, tee, progress)
         finally:
             tee.close()
-    pre = judge(job, kind, held.fingerprint, report)
+        refusals = mapped_refusals(job, kind, report, src.lookup)
+    pre = judge(job, kind, held.fingerprint, report, refusals=refusals)
     loader.check()
     gate.locate(job)
     return pre

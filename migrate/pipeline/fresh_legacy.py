@@ -43,7 +43,7 @@ from fences.seal import Seal
 from migrate.job import Job
 from migrate.pipeline import gate, stages
 from migrate.pipeline.legacy import LegacyImport, check_rows, encode_cursor
-from migrate.pipeline.preflight import Preflight, judge, read_legacy
+from migrate.pipeline.preflight import Preflight, judge, mapped_refusals, read_legacy
 from migrate.rules.links import iter_link_errors
 from migrate.rules.shape import RowSource
 from migrate.store.codec import CONTENT, HISTORY, ID_LEN, ORDINAL
@@ -143,7 +143,9 @@ def check_and_load(
         loading = _Loading(rows, loader)
         shape = check_rows(loading)
         loader.finish()  # Fjall: the partitions are finished meanwhile
-        pre = judge(job, kind, held.fingerprint, imp.report_of(shape), imp)
+        report = imp.report_of(shape)
+        refusals = mapped_refusals(job, kind, report, None)
+        pre = judge(job, kind, held.fingerprint, report, imp, refusals)
         errors = list(shape.errors)
         errors += iter_link_errors(_Loaded(imp, loading, rows), report_malformed=False)
         last = imp.items

@@ -161,3 +161,32 @@ def records_of(store: Path) -> dict[str, Any]:
 def segment_folders(parent: Path) -> list[str]:
     """The folders of segments written aside under ``parent`` (none once a run is over)."""
     return sorted(n for n in os.listdir(parent) if ".bbg-segments-" in n)
+
+
+#: Keeps ``run`` on the staged path, whatever the destination: a bounded run (far more pages
+#: than any test source has).
+STAGED = ("--pages", str(10**9))
+
+
+def run_in_segments(*args: str) -> subprocess.CompletedProcess[str]:
+    """``bbg-migrate ARGS`` with activations of over 3 rows written as segments
+    (``KILL_RUNNER_BATCH_ROWS``), so that a small source's activation takes the real
+    database's bulk path, and the single pass into an existing store."""
+    return cli(*args, kill_at_commit=0, env={"KILL_RUNNER_BATCH_ROWS": "3"})
+
+
+def ledger_kinds(store: Path, iid: str) -> list[str]:
+    """The kinds of the import's transactions in the ledger (the single pass: one)."""
+    return [r[2] for r in dump(store)["bbg_ledger_v1"] if r[3] == iid]
+
+
+def doctor_logical(store: Path) -> dict[str, Any]:
+    """``doctor``'s report but for the keyspace's physical counts (blocks, segments, journal
+    batches: the staged path's bulk publication flushes every partition's journal, bbg's
+    markers too, the single pass only the five tables') and the records' transaction number
+    (the staged path makes one a stage and a page); the store's path as ``STORE``."""
+    from migrate.share.health import doctor
+
+    report: dict[str, Any] = json.loads(json.dumps(doctor(store)).replace(str(store), "STORE"))
+    del report["keyspace"]["checked"], report["store"]["last_transaction"]
+    return report

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,53 +24,29 @@ from migrate import pipeline
 from migrate.pipeline import fresh_legacy, stages
 from migrate.pipeline.legacy import LegacyImport
 from migrate.pipeline.legacy_text import TextImport
-from migrate.share.health import doctor
 from migrate.store import guard
 from migrate.store.codec import CONTENT, ID_LEN
 from tests.pipeline.helpers import (
-    cli,
+    STAGED,
     copy_store,
+    doctor_logical,
     keyspace_of,
+    ledger_kinds,
     prefilled_store,
     records_of,
+    run_in_segments,
     segment_folders,
     tree_state,
 )
 from tests.pipeline_legacy.support import ONE_OF_EACH, REFUSAL_OF_EACH, copy_fixture, records
-from tests.support.stores import dump, live_rows, put_raw
+from tests.support.stores import live_rows, put_raw
 
 pytestmark = pytest.mark.engine("fjall")
 
-#: The staged path, whatever the destination: a bounded run (far more pages than needed).
-STAGED = ("--pages", str(10**9))
-BATCH = {"KILL_RUNNER_BATCH_ROWS": "3"}
-
-
-def _run(src: Path, store: Path, *args: str) -> Any:
-    """``run --json`` (activations over 3 rows in segments); its result."""
-    return cli("run", str(src), "--store", str(store), "--json", *args, kill_at_commit=0,
-               env=BATCH)  # fmt: skip
-
-
 def _ok(src: Path, store: Path, *args: str) -> str:
-    res = _run(src, store, *args)
+    res = run_in_segments("run", str(src), "--store", str(store), "--json", *args)
     assert res.returncode == 0, res.stderr
     return str(res.stdout)
-
-
-def _ledger(store: Path, iid: str) -> list[str]:
-    """The kinds of the import's transactions in the ledger."""
-    return [r[2] for r in dump(store)["bbg_ledger_v1"] if r[3] == iid]
-
-
-def _doctor(store: Path) -> dict[str, Any]:
-    """``doctor``'s report but for the keyspace's physical counts (blocks, segments, journal
-    batches: the staged path's bulk publication flushes every partition's journal, bbg's
-    markers too, the single pass only the five tables', as for a cell.redb) and the records'
-    transaction number (the staged path makes one a stage and a page)."""
-    report: dict[str, Any] = json.loads(json.dumps(doctor(store)).replace(str(store), "STORE"))
-    del report["keyspace"]["checked"], report["store"]["last_transaction"]
-    return report
 
 
 def _passes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -87,8 +62,8 @@ def _same_results(one: Path, two: Path, namespace: str) -> None:
     assert keyspace_of(one) == keyspace_of(two)
     assert records_of(one) == records_of(two)
     assert records(one, namespace) == records(two, namespace)
-    assert _doctor(one) == _doctor(two)
-    assert _doctor(one)["healthy"] is True
+    assert doctor_logical(one) == doctor_logical(two)
+    assert doctor_logical(one)["healthy"] is True
 
 
 @pytest.mark.parametrize("name", ONE_OF_EACH)
@@ -102,8 +77,8 @@ def test_equal_to_the_staged_path(name: str, tmp_path: Path) -> None:
     iid = receipt["import_id"]
     # The single pass: one transaction of the import in the ledger; the staged path: one a
     # stage and a page.
-    assert _ledger(store, iid) == ["activate"]
-    assert len(_ledger(staged, iid)) > 1
+    assert ledger_kinds(store, iid) == ["activate"]
+    assert len(ledger_kinds(staged, iid)) > 1
     _same_results(store, staged, receipt["legacy"]["namespace"])
     assert not guard.path_of(store).exists() and segment_folders(tmp_path) == []
     # An exact rerun returns the same receipt and changes nothing.
@@ -123,7 +98,7 @@ def test_rows_the_store_holds_already_are_not_new(tmp_path: Path) -> None:
     one = _ok(src, store)
     assert one == _ok(src, staged, *STAGED)
     receipt = json.loads(one)
-    assert _ledger(store, receipt["import_id"]) == ["activate"]
+    assert ledger_kinds(store, receipt["import_id"]) == ["activate"]
     counts = receipt["counts"]
     assert counts["new_rows"][CONTENT] < counts["rows"][CONTENT]
     _same_results(store, staged, receipt["legacy"]["namespace"])
@@ -145,11 +120,11 @@ def test_an_invalid_source_leaves_the_store_byte_identical(
     assert tree_state(*both) == before
     assert not guard.path_of(store).exists() and segment_folders(tmp_path) == []
     # The CLI: the preflight's exit code and message, as on the staged path.
-    res = _run(bad, store, *flags)
+    res = run_in_segments("run", str(bad), "--store", str(store), "--json", *flags)
     assert res.returncode == 3, res.stderr
     assert "nothing was written" in res.stderr
     assert tree_state(*both) == before
-    staged = _run(bad, store, *flags, *STAGED)
+    staged = run_in_segments("run", str(bad), "--store", str(store), "--json", *flags, *STAGED)
     assert (staged.returncode, staged.stdout, staged.stderr) == (3, res.stdout, res.stderr)
 
 
