@@ -156,7 +156,9 @@ def _publish(job: Job, loaded: fresh_legacy.Loaded, held: Seal, directory: Path,
         try:
             if imports.import_state(store, iid) is not None:
                 return None
-            gate.admit(store, directory, job, pre)
+            # Resumed: what the store holds of the import's namespaces is its own (a crash
+            # after the marker batch leaves a mapped run's origins reserved by its transfer).
+            gate.admit(store, directory, job, pre, planned=resumed is not None)
         except MigrateError:
             return None  # the staged path's seal refuses it, after the same preflight
         if resumed is None and any(live_head(store, bytes.fromhex(ns)) is not None
