@@ -7,8 +7,9 @@ TextArchive (cybergraph's text observations: :mod:`.legacy_text`).
 ``run`` = detect → seal → preflight (inspect) → admit → stage → validate → activate [→ retire].
 Into a new or empty destination, a cell.redb, log or archive is instead built aside in one
 checking pass and published by one rename (:mod:`.fresh`); into a BBG database that holds
-history, a cell.redb's same pass writes new segments beside it, published in place with one
-activation (:mod:`.existing`): the same records and receipt, one read of the source.
+history, the same pass -- a cell.redb's, a log's or archive's, a mapped run's -- writes new
+segments beside it, published in place with one activation (:mod:`.existing`): the same
+records and receipt, one read of the source.
 Every step that writes holds the store's run lock (:mod:`migrate.store.runlock`).
 ``plan`` walks the same path up to the first write (:mod:`.gate`: the source's lock, its
 preflight, the store's location and writability, the import's admission) through a

@@ -1,19 +1,25 @@
-"""``run`` of a cell.redb into a BBG database that already holds history: one pass, no staging.
+"""``run`` into a BBG database that already holds history: one pass, no staging.
 
 The staged path reads the source to check it, again to stage it into the records, reads the
-staging to validate it and again to publish it in segments: four passes.  For a plain
-conversion (no mapping, no ``--pages``) into an existing Fjall store, ``run`` instead:
+staging to validate it and again to publish it in segments: four passes.  For a run (no
+``--pages``) of a cell.redb, a legacy log or a TextArchive into an existing Fjall store --
+a mapped run too: its origins staged in bbg's transfer form in the same activation
+(:mod:`.subject`) --, ``run`` instead:
 
 1. holds the keyspace's writer session (``bbg.lock``) from the start, so nothing else
    writes it until the end, and writes nothing in the store yet;
-2. makes the one checking pass of :func:`.fresh.checking_pass`, which also writes each
-   table's rows as new segments beside the store and merges them with the store's rows
-   (:mod:`migrate.store.keyspace_aside`: what is new, what conflicts); refuses exactly as
-   the preflight would, the segments removed, the store byte for byte as it was;
-3. opens the store's records and admits the import as the staged path's seal does; anything
+2. makes the one checking pass of :func:`.fresh.source_pass` (a cell.redb's, or a log's or
+   archive's: :mod:`.fresh_legacy`), which also writes each table's rows as new segments
+   beside the store and merges them with the store's rows (:mod:`migrate.store.keyspace_aside`:
+   what is new, what conflicts); refuses exactly as the preflight would, the segments
+   removed, the store byte for byte as it was;
+3. opens the store's records and admits the import as the staged path's seal does (a
+   mapped run's subject and origins included); anything
    the staged path would treat differently -- a known import, a namespace the store holds
    already, a conflict, a row holding other bytes, an activation small enough for one batch
-   -- is left to it (the segments removed, the store untouched, the preflight reused);
+   -- is left to it (the segments removed, the store untouched, the preflight reused); then
+   a log's rows that fail the validate stage's checks are refused as it refuses them (the
+   store untouched);
 4. takes the import's guard ``<store>.bbg-importing`` (op ``activate``; bbg refuses the
    store while it exists) with the activation plan in it, publishes the segments (a level
    update per partition), then writes in one transaction bbg's status put and markers (one
@@ -40,7 +46,7 @@ from bbg_core.errors import MigrateError
 from fences import generations
 from fences.seal import Seal
 from migrate.job import Job
-from migrate.pipeline import fresh, gate, stages
+from migrate.pipeline import fresh, fresh_legacy, gate, stages
 from migrate.pipeline.preflight import Preflight, import_of
 from migrate.progress import Observer, finishing
 from migrate.store import bbgdb, guard, imports, layout
@@ -61,7 +67,7 @@ Progress = Callable[[int, int], None]
 def destination(job: Job, kind: str, max_pages: int | None) -> Path | None:
     """The store directory when this ``run`` may take the single pass into an existing BBG
     database, else None (the staged path)."""
-    if max_pages is not None or kind != "redb" or job.mapping is not None:
+    if max_pages is not None or kind not in fresh.FRESH_KINDS:
         return None
     try:
         directory = resolve_store_dir(job.store, create=True)
@@ -109,14 +115,14 @@ def run_existing(
             aside = AsideSegments(directory, session, snapshot)
             try:
                 loader = KeyspaceLoader(aside, job.bounds.page_rows, job.bounds.page_bytes)
-                pre = fresh.checking_pass(job, kind, held, loader, None, progress)
+                loaded = fresh.source_pass(job, kind, held, loader, None, progress)
             except BaseException:
                 aside.discard()
                 raise
     except BaseException:
         session.close()
         raise
-    return pre, _publish(job, pre, held, directory, session, aside, loader, observer)
+    return loaded.pre, _publish(job, loaded, held, directory, session, aside, loader, observer)
 
 
 def _bulk(pre: Preflight) -> bool:
@@ -124,11 +130,12 @@ def _bulk(pre: Preflight) -> bool:
     return pre.rows > stages.BATCH_ROWS or pre.nbytes > stages.BATCH_BYTES
 
 
-def _publish(job: Job, pre: Preflight, held: Seal, directory: Path, session: KeyspaceWriter,
-             aside: AsideSegments, loader: KeyspaceLoader,
+def _publish(job: Job, loaded: fresh_legacy.Loaded, held: Seal, directory: Path,
+             session: KeyspaceWriter, aside: AsideSegments, loader: KeyspaceLoader,
              observer: Observer | None) -> dict[str, Any] | None:  # fmt: skip
     """After a valid pass: admit, guard, publish, activate; None (nothing written) when the
     staged path is to go on.  Owns ``session`` and ``aside``."""
+    pre = loaded.pre
     iid = pre.import_id
     with ExitStack() as stack:
         stack.callback(aside.discard)
@@ -149,12 +156,15 @@ def _publish(job: Job, pre: Preflight, held: Seal, directory: Path, session: Key
         try:
             if imports.import_state(store, iid) is not None:
                 return None
-            gate.admit(store, directory, job, pre)
+            # Resumed: what the store holds of the import's namespaces is its own (a crash
+            # after the marker batch leaves a mapped run's origins reserved by its transfer).
+            gate.admit(store, directory, job, pre, planned=resumed is not None)
         except MigrateError:
             return None  # the staged path's seal refuses it, after the same preflight
         if resumed is None and any(live_head(store, bytes.fromhex(ns)) is not None
                                    for ns in pre.namespaces):  # fmt: skip
             return None  # a namespace there already: the staged path's pins and checks
+        loaded.validate(directory)  # a log's rows: the validate stage's refusal, its order
         plan = resumed if resumed is not None else {
             "inserted": aside.new_rows, "rows": pre.rows, "bytes": pre.nbytes}  # fmt: skip
         activated = fresh.checked(observer, pre, loader)
@@ -166,7 +176,7 @@ def _publish(job: Job, pre: Preflight, held: Seal, directory: Path, session: Key
             held.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
             guard.take(directory, iid, guard.ACTIVATE, plan)
             aside.publish(hook)
-        receipt = stages.activate_published(store, job, pre, held, loader.rows, loader.cursor,
+        receipt = stages.activate_published(store, job, pre, held, loader.rows, loaded.cursor,
                                             plan)  # fmt: skip
         if activated is not None:
             activated(sum(loader.rows.values()), pre.nbytes)

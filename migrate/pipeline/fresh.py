@@ -32,7 +32,7 @@ from fences.seal import Seal
 from migrate.job import Job
 from migrate.pipeline import fresh_legacy, gate, stages
 from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
-from migrate.pipeline.preflight import Preflight, import_of, judge, redb_report
+from migrate.pipeline.preflight import Preflight, import_of, judge, mapped_refusals, redb_report
 from migrate.progress import Observer, finishing, phase
 from migrate.rules.sources import RedbSource
 from migrate.store import guard, imports, keyspace_build
@@ -186,7 +186,8 @@ def checking_pass(job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoad
             report = redb_report(job, tee, progress)
         finally:
             tee.close()
-    pre = judge(job, kind, held.fingerprint, report)
+        refusals = mapped_refusals(job, kind, report, src.lookup)
+    pre = judge(job, kind, held.fingerprint, report, refusals=refusals)
     loader.check()
     gate.locate(job)
     return pre
@@ -205,25 +206,29 @@ def checked(observer: Observer | None, pre: Preflight,
     return phase(observer, "activate", pre.rows)
 
 
+def source_pass(job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoader,
+                db: Path | None, progress: Progress | None) -> fresh_legacy.Loaded:  # fmt: skip
+    """The one pass over a source of ``kind``, each table loaded by ``loader``: a cell.redb's
+    (:func:`checking_pass`), a log's or archive's (:func:`.fresh_legacy.checking_pass`, whose
+    validate-stage findings the result keeps: :meth:`~.fresh_legacy.Loaded.validate` refuses
+    them where the staged path would); the preflight and the cursor of the last row loaded."""
+    if kind in LEGACY_KINDS:
+        return fresh_legacy.checking_pass(job, kind, held, loader, progress)
+    pre = checking_pass(job, kind, held, loader, db, progress)
+    return fresh_legacy.Loaded(pre, loader.cursor, [])
+
+
 def _build_and_publish(
     job: Job, kind: str, held: Seal, build: Any, db: Path | None, progress: Progress | None,
     observer: Observer | None,
 ) -> tuple[Preflight, dict[str, Any] | None]:
     loader = build.loader(job.bounds.page_rows, job.bounds.page_bytes)
-    legacy = None
-    if kind in LEGACY_KINDS:  # a log or archive: its own pass (:mod:`.fresh_legacy`)
-        loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
-        legacy = fresh_legacy.check_and_load(job, kind, held, loader, progress)
-        pre = legacy.pre
-        loader.check()
-        gate.locate(job)  # the staged path's destination checks, in its order
-        legacy.validate(build.directory)  # then the validate stage's refusal, in its order
-    else:
-        pre = checking_pass(job, kind, held, loader, db, progress)
+    loaded = source_pass(job, kind, held, loader, db, progress)
+    pre = loaded.pre
+    loaded.validate(build.directory)  # the validate stage's refusal, in its order
     store = build.open()
     activated = checked(observer, pre, loader)
-    cursor = loader.cursor if legacy is None else legacy.cursor
-    receipt = stages.activate_built(store, job, pre, held, loader.rows, cursor)
+    receipt = stages.activate_built(store, job, pre, held, loader.rows, loaded.cursor)
     if activated is not None:
         activated(sum(loader.rows.values()), pre.nbytes)
     with finishing(activated, "publish"):  # Fjall: the segments are written and synced here

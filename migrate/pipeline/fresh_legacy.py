@@ -1,13 +1,17 @@
-"""``run`` of a legacy log or TextArchive into a new or empty destination: one pass.
+"""``run`` of a legacy log or TextArchive in one pass: into a new or empty destination (a store
+built aside, :mod:`.fresh`) or a BBG database holding history (segments written aside,
+:mod:`.existing`).
 
 On the staged path a log (:mod:`.legacy`) is converted in preflight -- decoded strictly,
 its ids derived, then the rows it becomes read once in key order for the shape check and the
 archive digest --, then those rows are generated again to be staged item by item, the
 staging is read back to validate it (shape, links, counts, digest), and copied into the five
-tables at activation.  Into a new destination (:mod:`.fresh`), the preflight's row pass also
-loads each table into the store built aside as it passes (the page cutter every build uses,
-:class:`~migrate.store.pages.PageLoader`), so the rows checked and digested are the rows
-published, and the validate stage's checks run on what was loaded:
+tables at activation.  On the single pass, the preflight's row pass also loads each table as
+it passes -- into the store built aside, or into the new segments written beside an existing
+BBG database (the page cutter every build uses, :class:`~migrate.store.pages.PageLoader`), so
+the rows checked and digested are the rows published, and the validate stage's checks run on
+what was loaded (the rows of this import alone, as the staged path's validation reads its
+staging, not the live tables):
 
 * the shape rules: the pass's own findings (validation runs the same check,
   :func:`.legacy.check_rows`, on the same rows);
@@ -20,8 +24,9 @@ published, and the validate stage's checks run on what was loaded:
 
 An invalid source is refused by the decoder before anything is loaded, as preflight refuses
 it (the same error, exit 3); a refusal of the loaded rows is the validate stage's own
-(:func:`stages.refuse_unvalidated`), raised where the staged path raises it: after the
-destination checks.  Memory: what preflight holds (the import's arrays, the key sort of the
+(:func:`stages.refuse_unvalidated`, :meth:`Loaded.validate`), raised where the staged path
+raises it: after the destination checks (and, into an existing store, after the import's
+admission).  Memory: what preflight holds (the import's arrays, the key sort of the
 pass), and the content keys loaded, 32 bytes a content row (two or three an item: about 4 MB
 more for a 65,536-event log, up to 96 MB for a 1,000,000-line archive).
 """
@@ -36,9 +41,9 @@ from typing import Any
 
 from fences.seal import Seal
 from migrate.job import Job
-from migrate.pipeline import stages
+from migrate.pipeline import gate, stages
 from migrate.pipeline.legacy import LegacyImport, check_rows, encode_cursor
-from migrate.pipeline.preflight import Preflight, judge, read_legacy
+from migrate.pipeline.preflight import Preflight, judge, mapped_refusals, read_legacy
 from migrate.rules.links import iter_link_errors
 from migrate.rules.shape import RowSource
 from migrate.store.codec import CONTENT, HISTORY, ID_LEN, ORDINAL
@@ -138,7 +143,9 @@ def check_and_load(
         loading = _Loading(rows, loader)
         shape = check_rows(loading)
         loader.finish()  # Fjall: the partitions are finished meanwhile
-        pre = judge(job, kind, held.fingerprint, imp.report_of(shape), imp)
+        report = imp.report_of(shape)
+        refusals = mapped_refusals(job, kind, report, None)
+        pre = judge(job, kind, held.fingerprint, report, imp, refusals)
         errors = list(shape.errors)
         errors += iter_link_errors(_Loaded(imp, loading, rows), report_malformed=False)
         last = imp.items
@@ -148,4 +155,18 @@ def check_and_load(
     return Loaded(pre, cursor, errors)
 
 
-__all__ = ["Loaded", "check_and_load"]
+def checking_pass(
+    job: Job, kind: str, held: Seal, loader: PageLoader, progress: Progress | None
+) -> Loaded:
+    """:func:`check_and_load` with the staged path's refusals that precede the import's
+    admission, in its order: the preflight's (the loading stopped at a bound), what loading
+    met, the destination's location.  The validate stage's refusal is left to the caller
+    (:meth:`Loaded.validate`), after what it checks first."""
+    loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
+    loaded = check_and_load(job, kind, held, loader, progress)
+    loader.check()
+    gate.locate(job)
+    return loaded
+
+
+__all__ = ["Loaded", "check_and_load", "checking_pass"]

@@ -116,9 +116,12 @@ def gated(job: Job, progress: Progress | None, *, dry: bool) -> Iterator[Gate]:
             yield Gate(held, pre, directory, db)
 
 
-def admit(db: Reader | None, directory: Path, job: Job, pre: Preflight) -> Admission:
+def admit(db: Reader | None, directory: Path, job: Job, pre: Preflight, *,
+          planned: bool = False) -> Admission:  # fmt: skip
     """Every refusal ``run`` makes at the store before it writes, in its order; else what it
-    would do.  ``db`` is None when no store exists yet (everything is new)."""
+    would do.  ``db`` is None when no store exists yet (everything is new).  ``planned``:
+    the import's activation is planned already outside the records (the single pass's plan,
+    kept by its guard: :mod:`.existing`), as a journal ``activating`` entry says it."""
     iid = pre.import_id
     state = None if db is None else imports.import_state(db, iid)
     if state == "active":
@@ -148,7 +151,7 @@ def admit(db: Reader | None, directory: Path, job: Job, pre: Preflight) -> Admis
         check_pins(db, iid)
     # Once its activation is planned (the real database: the plan is recorded before rows go
     # in), what the store holds of this import's namespaces is this import's own.
-    planned = imports.journal_of(db, iid, "activating") is not None
+    planned = planned or imports.journal_of(db, iid, "activating") is not None
     conflicts = [] if planned else destination_conflicts(db, pre, iid)
     if conflicts:
         first = conflicts[0]

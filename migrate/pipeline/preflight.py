@@ -220,17 +220,29 @@ def preflight(
 ) -> Preflight:
     """Read and check the source (read-only) whose fingerprint is ``fp``; raise if wrong."""
     legacy = None
-    refusals: list[dict[str, Any]] = []
     if kind == "redb":
         with RedbSource(job.source) as src:
             report = redb_report(job, src, progress)
-            if job.mapping is not None and report["valid"]:
-                refusals = origin_refusals(job.mapping, report, src.lookup)
+            refusals = mapped_refusals(job, kind, report, src.lookup)
     else:
         report, legacy = _legacy_preflight(job, kind, fp, progress)
-        if job.mapping is not None:
-            refusals = [_not_cell_log(o.origin, kind) for o in job.mapping.origins]
+        refusals = mapped_refusals(job, kind, report, None)
     return judge(job, kind, fp, report, legacy, refusals)
+
+
+def mapped_refusals(
+    job: Job, kind: str, report: dict[str, Any],
+    lookup: Callable[[str, bytes], bytes | None] | None,
+) -> list[dict[str, Any]]:
+    """The mapped origins of ``job`` that neuron's legacy reader refuses (none without a
+    mapping, or when the source is refused anyway): a cell.redb's read through ``lookup``
+    (:func:`origin_refusals`); every origin of a converted log (:func:`_not_cell_log`)."""
+    if job.mapping is None:
+        return []
+    if kind != "redb":
+        return [_not_cell_log(o.origin, kind) for o in job.mapping.origins]
+    assert lookup is not None
+    return origin_refusals(job.mapping, report, lookup) if report["valid"] else []
 
 
 def origin_refusals(

@@ -309,29 +309,9 @@ def _activate(
                 progress(copied, 0)
 
         inserted = imports.activate(tx, iid, None if progress is None else table_done)
-        published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
-        if job.mapping is not None:
-            # Prepared, validated, inert: the origins are converted beside the activated
-            # subject and staged in bbg's transfer form pinned to it, in this transaction;
-            # nothing is written in the subject's namespace, no neuron fence, no import
-            # manifest -- those are neuron's import's, under the subject's authority
-            # (:mod:`migrate.pipeline.subject`).
-            bound = subject.binding(tx, store.directory, job.mapping)
-            staged = subject.transfer(job.mapping, pre.nonce, pre.namespaces,
-                                      pre.report["tables"])  # fmt: skip
-            subject.stage_transfer(tx, staged, pre.namespaces, iid)
-            published["neuron_import"] = subject.prepared(
-                store.directory, job.mapping, bound, pre.namespaces, staged
-            )
-        generation = generations.settle(tx)
         validated = imports.journal_of(tx, iid, "validated")
         assert validated is not None
-        receipt = build_receipt(
-            pre, published, [], generation, inserted, validated["archive_digest_sha256"]
-        )
-        imports.record_receipt(tx, iid, receipt)
-        imports.journal(tx, iid, "activated", {"generation": generation})
-    return receipt
+        return _activated(tx, store, job, pre, inserted, validated["archive_digest_sha256"])
 
 
 def _already_active(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal | None,
@@ -372,7 +352,7 @@ def activate_built(
     with store.transaction(import_id=pre.import_id) as tx:
         digest = _record_checked(tx, store, job, pre, seal, rows, cursor)
         imports.activate_loaded(tx, pre.import_id)
-        return _activated(tx, pre, dict(rows), digest)
+        return _activated(tx, store, job, pre, dict(rows), digest)
 
 
 def activate_published(store: Store, job: Job, pre: Preflight, seal: Seal, rows: dict[str, int],
@@ -390,7 +370,7 @@ def activate_published(store: Store, job: Job, pre: Preflight, seal: Seal, rows:
         digest = _record_checked(tx, store, job, pre, seal, rows, cursor, full=False)
         imports.journal(tx, iid, "activating", {**plan, "bulk": True})
         inserted = imports.activate(tx, iid)
-        return _activated(tx, pre, inserted, digest)
+        return _activated(tx, store, job, pre, inserted, digest)
 
 
 def _record_checked(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal,
@@ -422,13 +402,29 @@ def _record_checked(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal,
     return digest
 
 
-def _activated(tx: Any, pre: Preflight, inserted: dict[str, int], digest: str) -> dict[str, Any]:
-    """The end of an activation's transaction: the generation, the receipt, the journal."""
-    generation = generations.settle(tx)
+def _activated(tx: Any, store: Store, job: Job, pre: Preflight, inserted: dict[str, int],
+               digest: str) -> dict[str, Any]:  # fmt: skip
+    """The end of an activation's transaction: a mapped run's transfer, the generation, the
+    receipt, the journal."""
+    iid = pre.import_id
     published: dict[str, Any] = {"head": None, "manifest": None, "mappings": []}
+    if job.mapping is not None:
+        # Prepared, validated, inert: the origins are converted beside the activated
+        # subject and staged in bbg's transfer form pinned to it, in this transaction;
+        # nothing is written in the subject's namespace, no neuron fence, no import
+        # manifest -- those are neuron's import's, under the subject's authority
+        # (:mod:`migrate.pipeline.subject`).
+        bound = subject.binding(tx, store.directory, job.mapping)
+        staged = subject.transfer(job.mapping, pre.nonce, pre.namespaces,
+                                  pre.report["tables"])  # fmt: skip
+        subject.stage_transfer(tx, staged, pre.namespaces, iid)
+        published["neuron_import"] = subject.prepared(
+            store.directory, job.mapping, bound, pre.namespaces, staged
+        )
+    generation = generations.settle(tx)
     receipt = build_receipt(pre, published, [], generation, inserted, digest)
-    imports.record_receipt(tx, pre.import_id, receipt)
-    imports.journal(tx, pre.import_id, "activated", {"generation": generation})
+    imports.record_receipt(tx, iid, receipt)
+    imports.journal(tx, iid, "activated", {"generation": generation})
     return receipt
 
 

@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import FIXTURES, shared_fixtures
-from tests.support.stores import EMPTY_DIGEST, live_digest
+from tests.support.stores import EMPTY_DIGEST, dump, live_digest
 
 LEGACY = FIXTURES / "legacy"
 
@@ -107,3 +108,85 @@ def kill_at_every_commit(args: tuple[str, ...], tmp_path: Path, want: str, ref_s
         assert again.returncode == 0, again.stderr
         assert again.stdout == ref_stdout, f"receipt differs after a kill at point {point}"
         assert live_digest(store) == want
+
+
+# -- a BBG database that holds history (the single pass into it: ``existing``) ------------------
+
+
+#: ``prefilled_store``'s source when it is a generated cell.redb.
+CELL = "cell.redb"
+
+
+def prefilled_store(tmp_path: Path, source: str = CELL) -> tuple[Path, Path]:
+    """A store holding another import (3 namespaces), and the source to import: a cell.redb
+    (4 other namespaces), or the local legacy fixture named ``source``."""
+    from migrate import pipeline
+    from tests.pipeline_legacy.support import copy_fixture
+    from tests.support.cell_store import generate
+
+    generate(tmp_path / "a.redb", rows=300, namespaces=3, seed=1)
+    store = tmp_path / "store"
+    pipeline.run(pipeline.Job(source=tmp_path / "a.redb", store=store))
+    if source != CELL:
+        return store, copy_fixture(source, tmp_path / "src")
+    generate(tmp_path / "b.redb", rows=900, namespaces=4, seed=2)
+    return store, tmp_path / "b.redb"
+
+
+def copy_store(store: Path, to: Path) -> Path:
+    """A copy of ``store`` and of its records beside it, at ``to``."""
+    shutil.copytree(store, to, symlinks=True)
+    shutil.copytree(store.with_name(store.name + ".bbg-migrate"),
+                    to.with_name(to.name + ".bbg-migrate"))  # fmt: skip
+    return to
+
+
+def keyspace_of(store: Path) -> dict[str, Any]:
+    """Every key of the BBG database's keyspace, with its value."""
+    return {k: v for k, v in dump(store).items() if k.startswith("fjall:")}
+
+
+def records_of(store: Path) -> dict[str, Any]:
+    """The records, without transaction numbers and times (the staged path makes more)."""
+    d = dump(store)
+    return {
+        "imports": [r[:2] for r in d["bbg_import_v1_imports"]],
+        "journal": sorted(r[:3] for r in d["bbg_import_v1_journal"]),
+        "seals": d["bbg_import_v1_seals"], "receipts": d["bbg_import_v1_receipts"],
+        "cursors": d["bbg_import_v1_cursors"], "nonces": d["bbg_import_v1_nonces"],
+        "staged": d["bbg_import_v1_staged"], "pins": d["bbg_import_v1_staged_namespaces"],
+    }  # fmt: skip
+
+
+def segment_folders(parent: Path) -> list[str]:
+    """The folders of segments written aside under ``parent`` (none once a run is over)."""
+    return sorted(n for n in os.listdir(parent) if ".bbg-segments-" in n)
+
+
+#: Keeps ``run`` on the staged path, whatever the destination: a bounded run (far more pages
+#: than any test source has).
+STAGED = ("--pages", str(10**9))
+
+
+def run_in_segments(*args: str) -> subprocess.CompletedProcess[str]:
+    """``bbg-migrate ARGS`` with activations of over 3 rows written as segments
+    (``KILL_RUNNER_BATCH_ROWS``), so that a small source's activation takes the real
+    database's bulk path, and the single pass into an existing store."""
+    return cli(*args, kill_at_commit=0, env={"KILL_RUNNER_BATCH_ROWS": "3"})
+
+
+def ledger_kinds(store: Path, iid: str) -> list[str]:
+    """The kinds of the import's transactions in the ledger (the single pass: one)."""
+    return [r[2] for r in dump(store)["bbg_ledger_v1"] if r[3] == iid]
+
+
+def doctor_logical(store: Path) -> dict[str, Any]:
+    """``doctor``'s report but for the keyspace's physical counts (blocks, segments, journal
+    batches: the staged path's bulk publication flushes every partition's journal, bbg's
+    markers too, the single pass only the five tables') and the records' transaction number
+    (the staged path makes one a stage and a page); the store's path as ``STORE``."""
+    from migrate.share.health import doctor
+
+    report: dict[str, Any] = json.loads(json.dumps(doctor(store)).replace(str(store), "STORE"))
+    del report["keyspace"]["checked"], report["store"]["last_transaction"]
+    return report

@@ -25,7 +25,19 @@ from migrate import pipeline
 from migrate.pipeline import existing, stages
 from migrate.share.health import doctor
 from migrate.store import guard
-from tests.pipeline.helpers import cell_fixtures, cli, tree_state, unpack
+from tests.pipeline.helpers import (
+    CELL,
+    cell_fixtures,
+    cli,
+    copy_store,
+    keyspace_of,
+    prefilled_store,
+    records_of,
+    segment_folders,
+    tree_state,
+    unpack,
+)
+from tests.pipeline_legacy.support import ONE_OF_EACH
 from tests.support.cell_store import generate
 from tests.support.stores import dump
 
@@ -34,49 +46,13 @@ pytestmark = pytest.mark.engine("fjall")
 INVALID = next(p for p in cell_fixtures() if p.name == "cell-invalid-history-gap.redb.gz")
 
 
-def _prefilled(tmp_path: Path) -> tuple[Path, Path]:
-    """A store holding another import (3 namespaces), and the source to import (4 others)."""
-    generate(tmp_path / "a.redb", rows=300, namespaces=3, seed=1)
-    generate(tmp_path / "b.redb", rows=900, namespaces=4, seed=2)
-    store = tmp_path / "store"
-    pipeline.run(pipeline.Job(source=tmp_path / "a.redb", store=store))
-    return store, tmp_path / "b.redb"
-
-
-def _copy(store: Path, to: Path) -> Path:
-    shutil.copytree(store, to, symlinks=True)
-    shutil.copytree(store.with_name(store.name + ".bbg-migrate"),
-                    to.with_name(to.name + ".bbg-migrate"))  # fmt: skip
-    return to
-
-
-def _keyspace(store: Path) -> dict[str, Any]:
-    return {k: v for k, v in dump(store).items() if k.startswith("fjall:")}
-
-
-def _records(store: Path) -> dict[str, Any]:
-    """The records, without transaction numbers and times (the staged path makes more)."""
-    d = dump(store)
-    return {
-        "imports": [r[:2] for r in d["bbg_import_v1_imports"]],
-        "journal": sorted(r[:3] for r in d["bbg_import_v1_journal"]),
-        "seals": d["bbg_import_v1_seals"], "receipts": d["bbg_import_v1_receipts"],
-        "cursors": d["bbg_import_v1_cursors"], "nonces": d["bbg_import_v1_nonces"],
-        "staged": d["bbg_import_v1_staged"], "pins": d["bbg_import_v1_staged_namespaces"],
-    }  # fmt: skip
-
-
-def _siblings(parent: Path) -> list[str]:
-    return sorted(n for n in os.listdir(parent) if ".bbg-segments-" in n)
-
-
 @pytest.mark.parametrize("journal_rows", [False, True])
 def test_equal_to_the_staged_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, journal_rows: bool
 ) -> None:
     """``journal_rows``: the store also holds rows of the five tables that live only in its
     journal (a small import, activated in one batch), flushed before the publication."""
-    store, src = _prefilled(tmp_path)
+    store, src = prefilled_store(tmp_path)
     if journal_rows:
         generate(tmp_path / "c.redb", rows=60, namespaces=2, seed=3)
         pipeline.run(pipeline.Job(source=tmp_path / "c.redb", store=store))
@@ -85,7 +61,7 @@ def test_equal_to_the_staged_path(
         with open_keyspace(store) as ks:
             assert ks.view("application_history").journal  # not flushed yet
     monkeypatch.setattr(stages, "BATCH_ROWS", 3)
-    staged = _copy(store, tmp_path / "staged")
+    staged = copy_store(store, tmp_path / "staged")
     staging: list[str] = []
     real_stage = stages.stage_stage
     monkeypatch.setattr(stages, "stage_stage",
@@ -97,9 +73,9 @@ def test_equal_to_the_staged_path(
     two = pipeline.run(pipeline.Job(source=src, store=staged))
     assert staging  # the staged path staged
     assert one.receipt == two.receipt and one.receipt is not None
-    assert _keyspace(store) == _keyspace(staged)
-    assert _records(store) == _records(staged)
-    assert not guard.path_of(store).exists() and _siblings(tmp_path) == []
+    assert keyspace_of(store) == keyspace_of(staged)
+    assert records_of(store) == records_of(staged)
+    assert not guard.path_of(store).exists() and segment_folders(tmp_path) == []
     if journal_rows:
         from migrate.store.fjall import open_keyspace
 
@@ -110,27 +86,27 @@ def test_equal_to_the_staged_path(
     # An exact rerun returns the same receipt and changes nothing.
     again = pipeline.run(pipeline.Job(source=src, store=store))
     assert again.receipt == one.receipt and again.already
-    assert _keyspace(store) == _keyspace(staged)
+    assert keyspace_of(store) == keyspace_of(staged)
 
 
 def test_a_small_activation_is_left_to_the_staged_path(tmp_path: Path) -> None:
     """Small enough for one batch: the staged path writes it in the activation's batch, so
     the single pass leaves it to it (the keyspace is the staged path's, key for key)."""
-    store, src = _prefilled(tmp_path)
-    staged = _copy(store, tmp_path / "staged")
+    store, src = prefilled_store(tmp_path)
+    staged = copy_store(store, tmp_path / "staged")
     one = pipeline.run(pipeline.Job(source=src, store=store))
     pipeline.seal_only(pipeline.Job(source=src, store=staged))
     two = pipeline.run(pipeline.Job(source=src, store=staged))
     assert one.receipt == two.receipt
-    assert _keyspace(store) == _keyspace(staged)
-    assert _siblings(tmp_path) == []
+    assert keyspace_of(store) == keyspace_of(staged)
+    assert segment_folders(tmp_path) == []
 
 
 def test_invalid_source_leaves_the_store_byte_identical(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(stages, "BATCH_ROWS", 3)
-    store, _ = _prefilled(tmp_path)
+    store, _ = prefilled_store(tmp_path)
     bad = unpack(INVALID, tmp_path / "bad")
     passes: list[str] = []
     real = existing.fresh.checking_pass
@@ -142,7 +118,7 @@ def test_invalid_source_leaves_the_store_byte_identical(
         pipeline.run(pipeline.Job(source=bad, store=store))
     assert passes  # the single pass read it, and refused it as the preflight does
     assert tree_state(store, records) == before
-    assert not guard.path_of(store).exists() and _siblings(tmp_path) == []
+    assert not guard.path_of(store).exists() and segment_folders(tmp_path) == []
     # The CLI's exit code is the preflight's.
     res = cli("run", str(bad), "--store", str(store), "--json")
     assert res.returncode == 3, res.stderr
@@ -158,67 +134,90 @@ def test_a_conflicting_row_is_refused_as_the_staged_path_refuses_it(
     from tests.support.stores import put_raw
 
     monkeypatch.setattr(stages, "BATCH_ROWS", 3)
-    store, src = _prefilled(tmp_path)
+    store, src = prefilled_store(tmp_path)
     from importers.redb import open_redb
 
     with open_redb(src) as db:
         key, value = next(iter(db.iter_table("application_content")))
     put_raw(store, "application_content", bytes(key), b"\x00other bytes")
-    before = _keyspace(store)
+    before = keyspace_of(store)
     with pytest.raises(Conflict):
         pipeline.run(pipeline.Job(source=src, store=store))
-    assert _keyspace(store) == before
-    assert not guard.path_of(store).exists() and _siblings(tmp_path) == []
+    assert keyspace_of(store) == before
+    assert not guard.path_of(store).exists() and segment_folders(tmp_path) == []
     del value
 
 
-def _run_killed(src: Path, store: Path, point: int) -> Any:
-    return cli("run", str(src), "--store", str(store), "--json", kill_at_commit=point,
+MAPPED = "mapped cell.redb"
+
+
+def _run_killed(src: Path, store: Path, point: int, extra: tuple[str, ...]) -> Any:
+    return cli("run", str(src), "--store", str(store), "--json", *extra, kill_at_commit=point,
                env={"KILL_RUNNER_BATCH_ROWS": "3"})  # fmt: skip
 
 
+def _kill_case(tmp_path: Path, source: str) -> tuple[Path, Path, tuple[str, ...]]:
+    """The store, the source and the run's options: ``prefilled_store``'s, or a mapped run's
+    (3 origins mapped to a subject activated in the store)."""
+    if source != MAPPED:
+        return (*prefilled_store(tmp_path, source), ())
+    from tests.support.cell_records import write_store
+    from tests.support.subject import SUBJECT, activate_subject
+
+    src = tmp_path / "cell.redb"
+    names = write_store(src, origins=3, commits=3)
+    activate_subject(tmp_path / "store")
+    maps = [a for i, ns in enumerate(names) for a in ("--map", f"{ns}={i:064x}")]
+    return tmp_path / "store", src, ("--subject", SUBJECT, "--nonce", "77" * 32, *maps)
+
+
 @pytest.mark.slow
-def test_kill_9_at_every_point_then_rerun(tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", [CELL, *ONE_OF_EACH, MAPPED])
+def test_kill_9_at_every_point_then_rerun(tmp_path: Path, source: str) -> None:
     """SIGKILL after the segments are written, after each level swap, before and after the
     marker batch and the records' commit: the store is unchanged (no guard) or guarded, and
-    the rerun finishes with the reference receipt and keyspace."""
-    store, src = _prefilled(tmp_path)
-    ref = _copy(store, tmp_path / "ref")
-    done = _run_killed(src, ref, 0)  # 0: never killed
+    the rerun finishes with the reference receipt and keyspace.  A cell.redb, each kind of
+    legacy source (:mod:`migrate.pipeline.fresh_legacy`: a log's pass), a mapped run (its
+    receipt and records name the store: compared with that path named alike)."""
+    store, src, extra = _kill_case(tmp_path, source)
+    ref = copy_store(store, tmp_path / "ref")
+    done = _run_killed(src, ref, 0, extra)  # 0: never killed
     assert done.returncode == 0, done.stderr
-    want_keys, want_records = _keyspace(ref), _records(ref)
+    want_keys, want_records = keyspace_of(ref), repr(records_of(ref)).replace(str(ref), "S")
     iid = json.loads(done.stdout)["import_id"]
     # the single pass: one transaction of the import in the ledger (the staged path: several)
     assert [r[2] for r in dump(ref)["bbg_ledger_v1"] if r[3] == iid] == ["activate"]
-    unchanged = _keyspace(store)
+    unchanged = keyspace_of(store)
     point = 0
     guarded = 0
     while True:
         point += 1
-        work = _copy(store, tmp_path / f"k{point}")
-        res = _run_killed(src, work, point)
+        work = copy_store(store, tmp_path / f"k{point}")
+        res = _run_killed(src, work, point, extra)
         if res.returncode == 0:
-            assert res.stdout == done.stdout
+            assert res.stdout.replace(str(work), str(ref)) == done.stdout
             break
         assert res.returncode == -signal.SIGKILL, res.stderr
         if guard.path_of(work).exists():
             guarded += 1  # bbg refuses the store until the rerun finishes it
             assert guard.owned_by(work, iid, guard.ACTIVATE)
         else:
-            assert _keyspace(work) in (unchanged, want_keys), f"half-advanced at {point}"
-        again = _run_killed(src, work, 0)
+            assert keyspace_of(work) in (unchanged, want_keys), f"half-advanced at {point}"
+        again = _run_killed(src, work, 0, extra)
         assert again.returncode == 0, again.stderr
-        assert again.stdout == done.stdout, f"receipt differs after a kill at point {point}"
-        assert _keyspace(work) == want_keys
-        assert _records(work) == want_records
+        assert again.stdout.replace(str(work), str(ref)) == done.stdout, (
+            f"receipt differs after a kill at point {point}")  # fmt: skip
+        assert keyspace_of(work) == want_keys
+        assert repr(records_of(work)).replace(str(work), "S") == want_records
         assert not guard.path_of(work).exists()
-        assert _siblings(tmp_path) == []
+        assert segment_folders(tmp_path) == []
         assert doctor(work)["healthy"] is True, point
         shutil.rmtree(work)
         shutil.rmtree(work.with_name(work.name + ".bbg-migrate"))
-    # the segments written; five level swaps; the batch and the records (before and after
-    # each); the guard's removal follows the last
-    assert point >= 10 and guarded >= 6, (point, guarded)
+    # the segments written; a level swap per table with rows (a log writes no claims); the
+    # batch and the records (before and after each); the guard's removal follows the last
+    swaps = 5 if source == CELL else 4
+    assert point >= 5 + swaps and guarded >= 1 + swaps, (point, guarded)
 
 
 def test_a_source_changed_after_the_pass_publishes_nothing(
@@ -229,7 +228,7 @@ def test_a_source_changed_after_the_pass_publishes_nothing(
     from bbg_core.errors import MigrateError
 
     monkeypatch.setattr(stages, "BATCH_ROWS", 3)
-    store, src = _prefilled(tmp_path)
+    store, src = prefilled_store(tmp_path)
     real = existing.fresh.checking_pass
 
     def then_changed(*a: Any, **k: Any) -> Any:
@@ -242,8 +241,8 @@ def test_a_source_changed_after_the_pass_publishes_nothing(
         return pre
 
     monkeypatch.setattr(existing.fresh, "checking_pass", then_changed)
-    before = _keyspace(store), _records(store)
+    before = keyspace_of(store), records_of(store)
     with pytest.raises(MigrateError):
         pipeline.run(pipeline.Job(source=src, store=store))
-    assert (_keyspace(store), _records(store)) == before
-    assert not guard.path_of(store).exists() and _siblings(tmp_path) == []
+    assert (keyspace_of(store), records_of(store)) == before
+    assert not guard.path_of(store).exists() and segment_folders(tmp_path) == []

@@ -11,7 +11,19 @@ from migrate.store import open_store
 from migrate.store.codec import CONTENT, Head, history_key
 from tests.legacy._support import LOCAL, expected, legacy_files
 
-__all__ = ["LOCAL", "copy_fixture", "expected", "legacy_files", "namespace_history", "records"]
+__all__ = [
+    "LOCAL", "ONE_OF_EACH", "REFUSAL_OF_EACH", "copy_fixture", "expected", "legacy_files",
+    "namespace_history", "records",
+]  # fmt: skip
+
+#: One local fixture of each legacy kind: Signal log, bbg frame log, TextArchive.
+ONE_OF_EACH = ("signals-small.log", "bbg-cli-small.log", "texts-small.jsonl")
+#: A refusal of each kind, with the flags it is read with (the bbg frame log: strictly).
+REFUSAL_OF_EACH = (
+    ("signals-overlong-leb.log", ()),
+    ("bbg-cli-bad-flag.log", ("--strict",)),
+    ("texts-invalid-particle.jsonl", ()),
+)
 
 
 def copy_fixture(name: str, dest: Path) -> Path:

@@ -16,16 +16,12 @@ from migrate.pipeline.legacy_text import TextImport
 from migrate.store.codec import ARCHIVE_ORDER, ID_LEN
 from migrate.store.engine import FJALL
 from tests.pipeline.helpers import cli, tree_state
-from tests.pipeline_legacy.support import copy_fixture
+from tests.pipeline_legacy.support import ONE_OF_EACH, REFUSAL_OF_EACH, copy_fixture
 from tests.support.stores import bookkeeping, engine_of, last_transaction, live_rows, status
 
 # One fixture of each kind, and a refusal of each (the bbg frame log: read strictly).
-VALID = ["signals-small.log", "bbg-cli-small.log", "texts-small.jsonl"]
-INVALID = [
-    ("signals-overlong-leb.log", ()),
-    ("bbg-cli-bad-flag.log", ("--strict",)),
-    ("texts-invalid-particle.jsonl", ()),
-]
+VALID = list(ONE_OF_EACH)
+INVALID = list(REFUSAL_OF_EACH)
 
 
 def _receipt(*args: str) -> str:
