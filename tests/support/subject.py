@@ -70,25 +70,43 @@ def neuron_root(
     b: Builder, ns: bytes, *, progs: tuple[bytes, ...] = (), imports: tuple[bytes, ...] = (),
     neuron: bytes | None = None, limit: int = 1_000_000, charged: int = 0, held: int = 0,
     step_limit: int = 1_000_000, keep_order: bool = False, schema: bytes | None = None,
+    invocations: tuple[tuple[bytes, bytes], ...] = (),
 ) -> bytes:  # fmt: skip
     """A ``neuron/root/1`` state (13 fields) of ``ns`` (``neuron``: another id in field 0)
     holding a prog under each id of ``progs`` (of ``step_limit``), an import record (a
     stand-in id) for each origin of ``imports`` (sorted unless ``keep_order``), the given
-    limit, charged and held, no invocation, cursor 0, writer generation 0, no worker;
-    ``schema``: field 0 refers to it instead of the root schema id."""
+    limit, charged and held, the ``invocations`` (id, record) given, cursor 0, writer
+    generation 0, no worker; ``schema``: field 0 refers to it instead of the root schema id."""
     net, policy = (hemera_mod.hash(b"stand-in %s" % w) for w in (b"network", b"policy"))
     entries = [(o, hemera_mod.hash(b"stand-in import of " + o)) for o in imports]
     values = [
         b.ref(ns if neuron is None else neuron), b.ref(net), b.ref(policy), b.uint(0),
         b.uint(limit), b.uint(charged), b.uint(held),
         b.ref(mapping(b, sorted((p, prog(b, step_limit)) for p in progs))),
-        b.ref(mapping(b, [])),
+        b.ref(mapping(b, sorted(invocations))),
         b.ref(mapping(b, entries if keep_order else sorted(entries))),
         b.uint(0), b.uint(0), optional(b, None),
     ]  # fmt: skip
     if schema is None:
         return b.record("neuron/root/1", values)
     return b.record_as(schema, values)
+
+
+def invocation(
+    b: Builder, prog_id: bytes, *, limit: int = 100, charged: int = 0, status: int = 0
+) -> bytes:
+    """A ``neuron/invocation/1`` record (19 fields) of ``prog_id``: running (status 0) with a
+    stand-in checkpoint, no pending operation, result, fault, parent or children, nothing
+    reserved, used or delegated; stand-in code and input."""
+    code, data, point = (hemera_mod.hash(b"stand-in invocation %s" % w)
+                         for w in (b"code", b"input", b"checkpoint"))  # fmt: skip
+    none = optional(b, None)
+    values = [
+        b.ref(prog_id), b.ref(code), b.ref(data), none, b.uint(0), optional(b, point),
+        b.uint(status), b.uint(limit), b.uint(charged), b.uint(0), b.uint(0), none, none, none,
+        none, b.uint(0), sequence(b, []), b.uint(0), b.uint(1),
+    ]  # fmt: skip
+    return b.record("neuron/invocation/1", values)
 
 
 def activate_subject(
