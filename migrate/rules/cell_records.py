@@ -18,10 +18,11 @@ legacy.rs L27-30): the ``cell/snapshot/1`` record the head names (birth field 5,
 
 What is **not** decided here (:data:`LEFT_TO_NEURON`), although all of it but the checkpoint's
 runtime verdict is static given the same suite contract id: the definition, artifacts, policy
-and live continuation ``inspect`` reads, the earlier entries' snapshots, and the subject's
-``neuron/root/1`` state.  Rune's ``validate_checkpoint`` is the only check of the import that
-needs neuron's runtime, and it never refuses: an incompatible checkpoint pauses the imported
-prog; the toolkit reports that verdict as "unknown (decided by neuron at import)".
+and live continuation ``inspect`` reads and the earlier entries' snapshots; the import request
+check needs the import nonce, which a mapping does not carry.  Rune's ``validate_checkpoint``
+is the only check of the import that needs neuron's runtime, and it never refuses: an
+incompatible checkpoint pauses the imported prog; the toolkit reports that verdict as
+"unknown (decided by neuron at import)".
 """
 
 from __future__ import annotations
@@ -33,14 +34,18 @@ from migrate.rules.neuron_schema import legacy_profile, lifecycle_variants
 from migrate.store.codec import HISTORY, history_key
 
 UNKNOWN = "unknown (decided by neuron at import)"
-#: The checks of neuron's import this module leaves to neuron: all static (decidable from
-#: the store's rows and the suite contract ids) except the last, none made here.
+#: The checks of neuron's import the toolkit leaves to neuron: all static (decidable from
+#: the store's rows and the suite contract ids) except the last two (an input the toolkit is
+#: not given; neuron's runtime), none made here (the
+#: subject's root state and its imports/progs conflicts are read in
+#: :mod:`migrate.rules.neuron_state` and :mod:`migrate.pipeline.subject`).
 LEFT_TO_NEURON = (
     "definition and artifacts of each snapshot (codec label, Blob content of the stated length)",
     "the snapshots of earlier history entries (artifacts::snapshot)",
     "local policy (step limit, allowed acts)",
     "live continuation: its event, attempt and outcome records, and the history's accounting",
-    "the subject's neuron/root/1 state (progs, imports, limits) and its request index",
+    "the import request id in the subject's request index: it depends on the import nonce "
+    "the operator gives neuron import, which a mapping does not carry",
     "the live checkpoint under neuron's Rune runtime (validate_checkpoint): needs the runtime; "
     "never refuses, an incompatible checkpoint pauses the imported prog",
 )
