@@ -38,11 +38,11 @@ from migrate.job.mapping import Mapping
 from migrate.pipeline.destination import read_destination
 from migrate.rules import neuron_state
 from migrate.rules.neuron_reader import Refused
-from migrate.rules.neuron_schema import prog_id
+from migrate.rules.neuron_schema import prog_id, request_id
 from migrate.rules.shape import DIGEST_ORDER
 from migrate.rules.transfer_form import DONE, Cursor, manifest_of
 from migrate.store import export
-from migrate.store.codec import Head
+from migrate.store.codec import REQUESTS, Head, request_key
 from migrate.store.graph import head as live_head
 from migrate.store.live import LiveReader
 
@@ -97,10 +97,28 @@ def import_conflicts(
     db: LiveReader, directory: Path, mapping: Mapping, state: neuron_state.State
 ) -> None:
     """neuron's ``prepare_import`` checks against the subject's state (neuron@fd24e768
-    ``engine/src/migration.rs``), each ``Conflict``: an origin already in the state's imports
-    (L58-60), or whose prog id ``neuron/prog-id/1(subject, install nonce)`` is already a key
-    of its progs (L62-66).  ImportConflict (exit 3) naming the first, in origin order."""
+    ``engine/src/migration.rs``), each ``Conflict``, in neuron's order: the import's request
+    id ``neuron/request-id/1(subject, nonce(import nonce))`` already in the subject's request
+    index (L50-53: the store's ``application_requests``, key subject ‖ request, which neuron's
+    ``GraphPort::resolve`` reads) -- checked only when the mapping names the import nonce;
+    then, per origin, one already in the state's imports (L58-60), or whose prog id
+    ``neuron/prog-id/1(subject, nonce(install nonce))`` is already a key of its progs
+    (L62-66).  ImportConflict (exit 3) naming the first."""
     subject = mapping.subject
+    if mapping.import_nonce is not None:
+        request = request_id(subject, mapping.import_nonce)
+        if db.live_get(REQUESTS, request_key(subject, request)) is not None:
+            raise ImportConflict(
+                f"{directory}: import nonce {mapping.import_nonce.hex()} gives request "
+                f"{request.hex()}, which subject {subject.hex()} has already committed (its "
+                "request index holds it); neuron's import refuses it (Conflict); choose "
+                "another --import-nonce; nothing was written",
+                path=str(directory),
+                subject=subject.hex(),
+                request=request.hex(),
+                reason="Conflict",
+                conflict="request",
+            )
     for o in mapping.origins:
         prog = prog_id(subject, o.install_nonce)
         if o.origin in state.imports:
@@ -140,12 +158,13 @@ def require(job: Job, directory: Path) -> None:
 
 
 def completion(directory: Path, mapping: Mapping) -> str:
-    """The neuron command that completes the import (KEYFILE: the subject's key file; N: a
-    fresh import nonce of the operator's choice)."""
+    """The neuron command that completes the import (KEYFILE: the subject's key file; the
+    import nonce the mapping names, else N: a fresh one of the operator's choice)."""
     pairs = " ".join(f"{o.origin.hex()}={o.install_nonce.hex()}" for o in mapping.origins)
+    request = "N" if mapping.import_nonce is None else mapping.import_nonce.hex()
     return (
         f"neuron --store {directory} --key-file KEYFILE import {mapping.subject.hex()} "
-        f"{pairs} --nonce N"
+        f"{pairs} --nonce {request}"
     )
 
 

@@ -19,10 +19,10 @@ legacy.rs L27-30): the ``cell/snapshot/1`` record the head names (birth field 5,
 What is **not** decided here (:data:`LEFT_TO_NEURON`), although all of it but the checkpoint's
 runtime verdict is static given the same suite contract id: the definition, artifacts, policy
 and live continuation ``inspect`` reads and the earlier entries' snapshots; the import request
-check needs the import nonce, which a mapping does not carry.  Rune's ``validate_checkpoint``
-is the only check of the import that needs neuron's runtime, and it never refuses: an
-incompatible checkpoint pauses the imported prog; the toolkit reports that verdict as
-"unknown (decided by neuron at import)".
+check needs the import nonce, which a mapping carries only when the operator names it.
+Rune's ``validate_checkpoint`` is the only check of the import that needs neuron's runtime,
+and it never refuses: an incompatible checkpoint pauses the imported prog; the toolkit
+reports that verdict as "unknown (decided by neuron at import)".
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ LEFT_TO_NEURON = (
     "the snapshots of earlier history entries (artifacts::snapshot)",
     "local policy (step limit, allowed acts)",
     "live continuation: its event, attempt and outcome records, and the history's accounting",
-    "the import request id in the subject's request index: it depends on the import nonce "
-    "the operator gives neuron import, which a mapping does not carry",
+    "the import request id in the subject's request index when the mapping names no import "
+    "nonce: the id depends on the nonce the operator gives neuron import",
     "the live checkpoint under neuron's Rune runtime (validate_checkpoint): needs the runtime; "
     "never refuses, an incompatible checkpoint pauses the imported prog",
 )

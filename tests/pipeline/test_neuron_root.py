@@ -14,7 +14,11 @@ Rules transcribed from cyberia-to/neuron:
   steps (``InvalidData``);
 * @2fe713bd ``model/src/records.rs`` ``Reader::map``: keys strictly increasing, else
   ``InvalidData``;
-* @fd24e768 ``engine/src/migration.rs`` ``prepare_import``: an origin already a key of the
+* @fd24e768 ``engine/src/migration.rs`` ``prepare_import``: an import whose request id
+  ``neuron/request-id/1(subject, nonce(import nonce))`` the subject's request index already
+  resolves (L50-53; the index is the store's ``application_requests``, key namespace ‖
+  request: neuron@34bbff9d ``node/src/lib.rs`` ``GraphPort::resolve`` → cybergraph@0213210e
+  ``src/application.rs`` ``ApplicationGraph::resolve``), an origin already a key of the
   state's imports (L58-60) or whose prog id ``neuron/prog-id/1(subject, nonce(install
   nonce))`` is already a key of its progs (L62-66) → ``Conflict``.
 
@@ -39,9 +43,10 @@ from hashing import hemera
 from migrate.rules import neuron_schema as ns
 from migrate.rules.neuron_reader import Refused
 from migrate.rules.neuron_state import inspect
+from migrate.store.codec import REQUESTS, request_key, request_value
 from tests.pipeline.helpers import cli
 from tests.support.cell_records import Builder, write_store
-from tests.support.stores import dump, live_get
+from tests.support.stores import dump, live_get, put_raw
 from tests.support.subject import SUBJECT, activate_subject, invocation, neuron_root
 
 NONCES = [f"{i + 1:064x}" for i in range(2)]
@@ -50,14 +55,18 @@ Root = Callable[[Builder, bytes], bytes]
 
 
 def _verbs(
-    src: Path, store: Path, names: list[str], root: Root
-) -> tuple[list[dict[str, Any]], Any]:
-    """``plan`` then ``run`` of ``src`` mapped to a subject whose root ``root`` writes: each
-    one's JSON output and exit code; asserts the store is byte-identical after each refusal
-    (and after a ``plan``)."""
-    activate_subject(store, root=root)
+    src: Path, store: Path, names: list[str], root: Root, extra: tuple[str, ...] = (),
+    requests: tuple[bytes, ...] = (),
+) -> tuple[list[dict[str, Any]], Any]:  # fmt: skip
+    """``plan`` then ``run`` of ``src`` mapped to a subject whose root ``root`` writes (and
+    whose request index also holds ``requests``), with ``extra`` options: each one's JSON
+    output and exit code; asserts the store is byte-identical after each refusal (and after
+    a ``plan``)."""
+    head = activate_subject(store, root=root)
+    for request in requests:
+        put_raw(store, REQUESTS, request_key(SUBJECT_ID, request), request_value(head.commit, head))
     before = dump(store)
-    maps = [f"--map={n}={k}" for n, k in zip(names, NONCES, strict=True)]
+    maps = [f"--map={n}={k}" for n, k in zip(names, NONCES, strict=True)] + list(extra)
     out = []
     for verb in ("plan", "run"):
         res = cli(verb, str(src), "--store", str(store), "--subject", SUBJECT, *maps, "--json")
@@ -194,3 +203,73 @@ def test_an_invocation_of_a_prog_the_state_does_not_hold_is_invalid(tmp_path: Pa
         inspect(lambda t, k: live_get(store, t, k), SUBJECT_ID, head.index, head.commit)
     assert refused.value.reason == "Data(InvalidData)"
     assert "names a prog it does not hold" in refused.value.detail
+
+
+IMPORT_NONCE = "5e" * 32
+
+
+def test_an_import_request_the_subject_committed_is_a_conflict(tmp_path: Path) -> None:
+    """The request id of ``--import-nonce`` is in the subject's request index: neuron's
+    ``prepare_import`` refuses (``Conflict``).  The request id is the derived encoder's."""
+    src = tmp_path / "cell.redb"
+    names = write_store(src)
+    request = ns.request_id(SUBJECT_ID, bytes.fromhex(IMPORT_NONCE))
+    extra = ("--import-nonce", IMPORT_NONCE)
+    results, _ = _verbs(src, tmp_path / "bbg", names, neuron_root, extra, (request,))
+    for r in results:
+        assert r["code"] == 3, r["text"]
+        assert "import-conflict" in r["text"] and "(Conflict)" in r["text"]
+        assert f"gives request {request.hex()}, which subject {SUBJECT} has already" in r["text"]
+
+
+def test_a_fresh_import_nonce_is_named_in_the_completing_command(tmp_path: Path) -> None:
+    """Another request of the subject (another nonce) is no conflict; the import nonce is
+    the one ``neuron import --nonce`` is told to use, and it is part of the mapping."""
+    src = tmp_path / "cell.redb"
+    names = write_store(src)
+    other = ns.request_id(SUBJECT_ID, b"\x11" * 32)
+    extra = ("--import-nonce", IMPORT_NONCE)
+    results, _ = _verbs(src, tmp_path / "bbg", names, neuron_root, extra, (other,))
+    assert results[0]["doc"]["mapping"]["import_nonce"] == IMPORT_NONCE  # plan
+    for r in results:
+        assert r["code"] == 0, r["text"]
+        complete = r["doc"]["neuron_import"]["complete_with"]
+        assert complete.endswith(f" --nonce {IMPORT_NONCE}")
+
+
+def test_a_mapping_file_carries_the_import_nonce(tmp_path: Path) -> None:
+    src = tmp_path / "cell.redb"
+    names = write_store(src)
+    store = tmp_path / "bbg"
+    head = activate_subject(store)
+    request = ns.request_id(SUBJECT_ID, bytes.fromhex(IMPORT_NONCE))
+    put_raw(store, REQUESTS, request_key(SUBJECT_ID, request), request_value(head.commit, head))
+    before = dump(store)
+    doc = {
+        "subject": SUBJECT,
+        "origins": [{"origin": n, "install_nonce": k} for n, k in zip(names, NONCES, strict=True)],
+        "import_nonce": IMPORT_NONCE,
+    }
+    mapping = tmp_path / "mapping.json"
+    mapping.write_text(json.dumps(doc))
+    res = cli("plan", str(src), "--store", str(store), "--mapping", str(mapping), "--json")
+    assert res.returncode == 3 and "import-conflict" in res.stderr + res.stdout
+    assert dump(store) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--import-nonce", "5e" * 31), ("--import-nonce", "zz" * 32)],
+    ids=["31 bytes", "not hex"],
+)
+def test_an_import_nonce_that_is_not_32_bytes_is_a_usage_error(
+    tmp_path: Path, args: tuple[str, str]
+) -> None:
+    """``prepare_import(.., nonce: [u8; 32], ..)`` (migration.rs L34-38)."""
+    src = tmp_path / "cell.redb"
+    names = write_store(src)
+    maps = [f"--map={n}={k}" for n, k in zip(names, NONCES, strict=True)]
+    res = cli("plan", str(src), "--store", str(tmp_path / "bbg"), "--subject", SUBJECT, *maps,
+              *args)  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "--import-nonce" in res.stderr
