@@ -105,27 +105,34 @@ def test_prog_and_request_ids_are_neuron_records_of_the_nonce() -> None:
         ns.nonce(bytes(31))
 
 
-def test_an_origin_the_subject_already_imported_is_a_conflict(tmp_path: Path) -> None:
+def _conflicts(
+    tmp_path: Path, root: Callable[[list[str]], Root], extra: tuple[str, ...] = (),
+    requests: tuple[bytes, ...] = (),
+) -> tuple[list[str], list[str]]:  # fmt: skip
+    """The origins and the ``plan``/``run`` messages of a mapping the subject's state (the
+    root ``root(origins)`` writes) refuses with ``import-conflict`` (neuron's ``Conflict``)."""
     src = tmp_path / "cell.redb"
     names = write_store(src)
-    root = partial(neuron_root, imports=(bytes.fromhex(names[1]), b"\x07" * 32))
-    results, _ = _verbs(src, tmp_path / "bbg", names, root)
+    results, _ = _verbs(src, tmp_path / "bbg", names, root(names), extra, requests)
     for r in results:
         assert r["code"] == 3, r["text"]
         assert "import-conflict" in r["text"] and "(Conflict)" in r["text"]
-        assert f"origin {names[1]} is already imported by subject {SUBJECT}" in r["text"]
+    return names, [r["text"] for r in results]
+
+
+def test_an_origin_the_subject_already_imported_is_a_conflict(tmp_path: Path) -> None:
+    names, texts = _conflicts(
+        tmp_path, lambda names: partial(neuron_root, imports=(bytes.fromhex(names[1]),))
+    )
+    for text in texts:
+        assert f"origin {names[1]} is already imported by subject {SUBJECT}" in text
 
 
 def test_an_install_nonce_whose_prog_is_installed_is_a_conflict(tmp_path: Path) -> None:
-    src = tmp_path / "cell.redb"
-    names = write_store(src)
     installed = ns.prog_id(SUBJECT_ID, bytes.fromhex(NONCES[0]))  # derived (module docstring)
-    root = partial(neuron_root, progs=(installed,))
-    results, _ = _verbs(src, tmp_path / "bbg", names, root)
-    for r in results:
-        assert r["code"] == 3, r["text"]
-        assert "import-conflict" in r["text"] and "(Conflict)" in r["text"]
-        assert f"gives prog {installed.hex()}, which subject {SUBJECT} already has" in r["text"]
+    _, texts = _conflicts(tmp_path, lambda _: partial(neuron_root, progs=(installed,)))
+    for text in texts:
+        assert f"gives prog {installed.hex()}, which subject {SUBJECT} already has" in text
 
 
 def test_other_imports_and_progs_do_not_conflict(tmp_path: Path) -> None:
@@ -211,15 +218,11 @@ IMPORT_NONCE = "5e" * 32
 def test_an_import_request_the_subject_committed_is_a_conflict(tmp_path: Path) -> None:
     """The request id of ``--import-nonce`` is in the subject's request index: neuron's
     ``prepare_import`` refuses (``Conflict``).  The request id is the derived encoder's."""
-    src = tmp_path / "cell.redb"
-    names = write_store(src)
     request = ns.request_id(SUBJECT_ID, bytes.fromhex(IMPORT_NONCE))
     extra = ("--import-nonce", IMPORT_NONCE)
-    results, _ = _verbs(src, tmp_path / "bbg", names, neuron_root, extra, (request,))
-    for r in results:
-        assert r["code"] == 3, r["text"]
-        assert "import-conflict" in r["text"] and "(Conflict)" in r["text"]
-        assert f"gives request {request.hex()}, which subject {SUBJECT} has already" in r["text"]
+    _, texts = _conflicts(tmp_path, lambda _: neuron_root, extra, (request,))
+    for text in texts:
+        assert f"gives request {request.hex()}, which subject {SUBJECT} has already" in text
 
 
 def test_a_fresh_import_nonce_is_named_in_the_completing_command(tmp_path: Path) -> None:
@@ -259,17 +262,19 @@ def test_a_mapping_file_carries_the_import_nonce(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [("--import-nonce", "5e" * 31), ("--import-nonce", "zz" * 32)],
+    [("--import-nonce", "5e" * 31, "must be 32 bytes"), ("--import-nonce", "zz" * 32, "not hex")],
     ids=["31 bytes", "not hex"],
 )
 def test_an_import_nonce_that_is_not_32_bytes_is_a_usage_error(
-    tmp_path: Path, args: tuple[str, str]
+    tmp_path: Path, args: tuple[str, str, str]
 ) -> None:
     """``prepare_import(.., nonce: [u8; 32], ..)`` (migration.rs L34-38)."""
     src = tmp_path / "cell.redb"
     names = write_store(src)
     maps = [f"--map={n}={k}" for n, k in zip(names, NONCES, strict=True)]
     res = cli("plan", str(src), "--store", str(tmp_path / "bbg"), "--subject", SUBJECT, *maps,
-              *args)  # fmt: skip
+              *args[:2])  # fmt: skip
     assert res.returncode == 2, res.stderr
-    assert "--import-nonce" in res.stderr
+    err = " ".join(res.stderr.split())
+    assert f"--import-nonce: '{args[1]}'" in err and args[2] in err
+    assert not (tmp_path / "bbg").exists()
