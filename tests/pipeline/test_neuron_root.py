@@ -22,10 +22,11 @@ Rules transcribed from cyberia-to/neuron:
   state's imports (L58-60) or whose prog id ``neuron/prog-id/1(subject, nonce(install
   nonce))`` is already a key of its progs (L62-66) → ``Conflict``.
 
-Which values are what: the prog ids and the ``neuron/root/1`` schema id below come from this
-project's **derived** encoder (:mod:`migrate.rules.neuron_schema`, built on the suite hashes
-derived by hashing neuron's suite files; neuron writes no expected id down) -- the tests pin
-that a state holding *that* id is refused, not that neuron would compute the same bytes.
+Which values are what: the prog ids, request ids and the ``neuron/root/1`` schema id below
+come from this project's **derived** encoder (:mod:`migrate.rules.neuron_schema`, built on the
+suite hashes derived by hashing neuron's suite files; neuron writes no expected id down) --
+the tests pin that a state holding *that* id is refused, not that neuron would compute the
+same bytes.  The states are written by :mod:`tests.support.subject` in neuron's layout.
 Each refusal is made by ``plan`` and ``run`` alike and leaves the store byte-identical.
 """
 
