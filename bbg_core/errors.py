@@ -30,11 +30,15 @@ The tree (exit code in brackets)::
     │   ├── SubjectNotActivated [3]       a mapping's subject has no head in the destination
     │   │                                 (neuron's ``Missing``), or one that is no neuron
     │   │                                 record of it (subject=, path=[, reason=])
-    │   └── OriginNotCellRecord [3]       a mapped origin's history is not neuron's legacy cell
-    │                                     records (neuron's ``Data(InvalidData)``,
-    │                                     ``Data(UnsupportedSchema)``, ``Unsupported`` (the
-    │                                     head snapshot's profile) or ``Conflict``;
-    │                                     namespace=, index=, key=)
+    │   ├── OriginNotCellRecord [3]       a mapped origin's history is not neuron's legacy cell
+    │   │                                 records (neuron's ``Data(InvalidData)``,
+    │   │                                 ``Data(UnsupportedSchema)``, ``Unsupported`` (the
+    │   │                                 head snapshot's profile) or ``Conflict``;
+    │   │                                 namespace=, index=, key=)
+    │   └── ImportConflict [3]            the subject's state already holds what the mapping
+    │                                     would add: an origin it imported, a prog id it
+    │                                     installed, an import request it committed (neuron's
+    │                                     ``Conflict``; subject=, reason=, origin=/prog=/request=)
     ├── Locked [11]                       the source or store is held by another process / sealed
     └── Interrupted [130]                 stopped by the operator
 
@@ -180,6 +184,13 @@ class OriginNotCellRecord(ValidationFailed):
     code = "origin-not-cell-record"
 
 
+class ImportConflict(ValidationFailed):
+    """A mapping the subject's ``neuron/root/1`` state (or its request index) already
+    answers: neuron's ``prepare_import`` refuses it with ``Conflict`` before it writes."""
+
+    code = "import-conflict"
+
+
 class NotReady(MigrateError):
     """A step whose earlier steps are unfinished (``validate`` before staging is complete,
     ``activate`` before ``validate``), or ``stage --pages N`` that stopped with rows left:
@@ -276,6 +287,7 @@ __all__ = [
     "ValidationFailed",
     "SubjectNotActivated",
     "OriginNotCellRecord",
+    "ImportConflict",
     "Locked",
     "Interrupted",
     "EXIT_CODES",

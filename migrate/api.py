@@ -320,6 +320,7 @@ def make_job(
     subject: str | None = None,
     maps: list[str] | None = None,
     mapping_file: Path | None = None,
+    import_nonce: str | None = None,
     bounds: Bounds | None = None,
     accept_torn_tail: bool = False,
     kind: str | None = None,
@@ -341,7 +342,8 @@ def make_job(
     from migrate.job import CODEC, Bounds, Job
     from migrate.job import mapping as mapping_mod
 
-    legacy = {"subject": subject, "map": maps, "mapping": mapping_file, "kind": kind,
+    legacy = {"subject": subject, "map": maps, "mapping": mapping_file,
+              "import_nonce": import_nonce, "kind": kind,
               "accept_torn_tail": accept_torn_tail, "content_check": content_check != CODEC,
               "retire_source": retire_source, "strict": strict,
               "namespace": namespace}  # fmt: skip
@@ -353,7 +355,7 @@ def make_job(
     return Job(
         source=source,
         store=store,
-        mapping=mapping_mod.parse_cli(subject, maps, mapping_file),
+        mapping=mapping_mod.parse_cli(subject, maps, mapping_file, import_nonce),
         nonce=None if nonce is None else mapping_mod.parse_hex(nonce, "--nonce"),
         bounds=bounds,
         accept_torn_tail=accept_torn_tail,

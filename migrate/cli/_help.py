@@ -24,8 +24,8 @@ ContentCheck = Literal["codec", "none"]
 # The placeholder of each option (by its first name), where the type alone says too little.
 OPTION_METAVARS = {
     "--store": "STORE", "--nonce": "HEX", "--subject": "HEX", "--map": "ORIGIN=NONCE",
-    "--mapping": "FILE", "--pages": "N", "--max-rows": "N", "--max-bytes": "SIZE",
-    "--max-namespaces": "N", "--page-rows": "N", "--since": "TX",
+    "--mapping": "FILE", "--import-nonce": "HEX", "--pages": "N", "--max-rows": "N",
+    "--max-bytes": "SIZE", "--max-namespaces": "N", "--page-rows": "N", "--since": "TX",
     "--output": "FILE", "--poll": "SECONDS",
     "--max-line": "SIZE", "--workers": "N", "--shard": "I/N", "--report-dir": "DIR",
     "--manifest": "FILE", "--html": "FILE", "--table": "TABLE", "--counter": "N",

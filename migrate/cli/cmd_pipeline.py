@@ -42,6 +42,11 @@ SUBJECT = typer.Option(
 MAP = typer.Option(
     None, "--map", help="ORIGIN=INSTALL_NONCE (64 hex each: 32 bytes), repeatable; needs --subject."
 )
+IMPORT_NONCE = typer.Option(
+    None, "--import-nonce",
+    help="The nonce you will give `neuron import --nonce` (64 hex); its request must not be "
+    "in the subject's request index (checked; needs --subject).",
+)  # fmt: skip
 MAPPING = typer.Option(
     None,
     "--mapping",
@@ -122,10 +127,12 @@ def _job(
     retire_source: bool = False,
     strict: bool = False,
     namespace: str | None = None,
+    import_nonce: str | None = None,
 ) -> api.Job | api.TransferJob:
     return api.make_job(
         source, named_store(store), nonce=nonce, subject=subject, maps=maps,
-        mapping_file=mapping_file, bounds=bounds, accept_torn_tail=accept_torn_tail, kind=kind,
+        mapping_file=mapping_file, import_nonce=import_nonce, bounds=bounds,
+        accept_torn_tail=accept_torn_tail, kind=kind,
         content_check=content_check, retire_source=retire_source, strict=strict,
         namespace=namespace,
     )  # fmt: skip
@@ -266,7 +273,8 @@ def _neuron_rows(prepared: dict[str, Any] | None) -> list[tuple[str, Any]]:
 @app.command("plan")
 def plan_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, max_rows: int = MAX_ROWS,
+    map_: list[str] = MAP, mapping: Path = MAPPING, import_nonce: str = IMPORT_NONCE,
+    max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
     accept_torn_tail: bool = TORN, kind: LegacyKind = KIND,
     content_check: ContentCheck = CONTENT_CHECK,
@@ -276,7 +284,8 @@ def plan_cmd(
     would fail with (3, 4, 11, 1); writes nothing."""
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check, strict=strict, namespace=namespace)  # fmt: skip
+               content_check, strict=strict, namespace=namespace,
+               import_nonce=import_nonce)  # fmt: skip
     with watch(as_json) as progress:
         doc = api.plan(job, progress)
         if isinstance(job, api.TransferJob):  # shown inside the display's block, as always
@@ -288,7 +297,8 @@ def plan_cmd(
 @app.command("run")
 def run_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES, max_rows: int = MAX_ROWS,
+    map_: list[str] = MAP, mapping: Path = MAPPING, import_nonce: str = IMPORT_NONCE,
+    pages: int = PAGES, max_rows: int = MAX_ROWS,
     max_bytes: int = MAX_BYTES, max_namespaces: int = MAX_NS, page_rows: int = PAGE_ROWS,
     retire_source: bool = RETIRE, yes: bool = YES, accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
@@ -299,7 +309,7 @@ def run_cmd(
     confirm_retirement(source, retire_source, yes)  # asks nothing for a BBG store SOURCE
     bounds = _bounds(max_rows, max_bytes, max_namespaces, page_rows)
     job = _job(source, store, nonce, subject, map_, mapping, bounds, accept_torn_tail, kind,
-               content_check, retire_source, strict, namespace)  # fmt: skip
+               content_check, retire_source, strict, namespace, import_nonce)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.run(job, max_pages=pages, retire_source=retire_source,
                                     progress=progress), as_json, receipt)  # fmt: skip
@@ -308,13 +318,15 @@ def run_cmd(
 @app.command("seal")
 def seal_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
+    map_: list[str] = MAP, mapping: Path = MAPPING, import_nonce: str = IMPORT_NONCE,
+    accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
     strict: bool = STRICT, namespace: str = NAMESPACE, as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 1: lock and fingerprint the source, record the seal in the store."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check, strict=strict, namespace=namespace)  # fmt: skip
+               content_check, strict=strict, namespace=namespace,
+               import_nonce=import_nonce)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.seal(job, progress), as_json)
 
@@ -322,7 +334,8 @@ def seal_cmd(
 @app.command("stage")
 def stage_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, pages: int = PAGES,
+    map_: list[str] = MAP, mapping: Path = MAPPING, import_nonce: str = IMPORT_NONCE,
+    pages: int = PAGES,
     page_rows: int = PAGE_ROWS, accept_torn_tail: bool = TORN, kind: LegacyKind = KIND,
     content_check: ContentCheck = CONTENT_CHECK,
     strict: bool = STRICT, namespace: str = NAMESPACE, as_json: bool = JSON, yes: bool = YES,
@@ -330,7 +343,7 @@ def stage_cmd(
     """Step 2: copy bounded pages into inert staging (--pages N per call; resumable)."""
     job = _job(source, store, nonce, subject, map_, mapping, api.Bounds(page_rows=page_rows),
                accept_torn_tail, kind, content_check, strict=strict,
-               namespace=namespace)  # fmt: skip
+               namespace=namespace, import_nonce=import_nonce)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.stage(job, max_pages=pages, progress=progress), as_json)
 
@@ -338,14 +351,16 @@ def stage_cmd(
 @app.command("validate")
 def validate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
+    map_: list[str] = MAP, mapping: Path = MAPPING, import_nonce: str = IMPORT_NONCE,
+    accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
     strict: bool = STRICT, namespace: str = NAMESPACE, receipt: Path = RECEIPT,
     as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 3: check the staged rows against the source and the destination."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check, strict=strict, namespace=namespace)  # fmt: skip
+               content_check, strict=strict, namespace=namespace,
+               import_nonce=import_nonce)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.validate(job, progress), as_json, receipt)
 
@@ -353,14 +368,16 @@ def validate_cmd(
 @app.command("activate")
 def activate_cmd(
     source: Path = SOURCE, store: Path = STORE, nonce: str = NONCE, subject: str = SUBJECT,
-    map_: list[str] = MAP, mapping: Path = MAPPING, accept_torn_tail: bool = TORN,
+    map_: list[str] = MAP, mapping: Path = MAPPING, import_nonce: str = IMPORT_NONCE,
+    accept_torn_tail: bool = TORN,
     kind: LegacyKind = KIND, content_check: ContentCheck = CONTENT_CHECK,
     strict: bool = STRICT, namespace: str = NAMESPACE, receipt: Path = RECEIPT,
     as_json: bool = JSON, yes: bool = YES,
 ) -> None:  # fmt: skip
     """Step 4: publish the validated import in one transaction; prints the receipt."""
     job = _job(source, store, nonce, subject, map_, mapping, None, accept_torn_tail, kind,
-               content_check, strict=strict, namespace=namespace)  # fmt: skip
+               content_check, strict=strict, namespace=namespace,
+               import_nonce=import_nonce)  # fmt: skip
     confirm_transfer_seal(job, yes)
     _shown(lambda progress: api.activate(job, progress), as_json, receipt)
 

@@ -4,7 +4,12 @@ prepared (validated, inert) by a run and completed by neuron (:mod:`migrate.pipe
 Given on the command line (``--subject HEX --map ORIGIN=INSTALL_NONCE ...``) or as a JSON file
 validated by ``schemas/mapping.schema.json``::
 
-    {"subject": "<64 hex>", "origins": [{"origin": "<64 hex>", "install_nonce": "<64 hex>"}]}
+    {"subject": "<64 hex>", "origins": [{"origin": "<64 hex>", "install_nonce": "<64 hex>"}],
+     "import_nonce": "<64 hex, optional>"}
+
+The optional import nonce (``--import-nonce``) is the one the operator will give ``neuron
+import --nonce``: neuron refuses an import whose request id is already in the subject's
+request index (``Conflict``), and the toolkit can check that only when it knows the nonce.
 
 An install nonce is exactly 32 bytes: neuron's ``ImportOrigin.install_nonce`` is ``[u8; 32]``
 (cyberia-to/neuron@fd24e768 ``engine/src/migration.rs`` L10) and the prog id neuron derives
@@ -46,15 +51,21 @@ class Mapping:
 
     subject: bytes
     origins: tuple[Origin, ...]
+    #: The nonce the operator will give ``neuron import --nonce``, when named: its request id
+    #: is then checked against the subject's request index (:mod:`migrate.pipeline.subject`).
+    import_nonce: bytes | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "subject": self.subject.hex(),
             "origins": [
                 {"origin": o.origin.hex(), "install_nonce": o.install_nonce.hex()}
                 for o in self.origins
             ],
         }
+        if self.import_nonce is not None:  # absent otherwise: earlier import ids stay
+            doc["import_nonce"] = self.import_nonce.hex()
+        return doc
 
 
 def parse_hex(value: str, what: str) -> str:
@@ -78,11 +89,15 @@ def hex_bytes(
     return raw
 
 
-def build(subject: str, pairs: list[tuple[str, str]]) -> Mapping:
+def build(
+    subject: str, pairs: list[tuple[str, str]], import_nonce: str | None = None
+) -> Mapping:
     """A validated mapping from hex strings (UsageError on any malformed or repeated entry, a
     nonce that is not 32 bytes or no origin -- neuron's import refuses each; the message names
-    neuron's reason)."""
+    neuron's reason).  ``import_nonce``: the nonce of ``neuron import --nonce``, 32 bytes
+    (``prepare_import(.., nonce: [u8; 32], ..)``), optional."""
     subj = hex_bytes(subject, "--subject", 32)
+    request = None if import_nonce is None else hex_bytes(import_nonce, "--import-nonce", 32)
     origins: dict[bytes, Origin] = {}
     nonces: set[bytes] = set()
     for origin_hex, nonce_hex in pairs:
@@ -118,21 +133,24 @@ def build(subject: str, pairs: list[tuple[str, str]]) -> Mapping:
             "origin is refused: Budget)",
             reason="Budget",
         )
-    return Mapping(subj, tuple(origins[k] for k in sorted(origins)))
+    return Mapping(subj, tuple(origins[k] for k in sorted(origins)), request)
 
 
 def parse_cli(
-    subject: str | None, maps: list[str] | None, mapping_file: Path | None
-) -> Mapping | None:
+    subject: str | None, maps: list[str] | None, mapping_file: Path | None,
+    import_nonce: str | None = None,
+) -> Mapping | None:  # fmt: skip
     """The mapping named on the command line, or None for a plain conversion."""
     maps = maps or []
     if mapping_file is not None:
-        if subject is not None or maps:
-            raise UsageError("give either --mapping FILE or --subject/--map, not both")
+        if subject is not None or maps or import_nonce is not None:
+            raise UsageError(
+                "give either --mapping FILE or --subject/--map/--import-nonce, not both"
+            )
         return load_file(mapping_file)
     if subject is None:
-        if maps:
-            raise UsageError("--map needs --subject HEX")
+        if maps or import_nonce is not None:
+            raise UsageError("--map and --import-nonce need --subject HEX")
         return None
     pairs = []
     for item in maps:
@@ -140,7 +158,7 @@ def parse_cli(
         if not sep:
             raise UsageError(f"--map {item!r}: expected ORIGIN=INSTALL_NONCE")
         pairs.append((origin.strip(), nonce.strip()))
-    return build(subject, pairs)
+    return build(subject, pairs, import_nonce)
 
 
 def load_file(path: Path) -> Mapping:
@@ -153,4 +171,5 @@ def load_file(path: Path) -> Mapping:
         raise UsageError(
             f"{path}: mapping file invalid at {where}: {exc.message}", path=str(path)
         ) from exc
-    return build(doc["subject"], [(o["origin"], o["install_nonce"]) for o in doc["origins"]])
+    pairs = [(o["origin"], o["install_nonce"]) for o in doc["origins"]]
+    return build(doc["subject"], pairs, doc.get("import_nonce"))

@@ -241,7 +241,9 @@ def _mapping_options(mapping: dict[str, Any] | None) -> str:
     if mapping is None:
         return "no mapping"
     maps = " ".join(f"--map {o['origin']}={o['install_nonce']}" for o in mapping["origins"])
-    return f"--subject {mapping['subject']} {maps}"
+    request = mapping.get("import_nonce")
+    tail = "" if request is None else f" --import-nonce {request}"
+    return f"--subject {mapping['subject']} {maps}{tail}"
 
 
 def _nonce_conflict(

@@ -32,32 +32,34 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bbg_core.errors import SubjectNotActivated, UsageError
+from bbg_core.errors import ImportConflict, SubjectNotActivated, UsageError
 from migrate.job import Job
 from migrate.job.mapping import Mapping
 from migrate.pipeline.destination import read_destination
-from migrate.rules.cell_records import subject_refusal
+from migrate.rules import neuron_state
+from migrate.rules.neuron_reader import Refused
+from migrate.rules.neuron_schema import prog_id, request_id
 from migrate.rules.shape import DIGEST_ORDER
 from migrate.rules.transfer_form import DONE, Cursor, manifest_of
 from migrate.store import export
-from migrate.store.codec import Head
+from migrate.store.codec import REQUESTS, Head, request_key
 from migrate.store.graph import head as live_head
 from migrate.store.live import LiveReader
 
 STATE = "prepared, validated, inert"
-#: What the toolkit cannot read reliably from neuron's records: neuron reads it at import.
-BY_NEURON = "read by neuron at import"
 #: A live continuation's checkpoint is judged by neuron's Rune runtime
 #: (``validate_checkpoint``, migration.rs); the toolkit has no such runtime.
 CHECKPOINT = "unknown (decided by neuron at import)"
 
 
 def binding(db: LiveReader | None, directory: Path, mapping: Mapping) -> dict[str, Any]:
-    """The subject's binding as neuron's import will take it: its head commit and index
-    (network, policy and epoch are neuron's to read).  SubjectNotActivated (exit 3) when the
-    subject's namespace has no head here (``db`` None: no store there yet; neuron's
-    ``Missing``), or a head that does not read as a ``neuron/activation/1`` /
-    ``neuron/commit/1`` record of the subject (neuron's ``Data(...)`` or ``Conflict``)."""
+    """The subject's binding as neuron's import takes it: its head commit and index and the
+    network, policy and epoch of its ``neuron/root/1`` state.  SubjectNotActivated (exit 3)
+    when the subject's namespace has no head here (``db`` None: no store there yet; neuron's
+    ``Missing``), or when neuron's ``inspect`` refuses its head or state
+    (:func:`migrate.rules.neuron_state.inspect`: neuron's ``Data(...)`` or ``Conflict``);
+    ImportConflict (exit 3) when that state already holds what the mapping would add
+    (:func:`import_conflicts`)."""
     subject = mapping.subject
     current = None if db is None else live_head(db, subject)
     if db is None or current is None:
@@ -68,24 +70,80 @@ def binding(db: LiveReader | None, directory: Path, mapping: Mapping) -> dict[st
             path=str(directory),
             subject=subject.hex(),
         )
-    refused = subject_refusal(db.live_get, subject, current.index, current.commit)
-    if refused is not None:
-        reason, detail = refused
+    try:
+        state = neuron_state.inspect(db.live_get, subject, current.index, current.commit)
+    except Refused as refused:
         raise SubjectNotActivated(
-            f"{directory}: subject {subject.hex()} is not an activated neuron here: its head is "
-            f"not a neuron record of this subject, and neuron's import refuses it ({reason}): "
-            f"{detail}; nothing was written",
+            f"{directory}: subject {subject.hex()} is not an activated neuron here: its head "
+            "or its neuron/root/1 state does not read as neuron's records of this subject, and "
+            f"neuron's import refuses it ({refused.reason}): {refused.detail}; nothing was "
+            "written",
             path=str(directory),
             subject=subject.hex(),
-            reason=reason,
-        )
+            reason=refused.reason,
+        ) from None
+    import_conflicts(db, directory, mapping, state)
     return {
         "subject": subject.hex(),
         "head": {"index": current.index, "commit": current.commit.hex()},
-        "network": BY_NEURON,
-        "policy": BY_NEURON,
-        "epoch": BY_NEURON,
+        "root": state.root.hex(),
+        "network": state.network.hex(),
+        "policy": state.policy.hex(),
+        "epoch": state.epoch,
     }
+
+
+def import_conflicts(
+    db: LiveReader, directory: Path, mapping: Mapping, state: neuron_state.State
+) -> None:
+    """neuron's ``prepare_import`` checks against the subject's state (neuron@fd24e768
+    ``engine/src/migration.rs``), each ``Conflict``, in neuron's order: the import's request
+    id ``neuron/request-id/1(subject, nonce(import nonce))`` already in the subject's request
+    index (L50-53: the store's ``application_requests``, key subject ‖ request, which neuron's
+    ``GraphPort::resolve`` reads) -- checked only when the mapping names the import nonce;
+    then, per origin, one already in the state's imports (L58-60), or whose prog id
+    ``neuron/prog-id/1(subject, nonce(install nonce))`` is already a key of its progs
+    (L62-66).  ImportConflict (exit 3) naming the first."""
+    subject = mapping.subject
+    if mapping.import_nonce is not None:
+        request = request_id(subject, mapping.import_nonce)
+        if db.live_get(REQUESTS, request_key(subject, request)) is not None:
+            raise ImportConflict(
+                f"{directory}: import nonce {mapping.import_nonce.hex()} gives request "
+                f"{request.hex()}, which subject {subject.hex()} has already committed (its "
+                "request index holds it); neuron's import refuses it (Conflict); choose "
+                "another --import-nonce; nothing was written",
+                path=str(directory),
+                subject=subject.hex(),
+                request=request.hex(),
+                reason="Conflict",
+                conflict="request",
+            )
+    for o in mapping.origins:
+        prog = prog_id(subject, o.install_nonce)
+        if o.origin in state.imports:
+            what, detail = "origin", (
+                f"origin {o.origin.hex()} is already imported by subject {subject.hex()} "
+                f"(its neuron/root/1 imports name it: {state.imports[o.origin].hex()}); map "
+                "only origins the subject has not imported"
+            )
+        elif prog in state.progs:
+            what, detail = "prog", (
+                f"install nonce {o.install_nonce.hex()} of origin {o.origin.hex()} gives prog "
+                f"{prog.hex()}, which subject {subject.hex()} already has installed (a key of "
+                "its neuron/root/1 progs); choose another install nonce"
+            )
+        else:
+            continue
+        raise ImportConflict(
+            f"{directory}: {detail}; neuron's import refuses it (Conflict); nothing was written",
+            path=str(directory),
+            subject=subject.hex(),
+            origin=o.origin.hex(),
+            prog=prog.hex(),
+            reason="Conflict",
+            conflict=what,
+        )
 
 
 def require(job: Job, directory: Path) -> None:
@@ -100,12 +158,13 @@ def require(job: Job, directory: Path) -> None:
 
 
 def completion(directory: Path, mapping: Mapping) -> str:
-    """The neuron command that completes the import (KEYFILE: the subject's key file; N: a
-    fresh import nonce of the operator's choice)."""
+    """The neuron command that completes the import (KEYFILE: the subject's key file; the
+    import nonce the mapping names, else N: a fresh one of the operator's choice)."""
     pairs = " ".join(f"{o.origin.hex()}={o.install_nonce.hex()}" for o in mapping.origins)
+    request = "N" if mapping.import_nonce is None else mapping.import_nonce.hex()
     return (
         f"neuron --store {directory} --key-file KEYFILE import {mapping.subject.hex()} "
-        f"{pairs} --nonce N"
+        f"{pairs} --nonce {request}"
     )
 
 

@@ -131,3 +131,24 @@ def legacy_profile() -> bytes:
 def lifecycle_variants() -> dict[bytes, str]:
     """The particle of each ``cell/lifecycle/<name>/1`` variant, to its name."""
     return {variant(f"lifecycle/{name}"): name for name in LIFECYCLES}
+
+
+def nonce(value: bytes) -> bytes:
+    """neuron's nonce value of 32 bytes: ``fields`` of eight atoms, each a u32 LE word
+    (neuron@2fe713bd ``model/src/records.rs`` ``Builder::nonce``)."""
+    if len(value) != 32:
+        raise ValueError(f"a nonce is 32 bytes, not {len(value)}")
+    return fields([atom(int.from_bytes(value[i : i + 4], "little")) for i in range(0, 32, 4)])
+
+
+def prog_id(subject: bytes, install_nonce: bytes) -> bytes:
+    """The prog an import installs for an origin: ``neuron/prog-id/1(ref(subject),
+    nonce(install_nonce))`` (neuron@fd24e768 ``engine/src/migration.rs`` L62-63)."""
+    return record("neuron/prog-id/1", [ref(subject), nonce(install_nonce)])
+
+
+def request_id(subject: bytes, request_nonce: bytes) -> bytes:
+    """The request an import (or any neuron request) is committed under:
+    ``neuron/request-id/1(ref(subject), nonce(request_nonce))`` (neuron@53dbf8d1
+    ``engine/src/neuron.rs`` ``Neuron::request``)."""
+    return record("neuron/request-id/1", [ref(subject), nonce(request_nonce)])

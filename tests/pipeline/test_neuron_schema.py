@@ -30,7 +30,9 @@ import pytest
 
 from hashing import hemera
 from migrate.rules import neuron_schema as ns
-from migrate.rules.cell_records import check_origin, subject_refusal
+from migrate.rules.cell_records import check_origin
+from migrate.rules.neuron_reader import Refused
+from migrate.rules.neuron_state import inspect
 from migrate.rules.sources import RedbSource
 from tests.pipeline.helpers import cli
 from tests.support.cell_records import write_store
@@ -145,12 +147,13 @@ def test_a_subject_head_under_another_schema_is_refused(tmp_path: Path) -> None:
     store = tmp_path / "bbg"
     head = activate_subject(store, schema=wrong)
     before = dump(store)
-    refused = subject_refusal(
-        lambda table, key: live_get(store, table, key),
-        bytes.fromhex(SUBJECT), head.index, head.commit,
-    )  # fmt: skip
-    assert refused is not None and refused[0] == "Data(UnsupportedSchema)"
-    assert DERIVED["neuron/activation/1"] in refused[1]
+    with pytest.raises(Refused) as refused:
+        inspect(
+            lambda table, key: live_get(store, table, key),
+            bytes.fromhex(SUBJECT), head.index, head.commit,
+        )  # fmt: skip
+    assert refused.value.reason == "Data(UnsupportedSchema)"
+    assert DERIVED["neuron/activation/1"] in refused.value.detail
     maps = [f"--map={n}={k}" for n, k in zip(names, NONCES, strict=True)]
     for verb in ("plan", "run"):
         res = cli(verb, str(src), "--store", str(store), "--subject", SUBJECT, *maps, "--json")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import schemas
+from hashing import hemera
 from migrate.probe.inspect import inspect_bbg
 from tests.fs import fs_state, untouched_but_scratch
 from tests.pipeline.helpers import cell_fixtures, cli, expected, tree_state, unpack
@@ -225,7 +226,9 @@ def test_mapping_ends_prepared_validated_inert(tmp_path: Path) -> None:
     assert prepared["state"] == "prepared, validated, inert"
     assert prepared["binding"]["subject"] == SUBJECT
     assert prepared["binding"]["head"] == {"index": 0, "commit": subject_head.commit.hex()}
-    assert prepared["binding"]["network"] == "read by neuron at import"
+    # neuron's inspect reads the root the activation names (tests.support.subject).
+    assert prepared["binding"]["network"] == hemera.hash(b"stand-in network").hex()
+    assert (prepared["binding"]["epoch"], len(prepared["binding"]["root"])) == (0, 64)
     assert [o["origin"] for o in prepared["origins"]] == namespaces
     assert {o["checkpoint"] for o in prepared["origins"]} == {
         "unknown (decided by neuron at import)"
