@@ -22,8 +22,8 @@ from tests.share.helpers import stream, tail_bytes
 from tests.share.stores import graph_store, graph_writes
 from tests.store.helpers import birth, follow
 from tests.store.test_digest_links import _chain
-from tests.support.stores import tx_put_raw
 from tests.support.change_oracle import install
+from tests.support.stores import tx_put_raw
 from tests.transfer.test_bbg_end_state import NONCE, TARGET
 
 pytestmark = pytest.mark.engine("sqlite")
