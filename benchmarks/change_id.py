@@ -4,22 +4,23 @@
 
 Each case runs on a fresh SQLite store, ``--repeat`` times, modes interleaved; the median of
 the CPU seconds of this process (user+sys, ``time.process_time``: SQLite runs in it; waiting
-for an fsync is not counted) is printed with its ratio to the baseline of the same run, and the
-median wall seconds beside it.  The baseline is the very same
-transaction with the id not recorded (``store.bbg_tables = False``: what the records of a Fjall
-store do; nothing else differs).
+for an fsync is not counted) is printed with its ratio to the baseline of the same run, and
+the median wall seconds beside it.  The baseline is the very same transaction with the id not
+recorded (``store.bbg_tables = False``: what the records of a Fjall store do; nothing else
+differs).
 
 * ``put_many``: one transaction of ``--rows`` content rows of 132 bytes (32-byte key,
   100-byte value), in pages of 10,000 rows (as a pipeline page);
-  ``held`` is the default (changes held in memory), ``spilled`` forces every change through
-  the TEMP table (the path of a transaction beyond ``SPILL_BYTES``);
+  ``held`` is the default (changed keys held in memory up to ``SPILL_BYTES``, then the TEMP
+  table: 200,000 keys go past it), ``spilled`` forces every key through the TEMP table;
 * ``activate``: the same rows staged by an import, then its activation (``INSERT … SELECT``),
   timed alone: the id's keys go through the TEMP table in one statement;
 * ``one-row``: ``--small`` transactions of one 132-byte row each (each COMMIT an fsync).
 
 Numbers depend on the disk and the machine's load; there are no assertions.  To compare with
-another tree's implementation (e.g. main's TEMP triggers), run it with ``PYTHONPATH=<that
-tree>`` and ``--no-spill`` (an older tree has no spill).
+another tree's implementation (e.g. an older ``bbg_changes``), run this script with
+``PYTHONPATH=<that tree>`` (``--no-spill`` for a tree that has no spill), and compare the
+ratios to the baseline of each run.
 """
 
 from __future__ import annotations
