@@ -2,22 +2,25 @@
 
     .venv/bin/python benchmarks/change_id.py [--rows N] [--small M] [--repeat R] [--dir DIR]
 
-Each case runs on a fresh SQLite store, ``--repeat`` times, modes interleaved; the median is
-printed with its ratio to the baseline of the same run.  The baseline is the very same
-transaction with the id not recorded (``store.bbg_tables = False``: what the records of a Fjall
-store do; nothing else differs).
+Each case runs on a fresh SQLite store, ``--repeat`` times, modes interleaved; the median of
+the CPU seconds of this process (user+sys, ``time.process_time``: SQLite runs in it; waiting
+for an fsync is not counted) is printed with its ratio to the baseline of the same run, and
+the median wall seconds beside it.  The baseline is the very same transaction with the id not
+recorded (``store.bbg_tables = False``: what the records of a Fjall store do; nothing else
+differs).
 
 * ``put_many``: one transaction of ``--rows`` content rows of 132 bytes (32-byte key,
   100-byte value), in pages of 10,000 rows (as a pipeline page);
-  ``held`` is the default (changes held in memory), ``spilled`` forces every change through
-  the TEMP table (the path of a transaction beyond ``SPILL_BYTES``);
+  ``held`` is the default (changed keys held in memory up to ``SPILL_BYTES``, then the TEMP
+  table: 200,000 keys go past it), ``spilled`` forces every key through the TEMP table;
 * ``activate``: the same rows staged by an import, then its activation (``INSERT … SELECT``),
   timed alone: the id's keys go through the TEMP table in one statement;
 * ``one-row``: ``--small`` transactions of one 132-byte row each (each COMMIT an fsync).
 
 Numbers depend on the disk and the machine's load; there are no assertions.  To compare with
-another tree's implementation (e.g. main's TEMP triggers), run it with ``PYTHONPATH=<that
-tree>`` and ``--no-spill`` (an older tree has no spill).
+another tree's implementation (e.g. an older ``bbg_changes``), run this script with
+``PYTHONPATH=<that tree>`` (``--no-spill`` for a tree that has no spill), and compare the
+ratios to the baseline of each run.
 """
 
 from __future__ import annotations
@@ -57,39 +60,51 @@ def _recorded(store: Path) -> str:
     return "none" if not row[0] else bytes(row[0]).hex()[:16]
 
 
-def put_many(store: Store, rows: list[tuple[bytes, bytes]]) -> float:
-    t0 = time.perf_counter()
+Times = tuple[float, float]  # (CPU seconds, wall seconds)
+
+
+def _now() -> Times:
+    return time.process_time(), time.perf_counter()
+
+
+def _since(t0: Times) -> Times:
+    cpu, wall = _now()
+    return cpu - t0[0], wall - t0[1]
+
+
+def put_many(store: Store, rows: list[tuple[bytes, bytes]]) -> Times:
+    t0 = _now()
     with store.transaction() as tx:
         for i in range(0, len(rows), PAGE):
             tx.put_many("application_content", rows[i : i + PAGE])
-    return time.perf_counter() - t0
+    return _since(t0)
 
 
-def activate(store: Store, rows: list[tuple[bytes, bytes]]) -> float:
+def activate(store: Store, rows: list[tuple[bytes, bytes]]) -> Times:
     with store.transaction(import_id="imp") as tx:
         imports.begin_import(tx, "imp")
         for i in range(0, len(rows), PAGE):
             imports.stage_rows(tx, "imp", "application_content", rows[i : i + PAGE])
-    t0 = time.perf_counter()
+    t0 = _now()
     with store.transaction(import_id="imp") as tx:
         imports.activate(tx, "imp")
-    return time.perf_counter() - t0
+    return _since(t0)
 
 
-def one_row(store: Store, rows: list[tuple[bytes, bytes]]) -> float:
-    t0 = time.perf_counter()
+def one_row(store: Store, rows: list[tuple[bytes, bytes]]) -> Times:
+    t0 = _now()
     for key, value in rows:
         with store.transaction() as tx:
             tx.put("application_content", key, value)
-    return time.perf_counter() - t0
+    return _since(t0)
 
 
 Rows = list[tuple[bytes, bytes]]
 
 
-def _case(base: Path, name: str, run: Callable[[Store, Rows], float], rows: Rows, repeat: int,
+def _case(base: Path, name: str, run: Callable[[Store, Rows], Times], rows: Rows, repeat: int,
           modes: tuple[str, ...]) -> None:  # fmt: skip
-    times: dict[str, list[float]] = {m: [] for m in modes}
+    times: dict[str, list[Times]] = {m: [] for m in modes}
     ids: dict[str, str] = {}
     for r in range(repeat):
         for mode in modes:
@@ -104,11 +119,13 @@ def _case(base: Path, name: str, run: Callable[[Store, Rows], float], rows: Rows
             finally:
                 if saved is not None:
                     bbg_changes.SPILL_BYTES = saved
-    base_t = statistics.median(times["baseline"])
+    base_t = statistics.median(c for c, _ in times["baseline"])
     for mode in modes:
-        t = statistics.median(times[mode])
-        print(f"{name:9} {mode:9} {t:8.3f} s  x{t / base_t:5.2f} of baseline  "
-              f"(+{t - base_t:6.3f} s; median of {repeat}; id {ids[mode]})")  # fmt: skip
+        t = statistics.median(c for c, _ in times[mode])
+        wall = statistics.median(w for _, w in times[mode])
+        print(f"{name:9} {mode:9} {t:8.3f} s CPU  x{t / base_t:5.2f} of baseline  "
+              f"(+{t - base_t:6.3f} s; wall {wall:7.3f} s; median of {repeat}; "
+              f"id {ids[mode]})")  # fmt: skip
     recorded = {ids[m] for m in modes if m != "baseline"}
     if len(recorded) > 1:
         raise SystemExit(f"{name}: the modes recorded different ids: {recorded}")
@@ -132,9 +149,9 @@ def main() -> None:
             modes = MODES[:2] if args.no_spill else MODES
             _case(base, "put_many", put_many, rows, args.repeat, modes)
             changes = {("application_content", k): v for k, v in rows}
-            t0 = time.perf_counter()
+            t0 = _now()
             bbgdb.change_id(changes)
-            print(f"hash only           {time.perf_counter() - t0:8.3f} s  (bbgdb.change_id of "
+            print(f"hash only           {_since(t0)[0]:8.3f} s CPU  (bbgdb.change_id of "
                   "the same changes from memory: the id's own cost, in every mode but baseline)")
         if "activate" in cases:
             _case(base, "activate", activate, rows, args.repeat, ("baseline", "held"))

@@ -13,39 +13,42 @@ the same function (:func:`migrate.store.bbgdb.change_id_of_sorted`), over the sa
   = target ‖ nonce ‖ prior ‖ manifest (from :mod:`migrate.store.export`).
 
 **Where the changes come from.** As on the Fjall engine, from the write transaction itself:
-its :class:`~migrate.store.tx.Tx` tells its :class:`Changes` every change it makes to those
-rows, keyed by (partition, key) so the last change of a key wins:
+its :class:`~migrate.store.tx.Tx` tells its :class:`Changes` which of those rows it changed:
 
-* an immutable put (``put``, ``put_many``) that added a row: the row; one whose bytes were
-  already there changed nothing and is no change (as on the Fjall engine);
+* an immutable put (``put``, ``put_many``) that added a row; one whose bytes were already
+  there changed nothing and is no change (as on the Fjall engine);
 * ``set_head`` and ``write_status``: always a change, even with the same bytes (an
   overwritten row; the Fjall engine records every ``set_head`` and status write too);
-* a delete that removed a row (retention): a removal;
+* a delete that removed a row (retention);
 * the seal: the 128-byte value;
 * an activation's bulk copy (``INSERT … SELECT`` of an import's staged rows): the staged
   keys not yet in the table, i.e. exactly the rows the copy adds (:meth:`Changes.bulk`).
 
+**Keys, not values.** bbg's transaction keeps one change per (table, key), the last one
+staged (a put stages the value, a removal None: ``Transaction::stage`` into a ``BTreeMap``,
+cyberia-to/bbg ``rs/src/storage/database/transaction.rs``), and its id covers those.  Every
+change of the five tables goes through the transaction, so the value bbg's id covers for a
+changed key is the row as the transaction leaves it -- written twice: the second bytes;
+written then deleted: no row, a removal; deleted then written: the row; copied by an
+activation, then changed: the later change -- and no row means a removal.  So only the keys
+are recorded, per table, and :meth:`Changes.finish` reads each one's value from the live
+table (by key, in key order).  The two keys of ``bbg_import_v1`` (the status and the seal)
+are no rows of a table of that name and are held with their value (two at most).
+
 **Memory, and the one TEMP table.** No trigger copies rows, and a transaction runs no DDL or
 ``PRAGMA`` for the id (whether the storage row has the column is known once per handle).
-Changes are held in memory up to :data:`SPILL_BYTES` (keys and values, 8 MiB).  Two kinds
-of transaction go past that to
-one TEMP table of the connection (:func:`_spill_table`, its rows kept only until the id is
-computed), and only they touch it:
+Changed keys are held in memory up to :data:`SPILL_BYTES`.  Two kinds of transaction go past
+that to one TEMP table of the connection (:func:`_spill_table`, keys only, kept until the id
+is computed), and only they touch it:
 
-* one whose held changes exceed the budget (a large ``apply`` or put loop): the held
-  changes go there with their values, in order, so the last change still wins;
+* one whose held keys exceed the budget (a large ``apply`` or put loop): they go there;
 * an activation: its ``INSERT … SELECT`` copies an import's staged rows inside SQLite and may
-  be a whole 1 GB import, which must not pass through memory, nor through Python twice.
-  Streaming those rows through the Tx instead would read every byte into Python once more;
-  a trigger on the table would copy every value.  One ``INSERT … SELECT`` records the keys
-  the copy adds (the staged keys not yet in the table), without values: the value of such a
-  key is the row as the transaction leaves it, read when the id is computed (a later
-  change of that key in the same transaction overrides it, as held changes are moved there
-  first and later ones after).
+  be a whole 1 GB import.  One ``INSERT … SELECT`` records the keys the copy adds (the
+  staged keys not yet in the table), without passing them through Python.
 
-With the table in use the id is hashed from one ordered query per partition (joined with the
-live table for a copy's keys), in pieces (:func:`bbgdb.change_id_of_sorted`), so memory stays
-bounded whatever the size of the transaction.
+With the table in use the id is hashed from one ordered query per table (the keys joined
+with the live table), in pieces (:func:`bbgdb.change_id_of_sorted`), so memory stays bounded
+whatever the size of the transaction; values are read once, at the end, never copied.
 
 :meth:`Changes.finish`, just before ``COMMIT``, computes the id when there was a change and
 keeps it in ``bbg_storage_v1``'s column ``bbg_last_transaction``.  One SQLite transaction is
@@ -63,7 +66,7 @@ of a Fjall store never record one (``Store.bbg_tables``): there bbg's key is the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from migrate.store import bbgdb
@@ -71,19 +74,18 @@ from migrate.store import bbgdb
 COLUMN = "bbg_last_transaction"
 #: "unknown": the store keeps no id (see the module docstring).
 UNKNOWN = "unknown"
-#: Bytes of changes (keys, values and a per-change allowance) held in memory before they go
-#: to the TEMP table (a file, read through SQLite's page cache).  Small: an ``apply`` of a
-#: long stream is one transaction, and its memory must stay bounded by one event, not grow
-#: with the stream (tests/share/test_stream_hostile.py; 64 MiB let 16 events of 3 MiB each
-#: stay in memory).
+#: Bytes of changed keys (and a per-key allowance) held in memory before they go to the TEMP
+#: table (a file, read through SQLite's page cache).  Small: an ``apply`` of a long stream is
+#: one transaction, and its memory must stay bounded by one event, not grow with the stream
+#: (tests/share/test_stream_hostile.py).  About 65,000 keys of 32 bytes.
 SPILL_BYTES = 8 << 20
-_PER_CHANGE = 96  # the dict entry, tuple and bytes objects of one held change
-_SPILL = "temp.bbg_migrate_changes"
-#: The partitions whose changes count, in bbg's order (name bytes), with their SQLite table
-#: (None: the partition is no table of that name; its changes are never a bulk copy's).
-_PARTITIONS: tuple[tuple[str, str | None], ...] = tuple(
-    sorted([(t, t) for t in bbgdb.APPLICATION_TABLES] + [(bbgdb.MIGRATION, None)])
-)
+#: A held key's bytes object and list slot beside its bytes (~48; a key recorded twice counts
+#: twice: an overestimate, the spill comes sooner).
+_PER_KEY = 64
+_SPILL = "temp.bbg_migrate_changed_keys"
+_IN = 500  # keys per ``IN (…)`` lookup of held keys' values
+_TABLES = frozenset(bbgdb.APPLICATION_TABLES)
+_ORDINAL = {t: i for i, t in enumerate(bbgdb.APPLICATION_TABLES)}  # a spilled key's table
 
 
 class Changes:
@@ -95,45 +97,36 @@ class Changes:
     def __init__(self, db: Any, storage: dict[str, bool]) -> None:
         self._db = db
         self._storage = storage
-        self._budget = SPILL_BYTES
-        self._held: dict[tuple[str, bytes], bytes | None] = {}
+        self._keys: dict[str, list[bytes]] = {}  # table -> changed keys held in memory
         self._held_bytes = 0
+        self._markers: dict[bytes, bytes | None] = {}  # bbg_import_v1's key -> value
         self._spilled = False
 
-    def put(self, partition: str, key: bytes, value: bytes | None) -> None:
-        """``partition[key]`` is now ``value`` (None: removed) in this transaction."""
-        entry = (partition, key)
-        if entry not in self._held:
-            self._held_bytes += len(key) + _PER_CHANGE
-        self._held[entry] = value
-        if value is not None:
-            self._held_bytes += len(value)
-        if self._held_bytes > self._budget:
+    def rows(self, table: str, keys: Iterable[bytes]) -> None:
+        """The rows of ``table`` (one of the five) under ``keys`` changed (put, overwritten
+        or removed) in this transaction: their values are read when the id is computed."""
+        if table not in _TABLES:
+            raise ValueError(f"{table!r} is not one of the five application tables")
+        held = self._keys.setdefault(table, [])
+        before = len(held)
+        held.extend(keys)
+        self._held_bytes += sum(map(len, held[before:])) + (len(held) - before) * _PER_KEY
+        if self._held_bytes > SPILL_BYTES:
             self._spill()
 
-    def put_rows(self, partition: str, rows: list[tuple[bytes, bytes]]) -> None:
-        """:meth:`put` of each ``(key, value)`` (a page of rows: one call, not one each)."""
-        held, size = self._held, 0
-        for key, value in rows:
-            entry = (partition, key)
-            if entry not in held:
-                size += len(key) + _PER_CHANGE
-            held[entry] = value
-            size += len(value)
-        self._held_bytes += size
-        if self._held_bytes > self._budget:
-            self._spill()
+    def marker(self, key: bytes, value: bytes | None) -> None:
+        """``bbg_import_v1[key]`` (the status or the seal) is now ``value`` (None: removed)."""
+        self._markers[key] = value
 
     def bulk(self, table: str, keys_sql: str, params: tuple[Any, ...]) -> None:
         """A bulk copy into ``table`` is about to add the rows whose keys ``keys_sql`` (one
         ``SELECT key … WHERE …`` with ``params``) selects: recorded by key, their values read
         from ``table`` when the id is computed."""
-        self._spill()  # what was held happened before: the copy's rows override it
+        self._spill()
         self._db.scratch(
-            f"INSERT INTO {_SPILL} (name, key, value, live) SELECT ?, key, NULL, 1 "
-            f"FROM ({keys_sql}) WHERE true ON CONFLICT (name, key) DO UPDATE SET "
-            "value = NULL, live = 1",
-            (table, *params),
+            f"INSERT INTO {_SPILL} (tbl, key) SELECT ?, key FROM ({keys_sql}) WHERE true "
+            "ON CONFLICT (tbl, key) DO NOTHING",
+            (_ORDINAL[table], *params),
         )
 
     def _spill(self) -> None:
@@ -141,32 +134,55 @@ class Changes:
             for statement in _spill_table():
                 self._db.scratch(statement)
             self._spilled = True
-        if self._held:
-            self._db.scratch_many(
-                f"INSERT INTO {_SPILL} (name, key, value, live) VALUES (?, ?, ?, 0) "
-                "ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, live = 0",
-                ((t, k, v) for (t, k), v in self._held.items()),
+        for table, keys in self._keys.items():
+            if keys:
+                keys.sort()  # into the table's b-tree in order: about half the time
+                ordinal = _ORDINAL[table]
+                self._db.scratch_many(
+                    f"INSERT INTO {_SPILL} (tbl, key) VALUES (?, ?) "
+                    "ON CONFLICT (tbl, key) DO NOTHING",
+                    ((ordinal, k) for k in keys),
+                )
+        self._keys.clear()
+        self._held_bytes = 0
+
+    def _values(self, table: str) -> Iterator[tuple[bytes, bytes | None]]:
+        """``(key, value or None)`` of the changed keys of ``table`` in key order, the value
+        as the transaction leaves it (read from the live table, a few rows at a time)."""
+        if self._spilled:
+            for key, value in self._db.rows(
+                f"SELECT c.key, l.value FROM {_SPILL} AS c LEFT JOIN main.{table} AS l "
+                "ON l.key = c.key WHERE c.tbl = ? ORDER BY c.key",
+                (_ORDINAL[table],),
+            ):
+                yield bytes(key), None if value is None else bytes(value)
+            return
+        keys = sorted(set(self._keys.get(table, ())))
+        for i in range(0, len(keys), _IN):
+            chunk = keys[i : i + _IN]
+            found = self._db.rows(
+                f"SELECT key, value FROM main.{table} WHERE key IN "
+                f"({', '.join('?' * len(chunk))}) ORDER BY key",
+                chunk,
             )
-            self._held.clear()
-            self._held_bytes = 0
+            row = next(found, None)
+            for key in chunk:  # both in key order: a merge
+                if row is not None and bytes(row[0]) == key:
+                    yield key, bytes(row[1])
+                    row = next(found, None)
+                else:
+                    yield key, None
 
     def _sorted(self) -> Iterator[tuple[str, bytes, bytes | None]]:
-        if not self._spilled:
-            for (partition, key), value in sorted(self._held.items()):
-                yield partition, key, value
-            return
-        self._spill()
-        for partition, table in _PARTITIONS:
-            value_sql, join = "c.value", ""
-            if table is not None:  # a bulk copy's key: the row as the transaction leaves it
-                value_sql = "CASE WHEN c.live THEN l.value ELSE c.value END"
-                join = f" LEFT JOIN main.{table} AS l ON c.live AND l.key = c.key"
-            for key, value in self._db.rows(
-                f"SELECT c.key, {value_sql} FROM {_SPILL} AS c{join} WHERE c.name = ? "
-                "ORDER BY c.key",
-                (partition,),
-            ):
-                yield partition, bytes(key), None if value is None else bytes(value)
+        if self._spilled:
+            self._spill()
+        for partition in _PARTITIONS:
+            if partition in _TABLES:
+                for key, value in self._values(partition):
+                    yield partition, key, value
+            else:
+                for key, value in sorted(self._markers.items()):
+                    yield partition, key, value
 
     def finish(self) -> bytes | None:
         """Before ``COMMIT``: keep the change id of this transaction's changes (if any) as
@@ -174,7 +190,8 @@ class Changes:
         ident = bbgdb.change_id_of_sorted(self._sorted())
         if self._spilled:
             self._db.scratch(f"DELETE FROM {_SPILL}")
-        self._held.clear()
+        self._keys.clear()
+        self._markers.clear()
         if ident is None:
             return None
         if not self._storage.get(COLUMN):
@@ -188,13 +205,18 @@ class Changes:
         return ident
 
 
+#: The partitions whose changes count, in bbg's order (name bytes): the five tables and
+#: ``bbg_import_v1`` (the status and the seal).
+_PARTITIONS: tuple[str, ...] = tuple(sorted([*bbgdb.APPLICATION_TABLES, bbgdb.MIGRATION]))
+
+
 def _spill_table() -> list[str]:
-    """The TEMP table of a transaction's spilled changes (module docstring); created by the
+    """The TEMP table of a transaction's spilled keys (module docstring); created by the
     first transaction of a connection that needs it (``IF NOT EXISTS``: one statement per
     such transaction, and only those)."""
     return [
-        f"CREATE TABLE IF NOT EXISTS {_SPILL} (name TEXT NOT NULL, key BLOB NOT NULL, "
-        "value BLOB, live INTEGER NOT NULL, PRIMARY KEY (name, key)) WITHOUT ROWID"
+        f"CREATE TABLE IF NOT EXISTS {_SPILL} (tbl INTEGER NOT NULL, key BLOB NOT NULL, "
+        "PRIMARY KEY (tbl, key)) WITHOUT ROWID"
     ]
 
 

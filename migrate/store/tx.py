@@ -158,13 +158,19 @@ class Tx:
         """Set the status marker in this transaction."""
         markers.write_status(self, marker, generation)
         if self.bbg is not None:
-            self.bbg.put(MIGRATION, STATUS, marker.encode())
+            self.bbg.marker(STATUS, marker.encode())
 
     def note_change(self, partition: str, key: bytes, value: bytes | None) -> None:
-        """Record a change of bbg's ``partition[key]`` that this transaction made otherwise
-        than by its methods above (the seal, :mod:`migrate.store.export`; None: removed)."""
-        if self.bbg is not None:
-            self.bbg.put(partition, key, value)
+        """Record a change of bbg's ``partition[key]`` to ``value`` (None: removed) that this
+        transaction made otherwise than by its methods above (the seal,
+        :mod:`migrate.store.export`); a row of the five tables is recorded by key, its value
+        read when the id is computed."""
+        if self.bbg is None:
+            return
+        if partition == MIGRATION:
+            self.bbg.marker(key, value)
+        else:
+            self.bbg.rows(partition, (key,))
 
     def put_fence(self, namespace: bytes, import_id: str, reason: str,
                   value: bytes | None = None) -> bool:  # fmt: skip
@@ -210,13 +216,13 @@ class Tx:
             (namespace, value),
         )
         if self.bbg is not None:  # overwritten: a change even with the same bytes
-            self.bbg.put(HEADS, namespace, value)
+            self.bbg.rows(HEADS, (namespace,))
 
     def delete(self, table: str, key: bytes) -> int:
         """Remove ``key`` from an application table; 1 if it was there, else 0."""
         removed = self.execute(f"DELETE FROM {check_table(table)} WHERE key = ?", (key,)).rowcount
         if removed and self.bbg is not None:
-            self.bbg.put(table, key, None)
+            self.bbg.rows(table, (key,))
         return int(removed)
 
     def put(self, table: str, key: bytes, value: bytes, *, note: bool = True) -> bool:
@@ -233,7 +239,7 @@ class Tx:
         if cur.rowcount == 1:
             self.wrote = self.entry_wrote = True
             if self.bbg is not None:
-                self.bbg.put(table, key, value)
+                self.bbg.rows(table, (key,))
             if note and table in _NOTED:
                 self.note_rows(table, [key])
             elif table == "application_heads":
@@ -273,7 +279,7 @@ class Tx:
         if inserted:
             self.wrote = self.entry_wrote = True
             if self.bbg is not None:
-                self.bbg.put_rows(table, [r for r in batch if r[0] not in present])
+                self.bbg.rows(table, (k for k, _ in batch if k not in present))
             if noted:
                 self.note_rows(table, [k for k, _ in batch if k not in present])
             elif table == "application_heads" and self.ledgered:

@@ -6,6 +6,7 @@ TEMP table alike."""
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -14,13 +15,15 @@ from fences import generations
 from migrate import transfer
 from migrate.share import apply_stream
 from migrate.share.retention import nohistory
-from migrate.store import ARCHIVE_ORDER, Head, bbg_changes, imports, open_store, retention
+from migrate.store import ARCHIVE_ORDER, Head, bbg_changes, bbgdb, imports, open_store, retention
+from migrate.store.codec import CONTENT, HEADS
 from migrate.store.graph import publish
 from tests.share.helpers import stream, tail_bytes
 from tests.share.stores import graph_store, graph_writes
 from tests.store.helpers import birth, follow
 from tests.store.test_digest_links import _chain
 from tests.support.change_oracle import install
+from tests.support.stores import tx_put_raw
 from tests.transfer.test_bbg_end_state import NONCE, TARGET
 
 pytestmark = pytest.mark.engine("sqlite")
@@ -108,3 +111,60 @@ def test_the_oracle_catches_a_write_the_record_missed(
         with pytest.raises(AssertionError, match="missed write"), store.transaction() as tx:
             # a delete behind the record's back (not tx.delete): the id would not see it
             tx.execute("DELETE FROM application_content WHERE key = ?", (a.namespace,))
+
+
+@pytest.mark.parametrize("budget", [None, 0, 200], ids=["held", "spilled", "spilled-midway"])
+def test_a_key_changed_again_counts_with_what_the_transaction_leaves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int | None
+) -> None:
+    """bbg keeps the last change of a key (``Transaction::stage`` into a ``BTreeMap``,
+    cyberia-to/bbg ``rs/src/storage/database/transaction.rs`` @ a0d38a0827b1): the record
+    keeps keys, the value is the row the transaction leaves, no row a removal -- held, all
+    spilled, or spilled between two changes of a key (a 200-byte budget: a key or two)."""
+    if budget is not None:
+        monkeypatch.setattr(bbg_changes, "SPILL_BYTES", budget)
+    seen: list[bytes | None] = []
+    install(monkeypatch, seen)
+    with open_store(tmp_path / "s", create=True) as store:
+        a = birth("a")
+        a.apply(store)
+        old, kept = next(iter(a.contents.items()))
+        gone, twice = b"w" * 32, b"t" * 32
+        later = Head(7, b"h" * 32)
+        with store.transaction() as tx:
+            tx.put(CONTENT, gone, b"\x01first")  # written, then deleted: a removal
+            tx.set_head(a.namespace, Head(5, b"g" * 32))
+            tx.delete(CONTENT, gone)
+            tx.delete(CONTENT, old)  # deleted, then written again: the row
+            tx_put_raw(tx, CONTENT, twice, b"\x01one")  # written twice: the second bytes
+            tx.put(CONTENT, old, kept)
+            tx_put_raw(tx, CONTENT, twice, b"\x01two")
+            tx.set_head(a.namespace, later)
+        want = bbgdb.change_id({
+            (CONTENT, gone): None, (CONTENT, old): kept, (CONTENT, twice): b"\x01two",
+            (HEADS, a.namespace): later.encode(),
+        })  # fmt: skip
+        assert seen[-1] == want
+        assert bbg_changes.recorded(store._conn) == want
+
+
+def test_the_record_holds_keys_not_values(tmp_path: Path) -> None:
+    """A transaction's record of its changes holds the changed keys, not their values: six
+    rows of 1 MiB (under the spill budget, which values used to count) leave well under 1 MiB
+    of Python objects behind them (SQLite's own cache is not traced), and the id is the one
+    of those rows."""
+    big = {bytes([i]) * 32: b"\x01" + bytes([i]) * (1 << 20) for i in range(6)}
+    with open_store(tmp_path / "s", create=True) as store:
+        with store.transaction() as tx:
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                for i in range(6):  # each value made here and dropped after its put
+                    tx.put(CONTENT, bytes([i]) * 32, b"\x01" + bytes([i]) * (1 << 20))
+                held = tracemalloc.get_traced_memory()[0] - before
+            finally:
+                tracemalloc.stop()
+        assert held < 1 << 20, held
+        assert bbg_changes.recorded(store._conn) == bbgdb.change_id(
+            {(CONTENT, k): v for k, v in big.items()}
+        )
