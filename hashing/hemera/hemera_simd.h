@@ -121,18 +121,34 @@ AVX512 static inline void external_limbs(__m512i *a, __m512i *b) {
     *b = v[1];
 }
 
+/* The top bit of each lane: set where u + v wrapped, given s = u + v (mod 2^64).  A carry
+ * out of the top bit is (u & v) | ((u | v) & ~s) there: one ternary-logic instruction,
+ * where an unsigned compare into a mask register takes several cycles more on some CPUs
+ * (this sits on the permutation's critical path once per round). */
+AVX512 static inline __m512i carry_bits(__m512i u, __m512i v, __m512i s) {
+    return _mm512_ternarylogic_epi64(u, v, s, 0xD4);
+}
+
 /* lo + hi * 2^32 mod p, for lo, hi below 2^39: with hi = h1 * 2^32 + h0, the value is
  * lo + h0 * 2^32 + h1 * EPS (2^64 = EPS).  At most one of the two sums can wrap (after
  * a first wrap the running value is below 2^39), and one EPS then fixes it. */
 AVX512 static inline __m512i join_limbs(__m512i lo, __m512i hi) {
     const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);
     __m512i h1 = _mm512_srli_epi64(hi, 32);
-    __m512i x = _mm512_add_epi64(_mm512_slli_epi64(hi, 32), lo);   /* h0 * 2^32 + lo */
-    __mmask8 c1 = _mm512_cmplt_epu64_mask(x, lo);
+    __m512i h0s = _mm512_slli_epi64(hi, 32);
+    __m512i x = _mm512_add_epi64(h0s, lo);                          /* h0 * 2^32 + lo */
     __m512i y = _mm512_sub_epi64(_mm512_slli_epi64(h1, 32), h1);    /* h1 * EPS */
     __m512i r = _mm512_add_epi64(x, y);
-    __mmask8 c2 = _mm512_cmplt_epu64_mask(r, x);
-    return _mm512_mask_add_epi64(r, (__mmask8)(c1 | c2), r, eps);
+    __m512i wrapped = _mm512_or_si512(carry_bits(h0s, lo, x), carry_bits(x, y, r));
+    return _mm512_add_epi64(r, _mm512_and_si512(_mm512_srai_epi64(wrapped, 63), eps));
+}
+
+/* a + k mod p for any a and a canonical k (below p): the sum wraps at most once, and then
+ * it is below k, so one EPS fixes it (add8's second correction cannot be needed). */
+AVX512 static inline __m512i add8_canonical(__m512i a, __m512i k) {
+    const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);
+    __m512i s = _mm512_add_epi64(a, k);
+    return _mm512_mask_add_epi64(s, _mm512_cmplt_epu64_mask(s, k), s, eps);
 }
 
 /* state <- M_E state + (ra, rb): the next full round's constants (any 64-bit values, e.g.
@@ -244,9 +260,9 @@ AVX512 static inline void permute_frac_avx512(__m512i *pa, __m512i *pb, uint64_t
         __m512i da = mul8(a, diag_a), db = mul8(b, diag_b);
         uint64_t dsum = hsum15(da, db);
         const __m512i nv = _mm512_set1_epi64((long long)n);
-        const __m512i kv = _mm512_set1_epi64((long long)add(mul(n, sum), q));
-        a = add8(mul8(da, nv), kv);
-        b = add8(mul8(db, nv), kv);
+        const __m512i kv = _mm512_set1_epi64((long long)canon(add(mul(n, sum), q)));
+        a = add8_canonical(mul8(da, nv), kv);
+        b = add8_canonical(mul8(db, nv), kv);
         a0 = add(mul(DIAG0_PLUS1, q), mul(n, sum));
         sum = add(mul(n, add(dsum, mul(15, sum))), mul(15, q));
         z = mul(z, n);
