@@ -94,14 +94,26 @@ def hash_stream(
     progress: Callable[[int], None] | None = None,
 ) -> bytes:
     """hemera(prefix || everything readable from ``stream``), holding at most one chunk;
-    ``progress(bytes hashed so far)`` after each chunk."""
+    ``progress(bytes hashed so far)`` after each chunk.  A stream with ``readinto`` (files,
+    pipes) is read into one reused buffer, which the C core hashes in place."""
     hasher = (backend or impl).Hasher(prefix)
     done = 0
-    while chunk := stream.read(CHUNK_SIZE):
-        hasher.update(chunk)
-        if progress is not None:
+    readinto = getattr(stream, "readinto", None)
+    if readinto is None:
+        while chunk := stream.read(CHUNK_SIZE):
+            hasher.update(chunk)
             done += len(chunk)
-            progress(done)
+            if progress is not None:
+                progress(done)
+        return hasher.digest()
+    buf = bytearray(CHUNK_SIZE)
+    with memoryview(buf) as view:
+        while n := readinto(buf):
+            with view[:n] as filled:
+                hasher.update(filled)
+            done += n
+            if progress is not None:
+                progress(done)
     return hasher.digest()
 
 

@@ -394,7 +394,9 @@ int hemera_use_simd(int level) {
 #ifdef HEMERA_SIMD
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2")) best = 1;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) best = 2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+        best = 2;
 #endif
     SIMD_LEVEL = level < best ? (level > 0 ? level : 0) : best;
     return SIMD_LEVEL;

@@ -82,12 +82,15 @@
         return mul##N(mul##N(x2, x), sqr##N(x2));                                           \
     }
 
-#define AVX512 __attribute__((target("avx512f,avx512dq")))
+/* AVX-512 F + DQ (vpmullq) + VL: the partial rounds use the AVX-512 forms on 4-lane
+ * registers (see permute_frac_avx512). */
+#define AVX512 __attribute__((target("avx512f,avx512dq,avx512vl")))
 
 /*
  * The same permutation with the state in two 8-lane AVX-512 registers.  Why: the 64
  * products of each full round and the 15 of each partial round are independent, and the
- * scalar code spends most of its time on them.  Used only when the CPU has AVX-512F
+ * scalar code spends most of its time on them (the partial rounds on four 4-lane
+ * registers, see permute_frac_avx512).  Used only when the CPU has AVX-512 F, DQ and VL
  * (checked in hemera_setup); the tests compare it with the scalar path.
  */
 
@@ -97,6 +100,14 @@
 #define SUB_EPS_IF8(x, m, eps) _mm512_mask_sub_epi64(x, m, x, eps)
 DEFINE_FIELD_OPS(8, AVX512, _mm512, __m512i, __mmask8, _mm512_set1_epi64, _mm512_and_si512, LO8,
                  _mm512_cmplt_epu64_mask, _mm512_mask_cmplt_epu64_mask, ADD_EPS_IF8, SUB_EPS_IF8)
+
+/* The same operations on 4-lane registers with AVX-512VL (mulv, addv, ...): vpmullq and
+ * unsigned compares into mask registers, which AVX2 lacks. */
+#define LOV(a, b, ll, mid2, eps) _mm256_mullo_epi64(a, b)
+#define ADD_EPS_IFV(x, m, eps) _mm256_mask_add_epi64(x, m, x, eps)
+#define SUB_EPS_IFV(x, m, eps) _mm256_mask_sub_epi64(x, m, x, eps)
+DEFINE_FIELD_OPS(v, AVX512, _mm256, __m256i, __mmask8, _mm256_set1_epi64x, _mm256_and_si256, LOV,
+                 _mm256_cmplt_epu64_mask, _mm256_mask_cmplt_epu64_mask, ADD_EPS_IFV, SUB_EPS_IFV)
 
 /* The linear part of M_E on one limb of every element (a = elements 0..7, b = 8..15).
  * By linearity circ(2*M4, M4, M4, M4) x = M4 (x_c + S) per chunk c, with S the sum of
@@ -121,18 +132,34 @@ AVX512 static inline void external_limbs(__m512i *a, __m512i *b) {
     *b = v[1];
 }
 
+/* The top bit of each lane: set where u + v wrapped, given s = u + v (mod 2^64).  A carry
+ * out of the top bit is (u & v) | ((u | v) & ~s) there: one ternary-logic instruction,
+ * where an unsigned compare into a mask register takes several cycles more on some CPUs
+ * (this sits on the permutation's critical path once per round). */
+AVX512 static inline __m512i carry_bits(__m512i u, __m512i v, __m512i s) {
+    return _mm512_ternarylogic_epi64(u, v, s, 0xD4);
+}
+
 /* lo + hi * 2^32 mod p, for lo, hi below 2^39: with hi = h1 * 2^32 + h0, the value is
  * lo + h0 * 2^32 + h1 * EPS (2^64 = EPS).  At most one of the two sums can wrap (after
  * a first wrap the running value is below 2^39), and one EPS then fixes it. */
 AVX512 static inline __m512i join_limbs(__m512i lo, __m512i hi) {
     const __m512i eps = _mm512_set1_epi64((long long)HEMERA_EPS);
     __m512i h1 = _mm512_srli_epi64(hi, 32);
-    __m512i x = _mm512_add_epi64(_mm512_slli_epi64(hi, 32), lo);   /* h0 * 2^32 + lo */
-    __mmask8 c1 = _mm512_cmplt_epu64_mask(x, lo);
+    __m512i h0s = _mm512_slli_epi64(hi, 32);
+    __m512i x = _mm512_add_epi64(h0s, lo);                          /* h0 * 2^32 + lo */
     __m512i y = _mm512_sub_epi64(_mm512_slli_epi64(h1, 32), h1);    /* h1 * EPS */
     __m512i r = _mm512_add_epi64(x, y);
-    __mmask8 c2 = _mm512_cmplt_epu64_mask(r, x);
-    return _mm512_mask_add_epi64(r, (__mmask8)(c1 | c2), r, eps);
+    __m512i wrapped = _mm512_or_si512(carry_bits(h0s, lo, x), carry_bits(x, y, r));
+    return _mm512_add_epi64(r, _mm512_and_si512(_mm512_srai_epi64(wrapped, 63), eps));
+}
+
+/* a + k mod p for any a and a canonical k (below p): the sum wraps at most once, and then
+ * it is below k, so one EPS fixes it (addv's second correction cannot be needed). */
+AVX512 static inline __m256i addv_canonical(__m256i a, __m256i k) {
+    const __m256i eps = _mm256_set1_epi64x((long long)HEMERA_EPS);
+    __m256i s = _mm256_add_epi64(a, k);
+    return _mm256_mask_add_epi64(s, _mm256_cmplt_epu64_mask(s, k), s, eps);
 }
 
 /* state <- M_E state + (ra, rb): the next full round's constants (any 64-bit values, e.g.
@@ -172,16 +199,22 @@ AVX512 static inline void external8(__m512i *a, __m512i *b, const uint64_t *rc) 
         external8_last(a, b);
 }
 
-/* Sum of lanes 1..15 mod p (lane 0 of a is ignored), exactly: the 32-bit halves are
- * summed separately. */
-AVX512 static inline uint64_t hsum15(__m512i a, __m512i b) {
-    const __m512i lo32 = _mm512_set1_epi64((long long)HEMERA_EPS);
-    __m512i lo = _mm512_add_epi64(_mm512_maskz_and_epi64(0xFE, a, lo32),
-                                  _mm512_and_si512(b, lo32));
-    __m512i hi = _mm512_add_epi64(_mm512_maskz_srli_epi64(0xFE, a, 32),
-                                  _mm512_srli_epi64(b, 32));
-    uint64_t lo_sum = (uint64_t)_mm512_reduce_add_epi64(lo);  /* < 2^36: no wrap */
-    uint64_t hi_sum = (uint64_t)_mm512_reduce_add_epi64(hi);
+/* Sum of elements 1..15 mod p (v[c] = elements 4c .. 4c+3; element 0 is ignored), exactly:
+ * the 32-bit halves are summed separately, then both in one reduction tree. */
+AVX512 static inline uint64_t hsum15(const __m256i *v) {
+    const __m256i lo32 = _mm256_set1_epi64x((long long)HEMERA_EPS);
+    __m256i lo = _mm256_maskz_and_epi64(0xE, v[0], lo32);
+    __m256i hi = _mm256_maskz_srli_epi64(0xE, v[0], 32);
+    for (int c = 1; c < 4; c++) {
+        lo = _mm256_add_epi64(lo, _mm256_and_si256(v[c], lo32));
+        hi = _mm256_add_epi64(hi, _mm256_srli_epi64(v[c], 32));
+    }
+    /* Lanes 0-1: lo's partial sums, 2-3: hi's (each below 2^36: no wrap). */
+    __m256i t = _mm256_add_epi64(_mm256_permute2x128_si256(lo, hi, 0x20),
+                                 _mm256_permute2x128_si256(lo, hi, 0x31));
+    t = _mm256_add_epi64(t, _mm256_shuffle_epi32(t, 0x4E));
+    uint64_t lo_sum = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(t));
+    uint64_t hi_sum = (uint64_t)_mm_cvtsi128_si64(_mm256_extracti128_si256(t, 1));
     return reduce_small(((u128)hi_sum << 32) + lo_sum);
 }
 
@@ -229,30 +262,39 @@ AVX512 static inline void permute_frac_avx512(__m512i *pa, __m512i *pb, uint64_t
         }
     }
     /* Partial rounds, over the denominator z as in permute_scalar, in the form
-     *     a' = n (d . a) + (n S + q)     (lanes 1..15; lane 0 of a is not used)
+     *     a' = n (d . a) + (n S + q)     (elements 1..15; element 0 is not used)
      *     S' = n (sum(d . a) + 15 S) + 15 q,   a0' = (d0 + 1) q + n S
-     * so that a round's vector work is two products in a row, and S (the sum of lanes
-     * 1..15) comes from a scalar recurrence instead of waiting for the new vectors. */
-    const __m512i diag_a = _mm512_loadu_si512((const void *)DIAG);
-    const __m512i diag_b = _mm512_loadu_si512((const void *)(DIAG + 8));
+     * so that a round's vector work is two products in a row, and S (the sum of elements
+     * 1..15) comes from a scalar recurrence instead of waiting for the new vectors.  Here
+     * the state is four 4-lane registers instead of two 8-lane ones: the same work, in
+     * four independent chains of shorter instructions, which this dependent sequence of
+     * rounds runs faster on (measured: benchmarks/hemera.py, one long input). */
+    __m256i v[4], diag[4];
+    v[0] = _mm512_castsi512_si256(a);
+    v[1] = _mm512_extracti64x4_epi64(a, 1);
+    v[2] = _mm512_castsi512_si256(b);
+    v[3] = _mm512_extracti64x4_epi64(b, 1);
+    for (int c = 0; c < 4; c++) diag[c] = _mm256_loadu_si256((const __m256i *)(DIAG + 4 * c));
     uint64_t a0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(a));
-    uint64_t sum = hsum15(a, b);
+    uint64_t sum = hsum15(v);
     uint64_t z = w, zsq = mul(w, w);
     for (int r = 0; r < PARTIAL; r++) {
         uint64_t n, q;
         round_factors(a0, part[r], z, zsq, &n, &q);
-        __m512i da = mul8(a, diag_a), db = mul8(b, diag_b);
-        uint64_t dsum = hsum15(da, db);
-        const __m512i nv = _mm512_set1_epi64((long long)n);
-        const __m512i kv = _mm512_set1_epi64((long long)add(mul(n, sum), q));
-        a = add8(mul8(da, nv), kv);
-        b = add8(mul8(db, nv), kv);
+        __m256i d[4];
+        for (int c = 0; c < 4; c++) d[c] = mulv(v[c], diag[c]);
+        uint64_t dsum = hsum15(d);
+        const __m256i nv = _mm256_set1_epi64x((long long)n);
+        const __m256i kv = _mm256_set1_epi64x((long long)canon(add(mul(n, sum), q)));
+        for (int c = 0; c < 4; c++) v[c] = addv_canonical(mulv(d[c], nv), kv);
         a0 = add(mul(DIAG0_PLUS1, q), mul(n, sum));
         sum = add(mul(n, add(dsum, mul(15, sum))), mul(15, q));
         z = mul(z, n);
         zsq = mul(z, z);
     }
-    a = _mm512_mask_mov_epi64(a, 0x01, _mm512_set1_epi64((long long)a0));
+    v[0] = _mm256_mask_mov_epi64(v[0], 0x1, _mm256_set1_epi64x((long long)a0));
+    a = _mm512_inserti64x4(_mm512_castsi256_si512(v[0]), v[1], 1);
+    b = _mm512_inserti64x4(_mm512_castsi256_si512(v[2]), v[3], 1);
     /* The middle full round's constants, then the last full rounds, on fractions over z. */
     const uint64_t *term = full + HALF_FULL * WIDTH;
     scaled_rc8(term, z, 1, &ra, &rb);
