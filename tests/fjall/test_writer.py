@@ -243,6 +243,42 @@ def test_the_bulk_path_writes_the_bytes_of_the_item_by_item_writer(tmp_path: Pat
     assert ours == out.getvalue()
 
 
+def test_spilled_key_hashes_give_the_same_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_keyspace with the bloom hashes of its open segment spilled every 500 keys
+    (bloom.KeyHashes; the bulk path) writes the same files as with every hash held, and
+    leaves no spill file behind; the real filter check passes."""
+    from migrate.store.fjall import bloom, segment
+
+    rows = {"p": [(b"%07d" % i, os.urandom(i % 90)) for i in range(20000)], "q": _rows(10)}
+    build_keyspace(tmp_path / "held", rows, created_at=12345)
+    monkeypatch.setattr(bloom, "SPILL_KEYS", 500)
+    spilled: list[int] = []
+    finish = segment.SegmentWriter.finish
+
+    def watched(self: segment.SegmentWriter) -> object:
+        assert len(self.hashes.h1) < 500 + 4096  # never more than a spill part and a batch
+        got = finish(self)
+        spilled.append(self.hashes.spilled)
+        return got
+
+    monkeypatch.setattr(segment.SegmentWriter, "finish", watched)
+    build_keyspace(tmp_path / "spilled", rows, created_at=12345)
+    assert max(spilled) > 10_000
+    files = sorted(p.relative_to(tmp_path / "held") for p in (tmp_path / "held").rglob("*"))
+    assert files == sorted(
+        p.relative_to(tmp_path / "spilled") for p in (tmp_path / "spilled").rglob("*")
+    )
+    for rel in files:
+        if (tmp_path / "held" / rel).is_file():
+            assert (tmp_path / "held" / rel).read_bytes() == (
+                tmp_path / "spilled" / rel
+            ).read_bytes(), rel
+    with open_keyspace(tmp_path / "spilled") as ks:
+        assert fjreport.check(ks)["ok"]
+
+
 def test_a_build_never_removes_a_directory_it_did_not_make(tmp_path: Path) -> None:
     """A user's folder named like a build's temporary sibling survives (no mark of ours in
     it); the published keyspace carries no mark either."""
