@@ -60,6 +60,9 @@ def test_rss_sizes_reports_peak_rss_of_both_paths_against_the_goal(tmp_path: Pat
     assert "goal <= 150 MB" in out and "load average" in out
     # Two sizes and the existing destination's first import, each generated once.
     assert len(list(tmp_path.glob("*.redb"))) == 3
+    only = _bench("rss_sizes.py", "--sizes", "0.5", "--cache", str(tmp_path), "--modes",
+                  "existing").stdout  # fmt: skip
+    assert "CPU s" in only and "existing: peak RSS" in only and "new: peak RSS" not in only
 
 
 @pytest.mark.slow
