@@ -359,3 +359,38 @@ def test_a_failure_of_the_background_finish_is_raised_by_commit(
             builder.commit()
     assert not (tmp_path / "ks").exists()
     assert os.listdir(tmp_path) == []
+
+
+def test_key_hashes_stay_in_memory_where_no_unnamed_file_can_be_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without O_TMPFILE: the hashes are not spilled (no named file is ever
+    made in a segment folder, which may be a live partition's); the filter is the same."""
+    from migrate.store.fjall import backend, bloom
+
+    monkeypatch.setattr(bloom, "SPILL_KEYS", 4)
+    real_open = os.open
+
+    def no_tmpfile(path: str, flags: int, *rest: int) -> int:
+        if flags & os.O_TMPFILE == os.O_TMPFILE:
+            raise OSError(95, "Operation not supported")
+        return real_open(path, flags, *rest)
+
+    keys = [b"%05d" % i for i in range(100)]
+    filters = []
+    for broken in (False, True):
+        if broken:
+            monkeypatch.setattr(os, "open", no_tmpfile)
+        hashes = bloom.KeyHashes(str(tmp_path))
+        for key in keys:
+            h1, h2 = bloom.key_hash(key)
+            hashes.h1.append(h1)
+            hashes.h2.append(h2)
+            hashes.spill()
+        assert len(hashes) == 100
+        assert (hashes.spilled, len(hashes.h1)) == ((0, 100) if broken else (100, 0))
+        filters.append(hashes.filter(bloom.BitsPerKey(10), backend.resolve("python").bloom_bits))
+        hashes.close()
+        assert os.listdir(tmp_path) == []
+    whole = bloom.build(bloom.BitsPerKey(10), map(bloom.key_hash, keys), 100)
+    assert filters[0] == filters[1] == whole

@@ -27,11 +27,9 @@ from __future__ import annotations
 import math
 import os
 import struct
-import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
 
 import xxhash
 
@@ -136,10 +134,11 @@ class KeyHashes:
     The filter's size follows from the key count, known only when the segment is closed, so
     every hash waits until then: 16 bytes a key, some 23 MB for a 128 MiB segment of short
     rows.  With a ``spill_dir``, :meth:`spill` moves them, once :data:`SPILL_KEYS` are held,
-    to an unnamed temporary file in that folder (``O_TMPFILE``: a crash leaves no file
-    behind), and :meth:`filter` reads them back part by part: the filters of one ``(m, k)``
-    over parts of the keys OR together into the filter of all of them, so the stored bytes
-    are the same as from one pass over every hash.
+    to a file in that folder that never has a name (``O_TMPFILE``: a crash leaves nothing in
+    the folder, which may be a live partition's; where the file system cannot make one they
+    stay in memory), and :meth:`filter` reads them back part by part: the filters of one
+    ``(m, k)`` over parts of the keys OR together into the filter of all of them, so the
+    stored bytes are the same as from one pass over every hash.
     """
 
     def __init__(self, spill_dir: str | None = None) -> None:
@@ -148,7 +147,8 @@ class KeyHashes:
         self.spill_dir = spill_dir
         self.spilled = 0
         self._parts: list[int] = []  # the hash count of each part in the spill file
-        self._file: BinaryIO | None = None
+        self._fd: int | None = None
+        self._end = 0
 
     def __len__(self) -> int:
         return self.spilled + len(self.h1)
@@ -158,26 +158,32 @@ class KeyHashes:
         count = len(self.h1)
         if self.spill_dir is None or count < SPILL_KEYS:
             return
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix=".tmp", dir=self.spill_dir)
-        self._file.write(self.h1.tobytes())
-        self._file.write(self.h2.tobytes())
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.spill_dir, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            except (OSError, AttributeError):  # no unnamed file here: keep them in memory
+                self.spill_dir = None
+                return
+        for view in (memoryview(self.h1).cast("B"), memoryview(self.h2).cast("B")):
+            while view:
+                written = os.pwrite(self._fd, view, self._end)
+                self._end += written
+                view = view[written:]
         self._parts.append(count)
         self.spilled += count
         self.h1, self.h2 = array("Q"), array("Q")
 
     def _all(self) -> Iterator[tuple[array[int], array[int]]]:
-        if self._file is not None:
-            self._file.flush()
-            at = 0
-            for count in self._parts:
-                h1, h2 = array("Q"), array("Q")
-                h1.frombytes(os.pread(self._file.fileno(), 8 * count, at))
-                h2.frombytes(os.pread(self._file.fileno(), 8 * count, at + 8 * count))
-                if len(h1) != count or len(h2) != count:
-                    raise OSError(f"key hashes cut short in their spill file in {self.spill_dir}")
-                at += 16 * count
-                yield h1, h2
+        at = 0
+        for count in self._parts:
+            assert self._fd is not None
+            h1, h2 = array("Q"), array("Q")
+            h1.frombytes(os.pread(self._fd, 8 * count, at))
+            h2.frombytes(os.pread(self._fd, 8 * count, at + 8 * count))
+            if len(h1) != count or len(h2) != count:
+                raise OSError(f"key hashes cut short in their spill file in {self.spill_dir}")
+            at += 16 * count
+            yield h1, h2
         if self.h1:
             yield self.h1, self.h2
 
@@ -197,9 +203,9 @@ class KeyHashes:
         return encode(m, k, acc)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def decode(data: bytes, path: str, offset: int) -> Filter:
