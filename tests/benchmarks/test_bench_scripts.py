@@ -86,3 +86,11 @@ def test_change_id_prints_every_case_against_its_baseline() -> None:
             assert any(line.split()[:2] == [case, mode] and "of baseline" in line
                        for line in out.splitlines()), out  # fmt: skip
     assert "hash only" in out
+
+
+@pytest.mark.slow
+def test_bloom_spill_compares_spilled_with_held_hashes() -> None:
+    res = _bench("bloom_spill.py", "--rows", "300000")  # more keys than bloom.SPILL_KEYS
+    out = res.stdout
+    assert "  held: 300,000 rows" in out and " spill: 300,000 rows" in out, out
+    assert "spilled/held: CPU" in out and "same files: yes" in out, out
