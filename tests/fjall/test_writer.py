@@ -394,3 +394,21 @@ def test_key_hashes_stay_in_memory_where_no_unnamed_file_can_be_made(
         assert os.listdir(tmp_path) == []
     whole = bloom.build(bloom.BitsPerKey(10), map(bloom.key_hash, keys), 100)
     assert filters[0] == filters[1] == whole
+
+
+def test_an_aborted_segment_closes_its_hash_spill_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build refused mid-segment (keys out of order after hashes were spilled) leaves no
+    spill file open (its disk space is freed) and nothing in the folder."""
+    from migrate.store.fjall import bloom
+
+    monkeypatch.setattr(bloom, "SPILL_KEYS", 100)
+    before = set(os.listdir("/proc/self/fd"))
+    rows = [(b"%07d" % i, b"v") for i in range(5000)] + [(b"0000001", b"late")]
+    with pytest.raises(FjallRefused, match="strictly ascending"):
+        build_keyspace(tmp_path / "ks", {"p": rows})
+    leaked = [os.readlink(f"/proc/self/fd/{fd}") for fd in set(os.listdir("/proc/self/fd")) - before
+              if os.path.exists(f"/proc/self/fd/{fd}")]  # fmt: skip
+    assert not [name for name in leaked if "(deleted)" in name or str(tmp_path) in name], leaked
+    assert os.listdir(tmp_path) == []

@@ -312,6 +312,8 @@ class _Segments:
         return self.written
 
     def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.hashes.close()  # its spill file (unnamed: closing frees it)
         if self._file is not None:
             self._file.close()
             self._file = self._writer = None
