@@ -60,6 +60,9 @@ def test_rss_sizes_reports_peak_rss_of_both_paths_against_the_goal(tmp_path: Pat
     assert "goal <= 150 MB" in out and "load average" in out
     # Two sizes and the existing destination's first import, each generated once.
     assert len(list(tmp_path.glob("*.redb"))) == 3
+    only = _bench("rss_sizes.py", "--sizes", "0.5", "--cache", str(tmp_path), "--modes",
+                  "existing").stdout  # fmt: skip
+    assert "CPU s" in only and "existing: peak RSS" in only and "new: peak RSS" not in only
 
 
 @pytest.mark.slow
@@ -83,3 +86,11 @@ def test_change_id_prints_every_case_against_its_baseline() -> None:
             assert any(line.split()[:2] == [case, mode] and "of baseline" in line
                        for line in out.splitlines()), out  # fmt: skip
     assert "hash only" in out
+
+
+@pytest.mark.slow
+def test_bloom_spill_compares_spilled_with_held_hashes() -> None:
+    res = _bench("bloom_spill.py", "--rows", "300000")  # more keys than bloom.SPILL_KEYS
+    out = res.stdout
+    assert "  held: 300,000 rows" in out and " spill: 300,000 rows" in out, out
+    assert "spilled/held: CPU" in out and "same files: yes" in out, out

@@ -243,6 +243,42 @@ def test_the_bulk_path_writes_the_bytes_of_the_item_by_item_writer(tmp_path: Pat
     assert ours == out.getvalue()
 
 
+def test_spilled_key_hashes_give_the_same_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_keyspace with the bloom hashes of its open segment spilled every 500 keys
+    (bloom.KeyHashes; the bulk path) writes the same files as with every hash held, and
+    leaves no spill file behind; the real filter check passes."""
+    from migrate.store.fjall import bloom, segment
+
+    rows = {"p": [(b"%07d" % i, os.urandom(i % 90)) for i in range(20000)], "q": _rows(10)}
+    build_keyspace(tmp_path / "held", rows, created_at=12345)
+    monkeypatch.setattr(bloom, "SPILL_KEYS", 500)
+    spilled: list[int] = []
+    finish = segment.SegmentWriter.finish
+
+    def watched(self: segment.SegmentWriter) -> object:
+        assert len(self.hashes.h1) < 500 + 4096  # never more than a spill part and a batch
+        got = finish(self)
+        spilled.append(self.hashes.spilled)
+        return got
+
+    monkeypatch.setattr(segment.SegmentWriter, "finish", watched)
+    build_keyspace(tmp_path / "spilled", rows, created_at=12345)
+    assert max(spilled) > 10_000
+    files = sorted(p.relative_to(tmp_path / "held") for p in (tmp_path / "held").rglob("*"))
+    assert files == sorted(
+        p.relative_to(tmp_path / "spilled") for p in (tmp_path / "spilled").rglob("*")
+    )
+    for rel in files:
+        if (tmp_path / "held" / rel).is_file():
+            assert (tmp_path / "held" / rel).read_bytes() == (
+                tmp_path / "spilled" / rel
+            ).read_bytes(), rel
+    with open_keyspace(tmp_path / "spilled") as ks:
+        assert fjreport.check(ks)["ok"]
+
+
 def test_a_build_never_removes_a_directory_it_did_not_make(tmp_path: Path) -> None:
     """A user's folder named like a build's temporary sibling survives (no mark of ours in
     it); the published keyspace carries no mark either."""
@@ -322,4 +358,57 @@ def test_a_failure_of_the_background_finish_is_raised_by_commit(
         with pytest.raises(OSError, match="No space left"):
             builder.commit()
     assert not (tmp_path / "ks").exists()
+    assert os.listdir(tmp_path) == []
+
+
+def test_key_hashes_stay_in_memory_where_no_unnamed_file_can_be_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without O_TMPFILE: the hashes are not spilled (no named file is ever
+    made in a segment folder, which may be a live partition's); the filter is the same."""
+    from migrate.store.fjall import backend, bloom
+
+    monkeypatch.setattr(bloom, "SPILL_KEYS", 4)
+    real_open = os.open
+
+    def no_tmpfile(path: str, flags: int, *rest: int) -> int:
+        if flags & os.O_TMPFILE == os.O_TMPFILE:
+            raise OSError(95, "Operation not supported")
+        return real_open(path, flags, *rest)
+
+    keys = [b"%05d" % i for i in range(100)]
+    filters = []
+    for broken in (False, True):
+        if broken:
+            monkeypatch.setattr(os, "open", no_tmpfile)
+        hashes = bloom.KeyHashes(str(tmp_path))
+        for key in keys:
+            h1, h2 = bloom.key_hash(key)
+            hashes.h1.append(h1)
+            hashes.h2.append(h2)
+            hashes.spill()
+        assert len(hashes) == 100
+        assert (hashes.spilled, len(hashes.h1)) == ((0, 100) if broken else (100, 0))
+        filters.append(hashes.filter(bloom.BitsPerKey(10), backend.resolve("python").bloom_bits))
+        hashes.close()
+        assert os.listdir(tmp_path) == []
+    whole = bloom.build(bloom.BitsPerKey(10), map(bloom.key_hash, keys), 100)
+    assert filters[0] == filters[1] == whole
+
+
+def test_an_aborted_segment_closes_its_hash_spill_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build refused mid-segment (keys out of order after hashes were spilled) leaves no
+    spill file open (its disk space is freed) and nothing in the folder."""
+    from migrate.store.fjall import bloom
+
+    monkeypatch.setattr(bloom, "SPILL_KEYS", 100)
+    before = set(os.listdir("/proc/self/fd"))
+    rows = [(b"%07d" % i, b"v") for i in range(5000)] + [(b"0000001", b"late")]
+    with pytest.raises(FjallRefused, match="strictly ascending"):
+        build_keyspace(tmp_path / "ks", {"p": rows})
+    leaked = [os.readlink(f"/proc/self/fd/{fd}") for fd in set(os.listdir("/proc/self/fd")) - before
+              if os.path.exists(f"/proc/self/fd/{fd}")]  # fmt: skip
+    assert not [name for name in leaked if "(deleted)" in name or str(tmp_path) in name], leaked
     assert os.listdir(tmp_path) == []

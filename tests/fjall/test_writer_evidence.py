@@ -22,6 +22,7 @@ What is compared, and what cannot match:
 from __future__ import annotations
 
 import io
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -137,23 +138,34 @@ def test_every_fixture_segment_is_covered() -> None:
     assert {level for *_, level, _ in SEGMENTS} == {0, 1}
 
 
+@pytest.mark.parametrize("spill", [False, True], ids=["hashes-held", "hashes-spilled"])
 @pytest.mark.parametrize("twin", backend.available())
 @pytest.mark.parametrize(("case", "partition", "level", "sid"), SEGMENTS,
                          ids=[f"{c}-{p[:12]}-{s}" for c, p, _, s in SEGMENTS])  # fmt: skip
 def test_a_real_segment_reencodes_identically(
-    case: str, partition: str, level: int, sid: str, twin: str, cases_dir: Path
-) -> None:
+    case: str, partition: str, level: int, sid: str, twin: str, spill: bool, cases_dir: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Also with the keys' bloom hashes spilled to a file every 3 keys (bloom.KeyHashes):
+    the filter read back part by part is the real crate's filter."""
     real = (cases_dir / case / "partitions" / partition / "segments" / sid).read_bytes()
     theirs = _structure(real)
     created_at = int.from_bytes(theirs["metadata"][2], "big")
     policy = bloom.FpRate(1e-5) if level == 0 else bloom.FpRate(5e-4)
     out = io.BytesIO()
-    writer = SegmentWriter(out, int(sid), backend.resolve(twin), bloom_policy=policy,
-                           created_at=created_at)  # fmt: skip
+    if spill:
+        monkeypatch.setattr(bloom, "SPILL_KEYS", 3)
+    writer = SegmentWriter(
+        out, int(sid), backend.resolve(twin), bloom_policy=policy, created_at=created_at,
+        spill_dir=str(tmp_path) if spill else None,
+    )  # fmt: skip
     for _c, _s, _p, payload in theirs["data"]:
         for key, value, seqno, vtype in _items(payload):
             writer.write(key, value, seqno, vtype)
     writer.finish()
+    if spill and writer.keys >= 3:
+        assert writer.hashes.spilled > 0
+    assert os.listdir(tmp_path) == []  # the spill file never had a name
     ours = _structure(out.getvalue())
     assert len(ours["data"]) == len(theirs["data"])
     for n, (a, b) in enumerate(zip(ours["data"], theirs["data"], strict=True)):

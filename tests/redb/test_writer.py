@@ -94,3 +94,47 @@ def test_the_real_crate_reads_it_identically(tmp_path: Path, tool: str) -> None:
                          check=False)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == _expected_dump(tables)
+
+
+@pytest.mark.parametrize("header_pages", [0, 1, 130])
+def test_several_regions_read_back(tmp_path: Path, header_pages: int) -> None:
+    """Regions of 16 pages (as the real crate's ``multi_region`` fixture has, with the 0 header
+    pages of redb 3.x/4.x and the 1 of 2.x): the pages fill region after region, an order-5
+    page (128 KiB) does not fit in one and is refused, pages of order 1..4 skip to the next
+    region, and every row reads back through both of our backends."""
+    tables = _tables(3)
+    del tables["huge values"]  # pages of order 5 and 6: larger than a region of 16 pages
+    rng = random.Random(4)
+    tables["big"] = sorted({rng.randbytes(8): rng.randbytes(rng.randint(5_000, 60_000))
+                            for _ in range(40)}.items())  # fmt: skip
+    path = tmp_path / "r.redb"
+    with RedbWriter(path, region_pages=16, header_pages=header_pages) as writer:
+        for name, rows in tables.items():
+            assert writer.add_table(name, rows) == len(rows)
+    with open_redb(path) as db:
+        h = db.header
+        assert (h.region_header_pages, h.region_max_data_pages) == (header_pages, 16)
+        assert h.num_regions > 10 and not h.layout_recalculated
+        tail = header_pages + h.trailing_region_pages if h.trailing_region_pages else 0
+        assert h.file_size == h.layout_len == 4096 * (1 + h.full_regions * (header_pages + 16)
+                                                      + tail)  # fmt: skip
+        assert list(dump_lines(db)) == _expected_dump(tables)
+        for name, rows in tables.items():
+            for key, value in rows[:: max(1, len(rows) // 25)]:
+                assert db.get(name, key) == value
+    with RedbWriter(tmp_path / "too-big.redb", region_pages=16) as writer:
+        with pytest.raises(ValueError, match="order 5 does not fit in a region"):
+            writer.add_table("t", [(b"k", bytes(100_000))])
+    with pytest.raises(ValueError, match="power of two"):
+        RedbWriter(tmp_path / "odd.redb", region_pages=24)
+
+
+def test_one_region_layout_unchanged(tmp_path: Path) -> None:
+    """The default geometry (130 header pages, regions of 2^20 pages) as before: a file below
+    4 GiB of data is one trailing region, and its length follows from its data pages."""
+    path = tmp_path / "one.redb"
+    _write(path, _tables(5))
+    with open_redb(path) as db:
+        h = db.header
+        assert (h.region_header_pages, h.region_max_data_pages, h.full_regions) == (130, 1 << 20, 0)
+        assert h.file_size == 4096 * (1 + 130 + h.trailing_region_pages)

@@ -22,9 +22,16 @@ real crate (``tests/support/test_redb_writer.py`` runs ``redb-oracle-v4 dump`` a
   and value types with alignment 1 and their type names).
 
 Only normal tables with variable-width keys and values (``&[u8]``, ``&str``) are written,
-which is all a legacy cell store has.  Pages are placed in one region (up to 4 GiB of data
-with 4 KiB pages); an order-k page sits at a multiple of its own size, and the order-0 pages
-skipped to align it are used by later small pages.
+which is all a legacy cell store has.  Pages fill the regions in turn (redb's
+``docs/design.md`` and ``src/tree_store/page_store/layout.rs``; our reader's
+``importers/redb/layout.py``): a region is its header pages then up to ``region_pages`` data
+pages (2^20 of 4 KiB: 4 GiB), every region but the last is full, and a page never crosses a
+region (its number carries the region in bits 20..40, its index inside the region in bits
+0..20).  An order-k page sits at a multiple of its own size inside its region; the order-0
+pages skipped to align it, and the tail of a region a page did not fit in, are used by later
+small pages.  The header names the full regions and the data pages of the trailing one.
+``region_pages`` and ``header_pages`` are parameters so that tests write several regions in a
+few pages (the real crate's ``multi_region`` fixture uses regions of 16 pages).
 """
 
 from __future__ import annotations
@@ -59,34 +66,54 @@ def _checksum(data: bytes | memoryview) -> bytes:
 
 
 class _Pages:
-    """Hands out page numbers in the one region and writes pages at their offsets."""
+    """Hands out page numbers region by region and writes pages at their offsets."""
 
-    def __init__(self, fd: int, page_size: int) -> None:
+    def __init__(self, fd: int, page_size: int, region_pages: int, header_pages: int) -> None:
         self.fd = fd
         self.page_size = page_size
-        self.next = 0  # first never-used order-0 page
-        self.holes: list[int] = []  # order-0 pages skipped to align a larger page
+        self.region_pages = region_pages
+        self.header_pages = header_pages
+        self.region = 0  # the region being filled; those before it are full
+        self.next = 0  # its first never-used order-0 page
+        # Order-0 pages left free (skipped to align a larger page, or the tail of a region a
+        # larger page did not fit in), as (region, index).
+        self.holes: list[tuple[int, int]] = []
 
     def write(self, data: bytes) -> int:
         """Store ``data`` in a page of the smallest order that holds it; its page number."""
         order = 0
         while self.page_size << order < len(data):
             order += 1
+        span = 1 << order
+        if span > self.region_pages:
+            raise ValueError(f"a page of order {order} does not fit in a region")
         if order == 0 and self.holes:
-            index = self.holes.pop()
+            region, index = self.holes.pop()
         else:
-            span = 1 << order
-            start = -(-self.next // span) * span
-            if order == 0:
-                start = self.next
-            self.holes.extend(range(start - 1, self.next - 1, -1))
+            start = self.next if order == 0 else -(-self.next // span) * span
+            if start + span > self.region_pages:
+                # Does not fit in this region: its tail stays for small pages, the next
+                # region begins.
+                self.holes.extend((self.region, i)
+                                  for i in range(self.region_pages - 1, self.next - 1, -1))
+                if self.region + 1 >= 1 << 20:
+                    raise ValueError("more regions than a page number can name")
+                self.region, self.next, start = self.region + 1, 0, 0
+            self.holes.extend((self.region, i) for i in range(start - 1, self.next - 1, -1))
             self.next = start + span
-            index = start >> order
-        if self.next > REGION_PAGES:
-            raise ValueError("more than one region of data: not supported by this writer")
-        offset = self.page_size * (1 + REGION_HEADER_PAGES + (index << order))
+            region, index = self.region, start >> order
+        offset = self.page_size * (
+            1 + region * (self.header_pages + self.region_pages) + self.header_pages
+            + (index << order)
+        )
         os.pwrite(self.fd, data, offset)
-        return (order << _PAGE_ORDER_SHIFT) | index
+        return (order << _PAGE_ORDER_SHIFT) | (region << 20) | index
+
+    def regions(self) -> tuple[int, int]:
+        """(full regions, data pages of the trailing region) for the super-header."""
+        if self.next == self.region_pages:
+            return self.region + 1, 0
+        return self.region, max(self.next, 1)  # the region holds at least one page
 
 
 class _Level:
@@ -215,11 +242,18 @@ class RedbWriter:
     existing one is replaced) and is complete only after ``close``.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, region_pages: int = REGION_PAGES,
+        header_pages: int = REGION_HEADER_PAGES,
+    ) -> None:  # fmt: skip
+        if not 0 < region_pages <= REGION_PAGES or region_pages & (region_pages - 1):
+            # redb's regions hold a power of two of pages (Builder::set_region_size rounds
+            # up to one), at most 2^20 (the bits of a page number's index).
+            raise ValueError(f"region_pages must be a power of two in 1..{REGION_PAGES}")
         self.path = Path(path)
         self.page_size = page_size = PAGE_SIZE
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._pages = _Pages(self._fd, page_size)
+        self._pages = _Pages(self._fd, page_size, region_pages, header_pages)
         self._tables: dict[str, bytes] = {}
 
     def __enter__(self) -> RedbWriter:
@@ -255,16 +289,14 @@ class RedbWriter:
         for name in sorted(self._tables, key=lambda n: n.encode("utf-8")):
             table_tree.add(name.encode("utf-8"), self._tables[name])
         root = table_tree.finish()
-        data_pages = self._pages.next
-        # The region must hold at least one page; an empty file still has its table tree.
-        assert data_pages > 0 or root is None
-        data_pages = max(data_pages, 1)
+        pages = self._pages
+        full, trailing = pages.regions()
         header = bytearray(self.page_size)
         header[: len(MAGIC)] = MAGIC
         header[9] = GOD_TWO_PHASE
         struct.pack_into(
-            "<IIIIIQ", header, 12, self.page_size, REGION_HEADER_PAGES, REGION_PAGES, 0,
-            data_pages, 0,
+            "<IIIIIQ", header, 12, self.page_size, pages.header_pages, pages.region_pages,
+            full, trailing, 0,
         )
         # Slot 0 is the primary commit; slot 1 the same state one transaction earlier (the
         # crate reads slot 1 only if slot 0 failed, which two-phase commit rules out).
@@ -281,6 +313,8 @@ class RedbWriter:
             header[at : at + 112] = raw
             header[at + 112 : at + 128] = _checksum(bytes(raw))
         os.pwrite(self._fd, bytes(header), 0)
-        os.ftruncate(self._fd, self.page_size * (1 + REGION_HEADER_PAGES + data_pages))
+        region = pages.header_pages + pages.region_pages
+        length = 1 + full * region + (pages.header_pages + trailing if trailing else 0)
+        os.ftruncate(self._fd, self.page_size * length)
         os.fsync(self._fd)
         os.close(self._fd)

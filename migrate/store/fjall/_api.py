@@ -23,6 +23,10 @@ class Twin(Protocol):
         """The stored bloom filter for these key hashes."""
         ...
 
+    def bloom_bits(self, m: int, k: int, h1: array[int], h2: array[int]) -> bytes:
+        """The ``m / 8`` bytes of a filter of ``m`` bits and ``k`` probes with these hashes."""
+        ...
+
     def journal_markers(self, buf: bytes, pos: int) -> tuple[list[tuple[Any, ...]], int, int]:
         """The journal markers of ``buf`` from ``pos`` (see ``journal.markers``)."""
         ...

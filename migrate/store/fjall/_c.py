@@ -30,6 +30,7 @@ live = _ext.live
 encode_items = _ext.encode_items
 encode_rows = _ext.encode_rows
 journal_markers = _ext.journal_markers
+bloom_bits = _ext.bloom_bits
 
 
 def decode_items(payload: bytes) -> tuple[list[tuple[bytes, bytes, int, int]], int]:
@@ -47,6 +48,6 @@ def build_bloom(policy: Any, h1: array[int], h2: array[int]) -> bytes:
 
 
 __all__ = [
-    "NAME", "blocks_decode", "build_bloom", "decode_items", "encode_handles", "encode_items",
-    "encode_rows", "journal_markers", "live", "take",
+    "NAME", "blocks_decode", "bloom_bits", "build_bloom", "decode_items", "encode_handles",
+    "encode_items", "encode_rows", "journal_markers", "live", "take",
 ]  # fmt: skip

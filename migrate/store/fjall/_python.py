@@ -25,6 +25,10 @@ def build_bloom(policy: Any, h1: array[int], h2: array[int]) -> bytes:
     return bloom.build(policy, zip(h1, h2, strict=True), len(h1))
 
 
+def bloom_bits(m: int, k: int, h1: array[int], h2: array[int]) -> bytes:
+    return bloom.bits(m, k, zip(h1, h2, strict=True))
+
+
 def journal_markers(buf: bytes, pos: int) -> tuple[list[tuple[Any, ...]], int, int]:
     from migrate.store.fjall.journal import markers
 
@@ -143,6 +147,6 @@ def blocks_decode(
 
 
 __all__ = [
-    "NAME", "blocks_decode", "build_bloom", "decode_items", "encode_handles", "encode_items",
-    "encode_rows", "journal_markers", "live", "take",
+    "NAME", "blocks_decode", "bloom_bits", "build_bloom", "decode_items", "encode_handles",
+    "encode_items", "encode_rows", "journal_markers", "live", "take",
 ]  # fmt: skip

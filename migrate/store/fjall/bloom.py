@@ -25,8 +25,10 @@ segment is in it.
 from __future__ import annotations
 
 import math
+import os
 import struct
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import xxhash
@@ -82,14 +84,19 @@ def key_hash(key: bytes) -> tuple[int, int]:
 def build(policy: Policy, hashes: Iterable[tuple[int, int]], n: int) -> bytes:
     """The stored filter for ``n`` keys with these hashes (pure Python)."""
     m, k = size(policy, n)
-    bits = bytearray(m // 8)
+    return encode(m, k, bits(m, k, hashes))
+
+
+def bits(m: int, k: int, hashes: Iterable[tuple[int, int]]) -> bytes:
+    """The ``m / 8`` bytes of a filter of ``m`` bits and ``k`` probes with these hashes."""
+    out = bytearray(m // 8)
     for h1, h2 in hashes:
         for i in range(k):
             idx = h1 % m
-            bits[idx >> 3] |= 0x80 >> (idx & 7)
+            out[idx >> 3] |= 0x80 >> (idx & 7)
             h1 = (h1 + h2) & _MASK
             h2 = (h2 + i) & _MASK
-    return encode(m, k, bytes(bits))
+    return bytes(out)
 
 
 def encode(m: int, k: int, bits: bytes) -> bytes:
@@ -111,6 +118,94 @@ class Filter:
             h1 = (h1 + h2) & _MASK
             h2 = (h2 + i) & _MASK
         return True
+
+
+#: Key hashes a segment writer keeps in memory before it moves them to its spill file
+#: (16 bytes a key: 4 MiB).
+SPILL_KEYS = 1 << 18
+
+BitsFn = Callable[[int, int, "array[int]", "array[int]"], bytes]
+
+
+class KeyHashes:
+    """The bloom hashes of an open segment's keys (``h1``, ``h2``: arrays of u64, appended
+    to by the writer), until its filter is built.
+
+    The filter's size follows from the key count, known only when the segment is closed, so
+    every hash waits until then: 16 bytes a key, some 23 MB for a 128 MiB segment of short
+    rows.  With a ``spill_dir``, :meth:`spill` moves them, once :data:`SPILL_KEYS` are held,
+    to a file in that folder that never has a name (``O_TMPFILE``: a crash leaves nothing in
+    the folder, which may be a live partition's; where the file system cannot make one they
+    stay in memory), and :meth:`filter` reads them back part by part: the filters of one
+    ``(m, k)`` over parts of the keys OR together into the filter of all of them, so the
+    stored bytes are the same as from one pass over every hash.
+    """
+
+    def __init__(self, spill_dir: str | None = None) -> None:
+        self.h1: array[int] = array("Q")
+        self.h2: array[int] = array("Q")
+        self.spill_dir = spill_dir
+        self.spilled = 0
+        self._parts: list[int] = []  # the hash count of each part in the spill file
+        self._fd: int | None = None
+        self._end = 0
+
+    def __len__(self) -> int:
+        return self.spilled + len(self.h1)
+
+    def spill(self) -> None:
+        """Move the held hashes to the spill file if there are enough of them."""
+        count = len(self.h1)
+        if self.spill_dir is None or count < SPILL_KEYS:
+            return
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.spill_dir, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            except (OSError, AttributeError):  # no unnamed file here: keep them in memory
+                self.spill_dir = None
+                return
+        for view in (memoryview(self.h1).cast("B"), memoryview(self.h2).cast("B")):
+            while view:
+                written = os.pwrite(self._fd, view, self._end)
+                self._end += written
+                view = view[written:]
+        self._parts.append(count)
+        self.spilled += count
+        self.h1, self.h2 = array("Q"), array("Q")
+
+    def _all(self) -> Iterator[tuple[array[int], array[int]]]:
+        at = 0
+        for count in self._parts:
+            assert self._fd is not None
+            h1, h2 = array("Q"), array("Q")
+            h1.frombytes(os.pread(self._fd, 8 * count, at))
+            h2.frombytes(os.pread(self._fd, 8 * count, at + 8 * count))
+            if len(h1) != count or len(h2) != count:
+                raise OSError(f"key hashes cut short in their spill file in {self.spill_dir}")
+            at += 16 * count
+            yield h1, h2
+        if self.h1:
+            yield self.h1, self.h2
+
+    def filter(self, policy: Policy, bits_fn: BitsFn) -> bytes:
+        """The stored filter of every key (at least one) under ``policy``; ``bits_fn(m, k,
+        h1, h2)`` sets the bits of some of them (a twin's ``bloom_bits``)."""
+        m, k = size(policy, len(self))
+        acc: bytes | None = None
+        for h1, h2 in self._all():
+            part = bits_fn(m, k, h1, h2)
+            if acc is None:
+                acc = part
+            else:
+                both = int.from_bytes(acc, "big") | int.from_bytes(part, "big")
+                acc = both.to_bytes(m // 8, "big")
+        assert acc is not None, "a filter of no key"
+        return encode(m, k, acc)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def decode(data: bytes, path: str, offset: int) -> Filter:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import os
 import struct
 import time
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -557,6 +556,7 @@ class SegmentWriter:
         compression: int = COMPRESSION_LZ4,
         bloom_policy: bloom.Policy | None = TEN_BITS,
         created_at: int | None = None,
+        spill_dir: str | None = None,
     ) -> None:
         self.out, self.id, self.twin = out, segment_id, twin
         self.run_bytes = 0  # key+value bytes of the last add_blocks call
@@ -573,7 +573,9 @@ class SegmentWriter:
         self.last_key: bytes | None = None
         self.current_key: bytes | None = None
         self.seqno_min, self.seqno_max = (1 << 64) - 1, 0
-        self.h1, self.h2 = array("Q"), array("Q")
+        # The keys' bloom hashes; past bloom.SPILL_KEYS of them in a file in spill_dir (if
+        # given), read back when the filter is written.
+        self.hashes = bloom.KeyHashes(spill_dir)
         # the index writer's state
         self.handles: list[Handle] = []
         self.handles_size = 0
@@ -592,8 +594,8 @@ class SegmentWriter:
             self.current_key = key
             if self.bloom_policy is not None:
                 h1, h2 = bloom.key_hash(key)
-                self.h1.append(h1)
-                self.h2.append(h2)
+                self.hashes.h1.append(h1)
+                self.hashes.h2.append(h2)
         if self.first_key is None:
             self.first_key = key
         self.chunk.append((key, value, seqno, vtype))
@@ -620,6 +622,7 @@ class SegmentWriter:
         hsize, isize = self.handles_size, self.index_block_size
         i, n = start, len(blocks)
         kv_bytes = 0
+        hashes, spill_at = self.hashes, bloom.SPILL_KEYS
         if i < n and self.first_key is None:
             self.first_key = blocks[i][2]
         while i < n and pos < target:
@@ -644,8 +647,10 @@ class SegmentWriter:
             self.blocks += 1
             self.last_key = self.current_key = last
             if h1 is not None and self.bloom_policy is not None:
-                self.h1.frombytes(h1)
-                self.h2.frombytes(h2)
+                hashes.h1.frombytes(h1)
+                hashes.h2.frombytes(h2)
+                if len(hashes.h1) >= spill_at:
+                    hashes.spill()
             i += 1
         if i > start:
             self.seqno_min = min(self.seqno_min, seqno)
@@ -657,6 +662,8 @@ class SegmentWriter:
     def _spill(self) -> None:
         if not self.chunk:
             return
+        if len(self.hashes.h1) >= bloom.SPILL_KEYS:
+            self.hashes.spill()
         payload, size = self.twin.encode_items(self.chunk)
         self._emit(payload, size, self.chunk[-1][0], len(self.chunk))
         self.chunk = []
@@ -712,10 +719,11 @@ class SegmentWriter:
         self.out.write(tli_block)
         pos = tli_ptr + len(tli_block)
         bloom_ptr = 0
-        if len(self.h1):
+        if len(self.hashes):
             assert self.bloom_policy is not None
             bloom_ptr = pos
-            filt = self.twin.build_bloom(self.bloom_policy, self.h1, self.h2)
+            filt = self.hashes.filter(self.bloom_policy, self.twin.bloom_bits)
+            self.hashes.close()
             self.out.write(filt)
             pos += len(filt)
         created = self.created_at

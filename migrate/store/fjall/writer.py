@@ -214,7 +214,7 @@ class _Segments:
         self._writer = SegmentWriter(
             self._file, self.next_id, self.twin, data_block_size=self.config.data_block_size,
             index_block_size=self.config.index_block_size, compression=comp,
-            bloom_policy=self.policy, created_at=self.created_at,
+            bloom_policy=self.policy, created_at=self.created_at, spill_dir=self.folder,
         )  # fmt: skip
         self.next_id += 1
         return self._writer
@@ -278,8 +278,9 @@ class _Segments:
     def end(self) -> None:
         """The run's last rows are in: its last block is written and its open segment closed
         (index, filter, fsync) now, not when every partition is finished, so that what an
-        open segment holds in memory -- its filter's key hashes, 16 bytes a key, up to the
-        128 MiB ingest target -- is freed before the next table is written."""
+        open segment holds -- its filter's key hashes, 16 bytes a key, up to the 128 MiB
+        ingest target, of which at most ``bloom.SPILL_KEYS`` in memory and the rest in a spill
+        file -- is freed before the next table is written."""
         if self.ended:
             return
         self.push(None)
@@ -311,6 +312,8 @@ class _Segments:
         return self.written
 
     def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.hashes.close()  # its spill file (unnamed: closing frees it)
         if self._file is not None:
             self._file.close()
             self._file = self._writer = None
