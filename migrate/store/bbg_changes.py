@@ -38,7 +38,7 @@ are no rows of a table of that name and are held with their value (two at most).
 **Memory, and the one TEMP table.** No trigger copies rows, and a transaction runs no DDL or
 ``PRAGMA`` for the id (whether the storage row has the column is known once per handle).
 Changed keys are held in memory up to :data:`SPILL_BYTES`.  Two kinds of transaction go past
-that to one TEMP table of the connection (:data:`_SPILL_TABLE`, keys only, kept until the id
+that to one TEMP table of the connection (:func:`_spill_table`, keys only, kept until the id
 is computed), and only they touch it:
 
 * one whose held keys exceed the budget (a large ``apply`` or put loop): they go there;
@@ -131,7 +131,8 @@ class Changes:
 
     def _spill(self) -> None:
         if not self._spilled:
-            self._db.scratch(_SPILL_TABLE)
+            for statement in _spill_table():
+                self._db.scratch(statement)
             self._spilled = True
         for table, keys in self._keys.items():
             if keys:
@@ -209,13 +210,14 @@ class Changes:
 _PARTITIONS: tuple[str, ...] = tuple(sorted([*bbgdb.APPLICATION_TABLES, bbgdb.MIGRATION]))
 
 
-#: The TEMP table of a transaction's spilled keys (module docstring); created by the first
-#: transaction of a connection that needs it (``IF NOT EXISTS``: one statement per such
-#: transaction, and only those).
-_SPILL_TABLE = (
-    f"CREATE TABLE IF NOT EXISTS {_SPILL} (tbl INTEGER NOT NULL, key BLOB NOT NULL, "
-    "PRIMARY KEY (tbl, key)) WITHOUT ROWID"
-)
+def _spill_table() -> list[str]:
+    """The TEMP table of a transaction's spilled keys (module docstring); created by the
+    first transaction of a connection that needs it (``IF NOT EXISTS``: one statement per
+    such transaction, and only those)."""
+    return [
+        f"CREATE TABLE IF NOT EXISTS {_SPILL} (tbl INTEGER NOT NULL, key BLOB NOT NULL, "
+        "PRIMARY KEY (tbl, key)) WITHOUT ROWID"
+    ]
 
 
 def has_column(db: Any) -> bool:
