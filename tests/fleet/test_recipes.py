@@ -101,7 +101,9 @@ def test_k8s_script_runs_three_shards(tmp_path: Path) -> None:
         # The pod succeeds when its shard's worst job ended in a final outcome (0, 3, 4); a
         # job's usage error (2: the empty log names no kind) fails it, as the recipe says.
         shard = json.loads((reports / f"run-{i}-of-{env['SHARDS']}.json").read_text())
-        worst = max(j["exit_code"] for j in shard["jobs"])
+        # Shards are a hash of each lane (here of tmp paths), so one may hold no job: it runs
+        # nothing and succeeds.
+        worst = max((j["exit_code"] for j in shard["jobs"]), default=0)
         assert res.returncode == (0 if worst in (0, 3, 4) else worst), res.stderr
     merged = _merged(reports)
     assert strip_timing(merged) == strip_timing(_reference(tmp_path, fleet.manifest, fleet.root))
@@ -123,7 +125,8 @@ def test_slurm_array_script_runs_three_shards(tmp_path: Path) -> None:
             capture_output=True, text=True,
         )  # fmt: skip
         shard = json.loads((reports / f"run-{i}-of-3.json").read_text())
-        assert res.returncode == max(j["exit_code"] for j in shard["jobs"]), res.stderr
+        worst = max((j["exit_code"] for j in shard["jobs"]), default=0)  # a shard may be empty
+        assert res.returncode == worst, res.stderr
     merged = _merged(reports)
     assert merged["shards"] == ["run-0-of-3.json", "run-1-of-3.json", "run-2-of-3.json"]
     assert strip_timing(merged) == strip_timing(_reference(tmp_path, fleet.manifest, fleet.root))

@@ -13,6 +13,7 @@ import pytest
 
 import schemas
 from migrate import api
+from migrate.fleet.manifest import shard_of
 from migrate.fleet.pool import Pool
 from tests.fleet.helpers import (
     build_fleet,
@@ -365,3 +366,23 @@ def test_manifest_kinds_are_the_pipelines() -> None:
 
     enum = schemas.load("fleet-manifest")["$defs"]["options"]["properties"]["kind"]["enum"]
     assert sorted(enum) == sorted(KINDS)
+
+
+def test_an_empty_shard_runs_nothing_and_succeeds(tmp_path: Path) -> None:
+    # Shards are a hash of each lane, so with few lanes a shard can be empty: its run writes a
+    # report with no job and exits 0 (a scheduler must not see that task as failed).
+    fleet = build_fleet(tmp_path / "f", 1, invalid=False)
+    manifest = api.fleet_load(fleet.manifest)
+    count = len(manifest.jobs) + 1
+    used = {shard_of(j, count) for j in manifest.jobs}
+    empty = min(set(range(count)) - used)
+    report = tmp_path / "report"
+    res = fleet_cli(
+        "run", str(fleet.manifest), "--shard", f"{empty}/{count}", "--report-dir", str(report),
+        "--json",
+    )  # fmt: skip
+    doc = json.loads(res.stdout)
+    schemas.validate(doc, "fleet-report")
+    assert (res.returncode, doc["jobs"]) == (0, [])
+    assert json.loads((report / f"run-{empty}-of-{count}.json").read_text())["jobs"] == []
+    assert not (fleet.root / "bbg").exists()
