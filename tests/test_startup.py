@@ -72,6 +72,14 @@ def test_detect_imports_typer_but_not_the_rest(file: str) -> None:
     assert not {m for m in found if m.startswith(READERS)}, sorted(found)
 
 
+def test_hemera_imports_neither_pydantic_nor_jsonschema() -> None:
+    # A file list and a default --counter need no pydantic conversion (migrate/cli/_coerce.py);
+    # parsing hex takes no mapping-file validator (migrate/job/mapping.py).
+    found = imported("hemera", "README.md")
+    assert "hashing.hemera" in found and "migrate.probe.hashes" in found
+    assert not {m for m in found if m.split(".")[0] in ("pydantic", "jsonschema", "schemas")}
+
+
 LIGHT_PROBE = """
 import sys
 import migrate.cli as cli
@@ -92,6 +100,12 @@ sys.exit(cli.run(sys.argv[2:]))
     ["inspect", "--kind", "text-archive", "--json", "fixtures/legacy/signals-small.log"],
     ["plan", "README.md", "--max-bytes", "12XB"],
     ["plan", "README.md", "--kind", "bbg"],
+    ["hemera", "README.md", "LICENSE"],
+    ["hemera", "--tree", "leaf", "--counter", "3", "--root", "README.md"],
+    ["hemera", "--tree", "leaf", "--counter", "-1", "README.md"],
+    ["hemera", "--tree", "leaf", "--counter", "x", "README.md"],
+    ["hemera", "--tree", "node", "00" * 32, "11" * 32],
+    ["fixtures", "check", "--kind", "redb", "--kind", "nope", "fixtures/legacy"],
 ])  # fmt: skip
 def test_light_conversion_is_typers(argv: list[str]) -> None:
     """Output, errors and exit codes are the same with the pydantic-free conversion as with

@@ -9,7 +9,11 @@ fast commands take, that conversion is a plain function call:
 * a ``parser=`` (``path_arg``...): the parser's result (typer wraps it in a ``BeforeValidator``
   around ``Any``: pydantic only changes a ``ValueError`` into its own message);
 * ``Path``: ``Path(text)``, then typer's own path checks (``coerce_cli_path``: exists,
-  file/dir, readable...), which need pydantic only for text that is not yet a ``Path``.
+  file/dir, readable...), which need pydantic only for text that is not yet a ``Path``;
+* ``list[str]``: click hands over a tuple of texts; typer's result is the same texts as a list;
+* ``int``: an option left at its default arrives as the default ``int`` itself, which typer
+  returns unchanged (text given on the command line still goes to typer: pydantic's rules for
+  reading a number from text are its own).
 
 :func:`lighten` gives such parameters a runtime converter that does exactly that for text
 values and hands anything else (a ``ValueError`` from a parser, a list, a value of another
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_origin
+from typing import Any, get_args, get_origin
 
 try:  # typer's private layer (already imported by typer.core): see the module docstring
     from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
@@ -36,12 +40,18 @@ except ImportError:  # pragma: no cover - another typer: keep its own conversion
 def _kind(descriptor: Any) -> str | None:
     """Which trivial conversion a parameter's descriptor asks for, if any."""
     info, annotation = descriptor.parameter_info, descriptor.annotation
-    if descriptor.file_annotation is not None or get_origin(annotation) is not None:
+    if descriptor.file_annotation is not None:
+        return None
+    if get_origin(annotation) is list and get_args(annotation) == (str,) and info.parser is None:
+        return "strs"
+    if get_origin(annotation) is not None:
         return None
     if info.parser is not None:
         return "parser"
     if annotation is str:
         return "str"
+    if annotation is int:
+        return "int"
     if lenient_issubclass(annotation, Path) and info.path_type in (None, annotation):
         return "path"
     return None
@@ -64,7 +74,12 @@ if RuntimeParam is not None:
             return typers._coerce_value(value, param=param, ctx=ctx)
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            if self.kind is None or not isinstance(value, str):
+            if self.kind == "strs" and isinstance(value, tuple | list):
+                if all(isinstance(v, str) for v in value):
+                    return list(value)
+            if self.kind == "int" and type(value) is int:
+                return value
+            if self.kind not in ("str", "parser", "path") or not isinstance(value, str):
                 return self._typers(value, param, ctx)
             if self.kind == "str":
                 return value

@@ -29,9 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
-import schemas
 from bbg_core import documents
 from bbg_core.errors import UsageError
 
@@ -163,6 +160,10 @@ def parse_cli(
 
 def load_file(path: Path) -> Mapping:
     """Read and validate a mapping file against ``schemas/mapping.schema.json``."""
+    import jsonschema  # here, not above: the hex parsing the hemera command uses stays light
+
+    import schemas
+
     doc = documents.read(path, hint="name a mapping file (schemas/mapping.schema.json)")
     try:
         schemas.validate(doc, "mapping")
