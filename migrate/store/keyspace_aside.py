@@ -10,9 +10,11 @@ source, and published into the keyspace in one step (``run`` into a store that h
   folder is swept by the next one).  The writer session (``bbg.lock`` and this toolkit's lock
   on the keyspace) is held from before the first segment to the publication, so no other
   writer moves the keyspace meanwhile.
-* **Checked against what the store holds.**  The same pass merges each table's rows with the
-  store's live rows of that partition (both in key order): a key the store holds with the same
-  bytes is not new (the receipt's ``new_rows`` are the staged path's
+* **Checked against what the store holds.**  The same pass compares each table's rows with
+  the store's live rows of that partition (:class:`_Existing`: a scan merged alongside, which
+  seeks past the store's rows between new keys, or point reads where the store is dense --
+  so a small import into a big store does not read the store whole): a key the store holds
+  with the same bytes is not new (the receipt's ``new_rows`` are the staged path's
   :func:`~migrate.store.imports.plan_activation` counts), one with other bytes is a conflict
   (:attr:`AsideSegments.conflict`; the caller leaves it to the staged path, which refuses it).
 * **Published** (:meth:`AsideSegments.publish`, under the import's guard, which the caller
@@ -46,26 +48,95 @@ _KEY = itemgetter(0)
 
 
 class _Existing:
-    """The store's live rows of one partition, merged with the new rows as they pass."""
+    """The store's live rows of one partition, compared with the new rows as they pass.
 
-    def __init__(self, rows: Iterator[tuple[bytes, bytes]]) -> None:
-        self._rows = rows
-        self._cur = next(rows, None)
+    The store can hold far more rows than an import brings, so its rows are not all read:
+
+    * **merged** while the two keep pace: a scan of the store from the first new key, read
+      alongside the new rows (both in key order);
+    * **sought**: a run of store rows before the next new key is skipped by starting the scan
+      again at that key once :data:`SKIP` of them have been read (a namespace the store does
+      not hold costs a seek, not its neighbours' rows);
+    * **looked up**: once the scan has read more than :data:`DENSE` store rows for each new
+      row (keys spread over the store's whole range, content ids), each new key is a point
+      read (:meth:`~migrate.store.fjall.reader.Keyspace.get`) instead.
+
+    Each gives the same answer: a key the store holds with the same bytes is not new, one it
+    holds with other bytes is a conflict (the first such key in key order is kept).
+    """
+
+    #: Store rows read in a row before the next new key before the scan seeks to it.
+    SKIP = 64
+    #: Store rows read per new row (after :data:`WARMUP` new rows) that turn to lookups.
+    DENSE = 16
+    WARMUP = 4096
+
+    def __init__(self, snapshot: Keyspace | None, table: str) -> None:
+        self._snapshot, self._table = snapshot, table
+        self._rows: Iterator[tuple[bytes, bytes]] | None = None
+        self._cur: tuple[bytes, bytes] | None = None
+        self._lookup = False
         self.new = 0
         self.conflict: bytes | None = None
+        #: Store rows read by scans, new rows seen, and the scans started (for tests).
+        self.read, self.seen, self.scans = 0, 0, 0
+
+    def _scan_from(self, key: bytes) -> None:
+        assert self._snapshot is not None
+        self.scans += 1
+        self._rows = self._snapshot.scan(self._table, start=key)
+        self._next()
+
+    def _next(self) -> None:
+        assert self._rows is not None
+        self._cur = next(self._rows, None)
+        self.read += self._cur is not None
+
+    def _note(self, key: bytes, value: bytes, held: bytes) -> None:
+        if value != held and self.conflict is None:
+            self.conflict = key
 
     def merge(self, batch: list[tuple[bytes, bytes]]) -> None:
         """Count the rows of ``batch`` (ascending keys, above the previous batch's) the store
         does not hold; note the first key it holds with other bytes."""
-        cur, found, last = self._cur, 0, batch[-1][0]
-        while cur is not None and cur[0] <= last:
-            i = bisect_left(batch, cur[0], key=_KEY)
-            if i < len(batch) and batch[i][0] == cur[0]:
+        self.seen += len(batch)
+        if self._snapshot is None:
+            self.new += len(batch)
+        elif self._lookup:
+            self._look_up(batch)
+        else:
+            self._merge(batch)
+            if self.seen >= self.WARMUP and self.read > self.DENSE * self.seen:
+                self._lookup, self._rows, self._cur = True, None, None
+
+    def _look_up(self, batch: list[tuple[bytes, bytes]]) -> None:
+        assert self._snapshot is not None
+        get, table, found = self._snapshot.get, self._table, 0
+        for key, value in batch:
+            held = get(table, key)
+            if held is not None:
                 found += 1
-                if batch[i][1] != cur[1] and self.conflict is None:
-                    self.conflict = cur[0]
-            cur = next(self._rows, None)
-        self._cur = cur
+                self._note(key, value, held)
+        self.new += len(batch) - found
+
+    def _merge(self, batch: list[tuple[bytes, bytes]]) -> None:
+        last = batch[-1][0]
+        if self._rows is None:
+            self._scan_from(batch[0][0])
+        found = misses = 0
+        while self._cur is not None and self._cur[0] <= last:
+            key, held = self._cur
+            i = bisect_left(batch, key, key=_KEY)
+            if i < len(batch) and batch[i][0] == key:
+                found, misses = found + 1, 0
+                self._note(key, batch[i][1], held)
+            else:
+                misses += 1
+                if misses > self.SKIP:  # a run of store rows before the next new key: seek
+                    misses = 0
+                    self._scan_from(batch[i][0])
+                    continue
+            self._next()
         self.new += len(batch) - found
 
 
@@ -95,8 +166,7 @@ class AsideSegments(Closing):
                                    config.compaction_target_size, config, _bloom_policy(config))
                 writer.start_rows(table, self.seqno, None)
                 self._writers[table] = writer
-                rows = snapshot.scan(table) if table in parts else iter(())
-                self._existing[table] = _Existing(rows)
+                self._existing[table] = _Existing(snapshot if table in parts else None, table)
         except BaseException:
             self.discard()
             raise

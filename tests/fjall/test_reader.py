@@ -53,6 +53,10 @@ def test_scan_get_and_entries_agree_with_the_real_rows(case: str, twin: str,
                 want = [r for r in rows if r[0].startswith(prefix)
                         and (after is None or r[0] > after)]  # fmt: skip
                 assert list(ks.scan(name, prefix=prefix, after=after)) == want, (prefix, after)
+                start = rng.choice([b"", rng.choice(keys), base[:1], base + b"\x00"])
+                want = [r for r in want if r[0] >= start]  # an inclusive lower bound
+                got = list(ks.scan(name, prefix=prefix, after=after, start=start))
+                assert got == want, (prefix, after, start)
             newest = list(ks.entries(name))
             assert [(e.key, e.value) for e in newest if not e.tombstone] == rows
             assert all(e.value == b"" for e in newest if e.tombstone)
@@ -133,3 +137,26 @@ def test_the_package_imports_only_what_it_may() -> None:
                 offenders.append(f"{path.name}: {name}")
     assert not offenders, offenders
     assert os.path.exists(folder / "_fjall.c")
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_point_reads_find_the_one_segment_of_a_disjoint_level(
+    tmp_path: Path, twin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A level of many disjoint segments: a point read asks only the one whose range holds
+    # the key (PartitionView.holding), and finds every key and no other.
+    rng = random.Random(7)
+    rows = sorted({rng.randbytes(rng.randrange(1, 24)): rng.randbytes(rng.randrange(200))
+                   for _ in range(6000)}.items())  # fmt: skip
+    monkeypatch.setattr("migrate.store.fjall.writer.INGEST_TARGET", 64 << 10)
+    build_keyspace(tmp_path / "ks", {"t": rows})
+    with open_keyspace(tmp_path / "ks", backend_name=twin) as ks:
+        view = ks.view("t")
+        assert sum(len(level) for level in view.levels) > 4
+        held = dict(rows)
+        for key, value in rows[::7]:
+            assert ks.get("t", key) == value
+            assert len(list(view.holding(key))) == 1
+        for _ in range(500):
+            probe = rng.randbytes(rng.randrange(1, 25))
+            assert ks.get("t", probe) == held.get(probe)

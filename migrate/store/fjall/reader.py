@@ -46,9 +46,10 @@ import errno
 import os
 import stat
 import time
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -101,6 +102,31 @@ class PartitionView:
         for n, level in enumerate(self.levels):
             for seg in level:
                 yield n, seg
+
+    @cached_property
+    def _by_level(self) -> list[tuple[list[bytes], list[Segment]] | list[Segment]]:
+        """Per level: its segments sorted by first key with those keys, when their key ranges
+        are disjoint (one segment of the level can hold a key); else the level as it is."""
+        out: list[tuple[list[bytes], list[Segment]] | list[Segment]] = []
+        for level in self.levels:
+            summary = [levels.Summary(s.id, s.meta.key_min, s.meta.key_max, 0) for s in level]
+            if len(level) > 1 and levels.is_disjoint(summary):
+                chain = sorted(level, key=lambda s: s.meta.key_min)
+                out.append(([s.meta.key_min for s in chain], chain))
+            else:
+                out.append(level)
+        return out
+
+    def holding(self, key: bytes) -> Iterator[Segment]:
+        """The segments whose key range holds ``key`` (all levels)."""
+        for level in self._by_level:
+            if isinstance(level, tuple):
+                firsts, chain = level
+                i = bisect_right(firsts, key) - 1
+                if i >= 0 and key <= chain[i].meta.key_max:
+                    yield chain[i]
+            else:
+                yield from (s for s in level if s.meta.key_min <= key <= s.meta.key_max)
 
 
 def _open_fd(path: str) -> int | None:
@@ -455,24 +481,31 @@ class Keyspace(Closing):
         return sorted(level, key=lambda s: s.meta.key_min)
 
     def _runs(
-        self, partition: str, prefix: bytes, after: bytes | None, min_seqno: int = 0
+        self, partition: str, prefix: bytes, after: bytes | None, min_seqno: int = 0,
+        low: bytes = b"",
     ) -> Iterator[list[tuple[Any, ...]]]:
+        """Entries of keys starting with ``prefix``, at least ``low`` (``prefix`` when
+        empty) and above ``after``."""
         view = self.view(partition)
-        start = self._start(prefix, after)
+        low = low or prefix
+        start = self._start(low, after)
         stop = merge.prefix_end(prefix) if prefix else None
         runs = merge.merged(self._sources(view, start, min_seqno))
-        return merge.clip(runs, prefix or None, after, stop)
+        return merge.clip(runs, low or None, after, stop)
 
     def scan_runs(
-        self, partition: str, *, prefix: bytes = b"", after: bytes | None = None
+        self, partition: str, *, prefix: bytes = b"", after: bytes | None = None,
+        start: bytes = b"",
     ) -> Iterator[list[tuple[bytes, bytes]]]:
         """The live rows of ``partition`` in key order, in runs (lists)."""
+        low = max(prefix, start)  # the inclusive lower bound: the prefix, or start past it
         chain = self._only_chain(self.view(partition))
         if chain is None:
-            return merge.live_rows(self._runs(partition, prefix, after), self.twin.live)
-        start = self._start(prefix, after)
+            runs = self._runs(partition, prefix, after, low=low)
+            return merge.live_rows(runs, self.twin.live)
         stop = merge.prefix_end(prefix) if prefix else None
-        return merge.clip(self._live_chain(chain, start), prefix or None, after, stop)
+        seek = self._start(low, after)
+        return merge.clip(self._live_chain(chain, seek), low or None, after, stop)
 
     @staticmethod
     def _start(prefix: bytes, after: bytes | None) -> bytes | None:
@@ -482,11 +515,13 @@ class Keyspace(Closing):
         return start
 
     def scan(
-        self, partition: str, *, prefix: bytes = b"", after: bytes | None = None
+        self, partition: str, *, prefix: bytes = b"", after: bytes | None = None,
+        start: bytes = b"",
     ) -> Iterator[tuple[bytes, bytes]]:
         """The live ``(key, value)`` rows of ``partition`` in key order: keys starting with
-        ``prefix`` and, when ``after`` is given, strictly greater than it."""
-        for run in self.scan_runs(partition, prefix=prefix, after=after):
+        ``prefix``, at least ``start`` and, when ``after`` is given, strictly greater than
+        it."""
+        for run in self.scan_runs(partition, prefix=prefix, after=after, start=start):
             yield from run
 
     def entries(
@@ -514,9 +549,7 @@ class Keyspace(Closing):
         if pos < len(entries) and entries[pos][0] == key:
             _k, value, seqno, vtype = self._journal_entry(entries[pos])
             best = (seqno, value, vtype)
-        for _, seg in view.segments():
-            if not seg.meta.key_min <= key <= seg.meta.key_max:
-                continue
+        for seg in view.holding(key):
             at = seg.seek(key)
             if at >= seg.offsets.index:
                 continue

@@ -1,0 +1,89 @@
+"""How a run into a BBG database that holds history compares its rows with the store's
+(``keyspace_aside._Existing``): merged with a scan, seeking past store rows below each batch,
+or by point reads where the store is dense in the import's key range.  Every way counts the
+same new rows and finds the same first conflict as a comparison with every store row, and a
+big store is not read whole."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from migrate.store.fjall import open_keyspace
+from migrate.store.fjall.writer import build_keyspace
+from migrate.store.keyspace_aside import _Existing
+
+Rows = list[tuple[bytes, bytes]]
+
+
+def _namespaced(rng: random.Random) -> tuple[Rows, Rows]:
+    """Store: 40 namespaces of 500 rows; import: 12 new namespaces, and rows of 3 held ones
+    (most the same bytes, two with other bytes, some indices the store lacks)."""
+    def key(ns: int, i: int) -> bytes:
+        return ns.to_bytes(4, "big") * 8 + i.to_bytes(8, "big")
+
+    store = {key(ns * 10, i): rng.randbytes(40) for ns in range(40) for i in range(500)}
+    new = {key(ns * 10 + 5, i): rng.randbytes(40) for ns in range(12) for i in range(300)}
+    for ns in (30, 150, 390):
+        for i in range(450, 560):
+            k = key(ns, i)
+            new[k] = store.get(k, rng.randbytes(40))
+    for k in (key(150, 470), key(390, 451)):
+        new[k] = b"other bytes"
+    return sorted(store.items()), sorted(new.items())
+
+
+def _spread(rng: random.Random) -> tuple[Rows, Rows]:
+    """Store: 30,000 rows keyed by random ids; import: 3,000 ids, a third held (two with other
+    bytes), the rest new -- keys spread over the store's whole range, as content ids are."""
+    store = {rng.randbytes(32): rng.randbytes(30) for _ in range(30_000)}
+    held = rng.sample(sorted(store), 1000)
+    new = {k: store[k] for k in held}
+    new.update({rng.randbytes(32): rng.randbytes(30) for _ in range(2000)})
+    for k in rng.sample(held, 2):
+        new[k] = b"other bytes"
+    return sorted(store.items()), sorted(new.items())
+
+
+def _reference(store: Rows, new: Rows) -> tuple[int, bytes | None]:
+    held = dict(store)
+    fresh = sum(k not in held for k, _ in new)
+    conflicts = [k for k, v in new if k in held and held[k] != v]
+    return fresh, (conflicts[0] if conflicts else None)
+
+
+@pytest.mark.parametrize("shape", [_namespaced, _spread])
+@pytest.mark.parametrize("eager", [False, True], ids=["default", "eager"])
+def test_every_way_gives_a_full_comparisons_answer(
+    tmp_path: Path, shape: object, eager: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(f"{shape}{eager}")
+    store, new = shape(rng)  # type: ignore[operator]
+    if eager:  # seek and turn to point reads early: every way is taken on small data
+        monkeypatch.setattr(_Existing, "SKIP", 2)
+        monkeypatch.setattr(_Existing, "WARMUP", 64)
+        monkeypatch.setattr(_Existing, "DENSE", 2)
+    build_keyspace(tmp_path / "ks", {"t": store})
+    with open_keyspace(tmp_path / "ks") as ks:
+        existing = _Existing(ks, "t")
+        at = 0
+        while at < len(new):
+            size = rng.randrange(1, 400)
+            existing.merge(new[at : at + size])
+            at += size
+    assert (existing.new, existing.conflict) == _reference(store, new)
+    assert existing.seen == len(new)
+    if shape is _namespaced:
+        # New namespaces between held ones: the scan seeks instead of reading them all.
+        assert existing.scans > 1 or existing._lookup
+        assert existing.read < len(store) // 4
+    elif eager:
+        assert existing._lookup and existing.read < len(store) // 2
+
+
+def test_a_partition_the_store_lacks_holds_nothing() -> None:
+    existing = _Existing(None, "t")
+    existing.merge([(b"a", b"1"), (b"b", b"2")])
+    assert (existing.new, existing.conflict, existing.read) == (2, None, 0)
