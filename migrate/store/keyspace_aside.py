@@ -50,51 +50,44 @@ _KEY = itemgetter(0)
 class _Existing:
     """The store's live rows of one partition, compared with the new rows as they pass.
 
-    The store can hold far more rows than an import brings, so its rows are not all read:
+    The store can hold far more rows than an import brings, so its rows are not walked one
+    by one, nor all read:
 
-    * **merged** while the two keep pace: a scan of the store from the first new key, read
-      alongside the new rows (both in key order);
-    * **sought**: a run of store rows before the next new key is skipped by starting the scan
-      again at that key once :data:`SKIP` of them have been read (a namespace the store does
-      not hold costs a seek, not its neighbours' rows);
-    * **looked up**: once the scan has read more than :data:`DENSE` store rows for each new
-      row (keys spread over the store's whole range, content ids), each new key is a point
-      read (:meth:`~migrate.store.fjall.reader.Keyspace.get`) instead.
+    * **merged**: the store is scanned in runs (lists the block decoder returns) alongside the
+      new rows, and each new key is looked for in the current run by bisection, so the
+      cost is the new rows plus the decoding of the store's rows in their range;
+    * **sought**: when :data:`SKIP_RUNS` runs in a row held no new key, the scan starts again
+      at the next new key (a namespace the store does not hold costs a seek, not the reading
+      of its neighbours);
+    * **looked up**: once the scan has read more than :data:`DENSE` store rows per new row
+      (after :data:`WARMUP` new rows: keys spread over the store's whole range, as content ids
+      are), each new key is a point read
+      (:meth:`~migrate.store.fjall.reader.Keyspace.get`) instead.
 
     Each gives the same answer: a key the store holds with the same bytes is not new, one it
     holds with other bytes is a conflict (the first such key in key order is kept).
     """
 
-    #: Store rows read in a row before the next new key before the scan seeks to it.
-    SKIP = 64
-    #: Store rows read per new row (after :data:`WARMUP` new rows) that turn to lookups.
-    DENSE = 16
-    WARMUP = 4096
+    SKIP_RUNS = 2
+    DENSE = 128
+    WARMUP = 1024
 
     def __init__(self, snapshot: Keyspace | None, table: str) -> None:
         self._snapshot, self._table = snapshot, table
-        self._rows: Iterator[tuple[bytes, bytes]] | None = None
-        self._cur: tuple[bytes, bytes] | None = None
-        self._lookup = False
+        self._runs: Iterator[list[tuple[bytes, bytes]]] | None = None
+        self._run: list[tuple[bytes, bytes]] = []
+        self._pos = 0
+        self._lookup = self._ended = False
         self.new = 0
         self.conflict: bytes | None = None
-        #: Store rows read by scans, new rows seen, and the scans started (for tests).
+        #: Store rows decoded by scans, new rows seen, and scans started (for tests).
         self.read, self.seen, self.scans = 0, 0, 0
 
     def _scan_from(self, key: bytes) -> None:
         assert self._snapshot is not None
         self.scans += 1
-        self._rows = self._snapshot.scan(self._table, start=key)
-        self._next()
-
-    def _next(self) -> None:
-        assert self._rows is not None
-        self._cur = next(self._rows, None)
-        self.read += self._cur is not None
-
-    def _note(self, key: bytes, value: bytes, held: bytes) -> None:
-        if value != held and self.conflict is None:
-            self.conflict = key
+        self._runs = self._snapshot.scan_runs(self._table, start=key)
+        self._run, self._pos = [], 0
 
     def merge(self, batch: list[tuple[bytes, bytes]]) -> None:
         """Count the rows of ``batch`` (ascending keys, above the previous batch's) the store
@@ -107,7 +100,11 @@ class _Existing:
         else:
             self._merge(batch)
             if self.seen >= self.WARMUP and self.read > self.DENSE * self.seen:
-                self._lookup, self._rows, self._cur = True, None, None
+                self._lookup, self._runs, self._run = True, None, []
+
+    def _found(self, key: bytes, value: bytes, held: bytes) -> None:
+        if value != held and self.conflict is None:
+            self.conflict = key
 
     def _look_up(self, batch: list[tuple[bytes, bytes]]) -> None:
         assert self._snapshot is not None
@@ -116,27 +113,40 @@ class _Existing:
             held = get(table, key)
             if held is not None:
                 found += 1
-                self._note(key, value, held)
+                self._found(key, value, held)
         self.new += len(batch) - found
 
     def _merge(self, batch: list[tuple[bytes, bytes]]) -> None:
-        last = batch[-1][0]
-        if self._rows is None:
+        if self._ended:
+            self.new += len(batch)
+            return
+        if self._runs is None:
             self._scan_from(batch[0][0])
-        found = misses = 0
-        while self._cur is not None and self._cur[0] <= last:
-            key, held = self._cur
-            i = bisect_left(batch, key, key=_KEY)
-            if i < len(batch) and batch[i][0] == key:
-                found, misses = found + 1, 0
-                self._note(key, batch[i][1], held)
-            else:
-                misses += 1
-                if misses > self.SKIP:  # a run of store rows before the next new key: seek
-                    misses = 0
-                    self._scan_from(batch[i][0])
-                    continue
-            self._next()
+        run, pos, found = self._run, self._pos, 0
+        for key, value in batch:
+            if self._ended:
+                break
+            skipped = 0
+            while self._runs is not None and (not run or run[-1][0] < key):
+                if run:  # a whole run below the key: none of the new keys
+                    skipped += 1
+                    if skipped > self.SKIP_RUNS:
+                        self._scan_from(key)
+                        skipped, run = 0, []
+                        continue
+                got = next(self._runs, None)
+                if got is None:  # the store holds no key from here on
+                    self._runs, self._ended = None, True
+                    break
+                run, pos = got, 0
+                self.read += len(run)
+            if self._ended:
+                break
+            pos = bisect_left(run, key, pos, key=_KEY)
+            if pos < len(run) and run[pos][0] == key:
+                found += 1
+                self._found(key, value, run[pos][1])
+        self._run, self._pos = run, pos
         self.new += len(batch) - found
 
 

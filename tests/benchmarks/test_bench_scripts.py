@@ -6,6 +6,7 @@ reports the peak RSS of `run` into a new and into an existing store for each sou
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,14 @@ def test_bloom_spill_compares_spilled_with_held_hashes() -> None:
     out = res.stdout
     assert "  held: 300,000 rows" in out and " spill: 300,000 rows" in out, out
     assert "spilled/held: CPU" in out and "same files: yes" in out, out
+
+
+@pytest.mark.slow
+def test_existing_size_runs_a_small_source_into_growing_stores(tmp_path: Path) -> None:
+    res = _bench("existing_size.py", "--cache", str(tmp_path), "--rows", "300",
+                 "--history-rows", "600,1500", "--repeat", "1")  # fmt: skip
+    out = res.stdout
+    assert re.search(r"into +a new store: .* baseline", out), out
+    for rows in ("600", "1,500"):
+        assert re.search(rf"into +a store of {rows} rows: .*x of new", out), out
+    assert out.count("x of new") == 2 and "same rows read in every receipt: yes" in out, out

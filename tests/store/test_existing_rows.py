@@ -19,13 +19,13 @@ Rows = list[tuple[bytes, bytes]]
 
 
 def _namespaced(rng: random.Random) -> tuple[Rows, Rows]:
-    """Store: 40 namespaces of 500 rows; import: 12 new namespaces, and rows of 3 held ones
+    """Store: 40 namespaces of 500 rows; import: 3 new namespaces far apart, and rows of 3 held ones
     (most the same bytes, two with other bytes, some indices the store lacks)."""
     def key(ns: int, i: int) -> bytes:
         return ns.to_bytes(4, "big") * 8 + i.to_bytes(8, "big")
 
     store = {key(ns * 10, i): rng.randbytes(40) for ns in range(40) for i in range(500)}
-    new = {key(ns * 10 + 5, i): rng.randbytes(40) for ns in range(12) for i in range(300)}
+    new = {key(ns, i): rng.randbytes(40) for ns in (5, 155, 315) for i in range(300)}
     for ns in (30, 150, 390):
         for i in range(450, 560):
             k = key(ns, i)
@@ -55,14 +55,18 @@ def _reference(store: Rows, new: Rows) -> tuple[int, bytes | None]:
 
 
 @pytest.mark.parametrize("shape", [_namespaced, _spread])
-@pytest.mark.parametrize("eager", [False, True], ids=["default", "eager"])
+@pytest.mark.parametrize("way", ["default", "seek", "look up"])
 def test_every_way_gives_a_full_comparisons_answer(
-    tmp_path: Path, shape: object, eager: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, shape: object, way: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rng = random.Random(f"{shape}{eager}")
+    rng = random.Random(f"{shape}{way}")
     store, new = shape(rng)  # type: ignore[operator]
-    if eager:  # seek and turn to point reads early: every way is taken on small data
-        monkeypatch.setattr(_Existing, "SKIP", 2)
+    if way == "seek":  # one block a run, a seek past every run that holds no new key
+        monkeypatch.setattr("migrate.store.fjall.segment.FIRST_CHUNK", 4096)
+        monkeypatch.setattr("migrate.store.fjall.segment.CHUNK", 4096)
+        monkeypatch.setattr(_Existing, "SKIP_RUNS", 0)
+        monkeypatch.setattr(_Existing, "DENSE", 10**9)
+    elif way == "look up":  # point reads after a few rows
         monkeypatch.setattr(_Existing, "WARMUP", 64)
         monkeypatch.setattr(_Existing, "DENSE", 2)
     build_keyspace(tmp_path / "ks", {"t": store})
@@ -75,12 +79,12 @@ def test_every_way_gives_a_full_comparisons_answer(
             at += size
     assert (existing.new, existing.conflict) == _reference(store, new)
     assert existing.seen == len(new)
-    if shape is _namespaced:
-        # New namespaces between held ones: the scan seeks instead of reading them all.
-        assert existing.scans > 1 or existing._lookup
+    if way == "seek" and shape is _namespaced:
+        # New namespaces far apart: the scan seeks instead of reading the store between.
+        assert existing.scans > 3 and not existing._lookup
         assert existing.read < len(store) // 4
-    elif eager:
-        assert existing._lookup and existing.read < len(store) // 2
+    elif way == "look up":
+        assert existing._lookup and existing.read < len(store) // 4
 
 
 def test_a_partition_the_store_lacks_holds_nothing() -> None:

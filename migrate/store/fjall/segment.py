@@ -76,6 +76,8 @@ _META_FIXED = struct.Struct(">4sQ16s6Q4I2sBQQ")  # through the seqnos, before th
 HANDLE_OVERHEAD = 32
 #: Read-ahead when walking data blocks in order.
 CHUNK = 256 << 10
+#: What a scan reads first from where it starts; each read doubles it up to :data:`CHUNK`.
+FIRST_CHUNK = 16 << 10
 INDEX_CACHE = 64  # decoded index blocks kept per open segment (point reads)
 KEEP_BLOCK = 1 << 20  # a point read keeps the last data block decoded when it is this small
 _MASK32 = 0xFFFFFFFF
@@ -389,15 +391,17 @@ class Segment:
     def runs(
         self, start: int, mode: int, last: bytes | None = None
     ) -> Iterator[tuple[list[Any], bytes | None]]:
-        """The data blocks from ``start`` on, a read-ahead chunk at a time through the twin's
+        """The data blocks from ``start`` on, a read-ahead chunk at a time (growing from
+        :data:`FIRST_CHUNK` to :data:`CHUNK`) through the twin's
         block decoder: mode 0 every item, mode 1 the live rows given the ``last`` key seen
         before (see ``backend.Twin.blocks_decode``); yields ``(run, last)``.  A block the
         decoder stops at is read again block by block, which raises its named error."""
         end = self.offsets.index
         decode = self.twin.blocks_decode
         pos = start
+        chunk = FIRST_CHUNK  # a scan that seeks often reads little; a long one ramps up
         while pos < end:
-            want = CHUNK
+            want, chunk = chunk, min(2 * chunk, CHUNK)
             while True:
                 buf = self._pread(min(want, end - pos), pos)
                 out, rel, last, bad = decode(buf, 0, mode, last)
