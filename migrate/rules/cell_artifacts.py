@@ -107,8 +107,9 @@ def snapshot_at(r: Reader, index: int, commit: bytes, what: str) -> Snapshot:
 def policy_values(r: Reader, policy: bytes, what: str) -> tuple[int, list[int]]:
     """``records::policy_values``: (step limit, allowed acts) of a ``cell/local-policy/1``."""
     f = r.record(policy, POLICY, f"{what} (policy)")
-    acts = [r.uint(v, f"{what} (allowed act)") for v in r.sequence(f[2], MAX_ACTS, what)]
-    return r.uint(f[1], f"{what} (step limit)"), acts
+    listed = r.sequence(f[2], MAX_ACTS, f"{what} (policy allowed acts)")
+    acts = [r.uint(v, f"{what} (policy allowed act)") for v in listed]
+    return r.uint(f[1], f"{what} (policy step limit)"), acts
 
 
 def read_live(r: Reader, snap: Snapshot, what: str) -> Live | None:
