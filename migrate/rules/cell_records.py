@@ -142,10 +142,11 @@ def check_origin(lookup: Lookup, origin: bytes, head_index: int) -> dict[str, An
     """The first refusal of neuron's legacy reader on ``origin``'s history (its head, then
     entries 0 .. ``head_index`` in order, then the accounting), as ``{code, namespace, index,
     reason, detail}``; None when neuron's ``legacy::inspect`` would read it."""
+    nodes: dict[bytes, bytes] = {}
     top = lookup(HISTORY, history_key(origin, head_index))
     if top is not None:
         try:
-            _head(Reader(lookup, INSPECT_READS), origin, head_index, top,
+            _head(Reader(lookup, INSPECT_READS, nodes), origin, head_index, top,
                   f"head index {head_index}")  # fmt: skip
         except Refused as refused:
             return _finding(origin, head_index, refused)
@@ -157,7 +158,7 @@ def check_origin(lookup: Lookup, origin: bytes, head_index: int) -> dict[str, An
         try:
             if commit is None:
                 raise Refused("Conflict", f"history index {index} is missing")
-            r = Reader(lookup, INSPECT_READS)
+            r = Reader(lookup, INSPECT_READS, nodes)
             check_snapshot(r, index, commit, what)
             if index == 0:
                 if commit != origin:

@@ -44,6 +44,8 @@ MAX_TEXT = 4096
 #: The largest content neuron reads (``Content::validate``: more is ``Limit``).
 MAX_CONTENT = 8 * 1024 * 1024
 ARTIFACT = ("cell/artifact/1", 4)
+#: How many validated Data nodes a reader keeps (at most ~64 bytes each; emptied when full).
+NODE_CACHE = 1 << 16
 #: The one artifact codec neuron reads: hemera of its label (``Reader::artifact``).
 BYTES_CODEC = hemera.hash(b"hemera/bytes/0.3")
 
@@ -70,10 +72,16 @@ class Reader:
     """neuron's ``Reader`` over a store's content rows (codec byte ‖ payload); ``budget``: how
     many content reads it may make (None: unbounded)."""
 
-    def __init__(self, lookup: Lookup, budget: int | None = None) -> None:
+    def __init__(
+        self, lookup: Lookup, budget: int | None = None, nodes: dict[bytes, bytes] | None = None
+    ) -> None:
         self._get = lookup
         self._left = budget
         self._zero = nox.particle((0).to_bytes(8, "little"))
+        # Data nodes already validated (id -> payload), shared by the readers of one walk:
+        # content rows never change, so a node read again needs neither its row nor its hash
+        # (its read still spends the budget, as neuron's does).
+        self._nodes = {} if nodes is None else nodes
 
     def content(self, cid: bytes, what: str) -> tuple[bool, bytes]:
         """neuron's ``Reader::content``: (is it a Blob, its bytes), validated."""
@@ -81,6 +89,9 @@ class Reader:
             if self._left == 0:
                 raise limit(f"{what}: the reader's budget of content reads is spent")
             self._left -= 1
+        known = self._nodes.get(cid)
+        if known is not None:
+            return False, known
         row = self._get(CONTENT, cid)
         if row is None:
             raise Refused("Data(Missing)", f"{what} {cid.hex()} is not a content row")
@@ -96,6 +107,10 @@ class Reader:
             ok = False
         if not ok:
             raise invalid(f"{what} {cid.hex()}: the key is not the payload's id")
+        if not blob:
+            if len(self._nodes) >= NODE_CACHE:
+                self._nodes.clear()
+            self._nodes[cid] = payload
         return blob, payload
 
     def _data(self, cid: bytes, length: int, what: str) -> bytes:
