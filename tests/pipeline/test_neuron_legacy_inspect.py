@@ -22,10 +22,13 @@ from pathlib import Path
 import pytest
 
 from migrate.rules.cell_records import check_origin
+from migrate.rules.neuron_reader import Reader, Refused
 from migrate.rules.sources import RedbSource
 from migrate.store.codec import HISTORY, history_key
 from tests.pipeline.helpers import cli
 from tests.support.cell_records import write_store
+from tests.support.cell_snapshot import artifact
+from tests.support.model_b import Builder
 from tests.support.stores import dump
 from tests.support.subject import SUBJECT, activate_subject
 
@@ -88,6 +91,19 @@ def test_the_head_definition_and_artifacts(
     found = _one(tmp_path, (1, 2, flaw))
     assert (found["index"], found["reason"]) == (2, reason)
     assert detail in str(found["detail"]) and "head index 2" in str(found["detail"])
+
+
+def test_an_artifact_over_eight_mib_is_a_limit() -> None:
+    """data.rs @2fe713bd ``Content::validate`` (called by ``Reader::content``): content over
+    8 MiB is ``Limit``, before its id is checked; ``Reader::artifact`` reads it so."""
+    b = Builder()
+    fine, huge = artifact(b, b"source"), artifact(b, b"source", "huge")
+    reader = Reader(lambda table, key: b.content.get(key))
+    assert reader.artifact(fine, "source") == b"source"
+    with pytest.raises(Refused) as refused:
+        reader.artifact(huge, "source")
+    assert refused.value.reason == "Data(Limit)"
+    assert "8388609 bytes, over 8388608" in refused.value.detail
 
 
 # (b) records.rs @f18015c2 L13-24 ``policy_values`` (called at legacy.rs @fd24e768 L35):

@@ -71,7 +71,11 @@ def _count(b: Builder, count: int) -> bytes:
 
 
 def artifact(b: Builder, data: bytes, fault: str | None = None) -> bytes:
-    """A ``cell/artifact/1`` of the Blob ``data`` (model records.rs ``Builder::artifact``)."""
+    """A ``cell/artifact/1`` of the Blob ``data`` (model records.rs ``Builder::artifact``);
+    ``fault`` as in :data:`SNAPSHOT_FLAWS`, or ``huge``: a Blob of 8 MiB + 1 bytes (too big
+    for the test redb writer: read it from the builder's rows)."""
+    if fault == "huge":
+        data = data.ljust(8 * 1024 * 1024 + 1, b"\0")
     if fault == "data":
         content = b.atom(len(data))
     elif fault == "missing":
