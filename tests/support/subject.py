@@ -8,7 +8,7 @@ The toolkit reads that head as neuron's ``inspect`` does: a ``neuron/activation/
 root a ``neuron/root/1`` state (neuron@7d214e02 ``model/src/execution.rs`` ``NeuronState``):
 :func:`neuron_root` writes one as neuron's ``activate`` does (epoch 0, nothing charged or
 held, empty maps, no worker) unless told to hold progs, imports or a flaw.  The nodes are nox
-Model B nodes (:mod:`tests.support.cell_records`; network, policy, authorization and the
+Model B nodes (:mod:`tests.support.model_b`; network, policy, authorization and the
 progs' artifacts are stand-in ids), at index 0, written behind the tool's back as neuron's own
 writer would (its activation commit is a record id, not the namespace, so the tool's
 birth-rule check on first commits does not apply to it), with its content rows and its request
