@@ -2,99 +2,155 @@
 :mod:`migrate.rules.neuron_state`).
 
 neuron's semantic import (cyberia-to/neuron@fd24e768 ``engine/src/legacy.rs`` ``inspect``)
-walks an origin's history from index 0 and decodes each commit as a record of its data model
-(:class:`migrate.rules.neuron_reader.Reader`): index 0 as ``cell/birth/1`` (7 fields),
-each later entry as ``cell/commit/1`` (10 fields) whose ``cell`` (field 0) is the origin,
-``index`` (field 1) the entry's index and ``previous`` (field 2) the commit before it.
+reads an origin's head, then walks its history from index 0, each read through a reader of
+100 000 content reads (L23, L63; more is ``Data(Limit)``), decoding every record of its data
+model (:class:`migrate.rules.neuron_reader.Reader`, field 0 the schema id of its name:
+:func:`migrate.rules.neuron_schema.schema_id`).  This module makes every static check of it:
 
-Schema identity is checked too: field 0 of each record must be neuron's schema id of its
-name (:func:`migrate.rules.neuron_schema.schema_id`, derived from the hash of neuron's suite
-file; neuron's ``Reader::record`` refuses another with ``UnsupportedSchema``, before the field
-count).  So is the head's snapshot, as ``inspect`` reads it first (``records::snapshot_at``,
-legacy.rs L27-30): the ``cell/snapshot/1`` record the head names (birth field 5, commit field
-4), its lifecycle one of the five ``cell/lifecycle/<name>/1`` variants (else
-``UnsupportedSchema``) and its profile (field 4) the one original profile particle
-(:func:`migrate.rules.neuron_schema.legacy_profile`; else ``Unsupported``).
+* **the head** (L22-45): its record (``cell/birth/1`` at index 0, whose id must be the origin,
+  else ``cell/commit/1``), the ``cell/snapshot/1`` it names (lifecycle one of five variants),
+  the snapshot's profile the one original profile
+  (:func:`migrate.rules.neuron_schema.legacy_profile`; else ``Unsupported``), its
+  ``cell/definition/1`` (11 fields) and the source artifact it names (field 2), the
+  application-state artifact, the local policy (``records::policy_values``), the live
+  continuation (``records::read_live``) with its checkpoint artifact, its ``cell/event/1``
+  and input artifact, and the pending operation's arguments artifact
+  (:mod:`migrate.rules.cell_artifacts`);
+* **every history entry** (L53-115), in order: index contiguity, ``artifacts::snapshot``
+  of the entry's snapshot (every artifact it names, its policy, live continuation and inbox),
+  then index 0 as a ``cell/birth/1`` whose id is the origin, each later entry a
+  ``cell/commit/1`` whose ``cell``, ``index`` and ``previous`` fields chain it (else
+  ``Conflict``), its events (field 5, at most 1: ``artifacts::event``; a ``main`` event
+  becomes the current invocation) and operations (field 6, at most 64:
+  ``artifacts::operation``; a ``cell/continuation/1`` names the current invocation and its
+  ``cell/local-resources/1``, whose cumulative charge per invocation must not decrease, and
+  needs an invocation: else ``Conflict``);
+* **the end** (L116-121): no entry past the head (``Conflict``) and the sum of the final
+  charges of all invocations within a u64 (else ``Budget``, reported at the head index).
 
-What is **not** decided here (:data:`LEFT_TO_NEURON`), although all of it but the checkpoint's
-runtime verdict is static given the same suite contract id: the definition, artifacts, policy
-and live continuation ``inspect`` reads and the earlier entries' snapshots; the import request
-check needs the import nonce, which a mapping carries only when the operator names it.
-Rune's ``validate_checkpoint`` is the only check of the import that needs neuron's runtime,
-and it never refuses: an incompatible checkpoint pauses the imported prog; the toolkit
-reports that verdict as "unknown (decided by neuron at import)".
+What is **not** decided here is listed in :data:`LEFT_TO_NEURON`: the import request check
+needs the import nonce, which a mapping carries only when the operator names it, and Rune's
+``validate_checkpoint`` needs neuron's runtime; it never refuses -- an incompatible checkpoint
+pauses the imported prog -- and the toolkit reports that verdict as "unknown (decided by
+neuron at import)".
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from migrate.rules.cell_artifacts import (
+    BIRTH,
+    COMMIT,
+    CONTINUATION,
+    EVENT,
+    RESOURCES,
+    check_event,
+    check_operation,
+    check_snapshot,
+    definition_code,
+    policy_values,
+    read_live,
+    snapshot_at,
+)
 from migrate.rules.neuron_reader import Lookup, Reader, Refused
-from migrate.rules.neuron_schema import legacy_profile, lifecycle_variants
+from migrate.rules.neuron_schema import legacy_profile
 from migrate.store.codec import HISTORY, history_key
 
 UNKNOWN = "unknown (decided by neuron at import)"
-#: The checks of neuron's import the toolkit leaves to neuron: all static (decidable from
-#: the store's rows and the suite contract ids) except the last two (an input the toolkit is
-#: not given; neuron's runtime), none made here (the
-#: subject's root state and its imports/progs conflicts are read in
-#: :mod:`migrate.rules.neuron_state` and :mod:`migrate.pipeline.subject`).
+#: The checks of neuron's import the toolkit leaves to neuron: an input the toolkit is not
+#: given, and neuron's runtime (the subject's root state and its imports/progs conflicts are
+#: read in :mod:`migrate.rules.neuron_state` and :mod:`migrate.pipeline.subject`).
 LEFT_TO_NEURON = (
-    "definition and artifacts of each snapshot (codec label, Blob content of the stated length)",
-    "the snapshots of earlier history entries (artifacts::snapshot)",
-    "local policy (step limit, allowed acts)",
-    "live continuation: its event, attempt and outcome records, and the history's accounting",
     "the import request id in the subject's request index when the mapping names no import "
     "nonce: the id depends on the nonce the operator gives neuron import",
     "the live checkpoint under neuron's Rune runtime (validate_checkpoint): needs the runtime; "
     "never refuses, an incompatible checkpoint pauses the imported prog",
 )
-BIRTH, COMMIT = ("cell/birth/1", 7), ("cell/commit/1", 10)
-SNAPSHOT = ("cell/snapshot/1", 11)
+#: Content reads of each reader of ``legacy::inspect`` (legacy.rs L23, L63).
+INSPECT_READS = 100_000
+_U64 = (1 << 64) - 1
 
 
-def _snapshot(reader: Reader, ref: bytes, what: str) -> None:
-    """neuron's ``Snapshot::read`` of the snapshot ``ref`` names, then ``inspect``'s profile
-    check: a ``cell/snapshot/1`` (11 fields) whose lifecycle (field 2) is one of the five
-    lifecycle variants (else ``UnsupportedSchema``), its refs and epoch readable, and whose
-    profile (field 4) is the one original profile (else ``Unsupported``)."""
-    f = reader.record(reader.reference(ref, what), SNAPSHOT, what)
-    if f[2] not in lifecycle_variants():
-        raise Refused(
-            "Data(UnsupportedSchema)",
-            f"{what}: its lifecycle {f[2].hex()} is none of the five cell/lifecycle variants",
-        )
-    for i in (0, 1, 3, 4, 6, 7, 8, 9, 10):
-        if i == 6:
-            reader.uint(f[5], f"{what} (epoch)")
-        reader.reference(f[i], f"{what} (field {i})")
-    profile = reader.reference(f[4], f"{what} (profile)")
-    if profile != legacy_profile():
+def _head(r: Reader, origin: bytes, index: int, commit: bytes, what: str) -> None:
+    """legacy.rs L24-45: the head's record and snapshot, the snapshot's profile, definition
+    source, application state, policy and live continuation."""
+    if index == 0 and commit != origin:
+        raise Refused("Conflict", f"{what} commit {commit.hex()} is not the origin id")
+    snap = snapshot_at(r, index, commit, what)
+    if snap.profile != legacy_profile():
         raise Refused(
             "Unsupported",
-            f"{what}: its profile {profile.hex()} is not the original cell runtime profile "
-            f"{legacy_profile().hex()}",
+            f"{what} (snapshot): its profile {snap.profile.hex()} is not the original cell "
+            f"runtime profile {legacy_profile().hex()}",
         )
+    _, source = definition_code(r, snap, what)
+    r.artifact(source, f"{what} (definition source)")
+    r.artifact(snap.application_state, f"{what} (application state)")
+    policy_values(r, snap.authority_policy, what)
+    live = read_live(r, snap, what)
+    if live is not None:
+        r.artifact(live.checkpoint, f"{what} (checkpoint)")
+        event = r.record(live.event, EVENT, f"{what} (live event)")
+        r.artifact(r.reference(event[4], f"{what} (live input)"), f"{what} (live input)")
+        if live.pending is not None:
+            r.artifact(live.pending.arguments, f"{what} (arguments)")
+
+
+class _Usage:
+    """The walk's accounting (legacy.rs L48-49, L78-110): the current invocation and the
+    last cumulative charge of each."""
+
+    def __init__(self) -> None:
+        self.current: bytes | None = None
+        self.charged: dict[bytes, int] = {}
+
+    def events(self, r: Reader, events: bytes, what: str) -> None:
+        for value in r.sequence(events, 1, f"{what} (events)"):
+            eid = r.reference(value, f"{what} (event)")
+            check_event(r, eid, what)
+            e = r.record(eid, EVENT, f"{what} (event)")
+            if r.text(e[3], f"{what} (event entry)") == "main":
+                self.current = eid
+
+    def operations(self, r: Reader, operations: bytes, what: str) -> None:
+        for value in r.sequence(operations, 64, f"{what} (operations)"):
+            oid = r.reference(value, f"{what} (operation)")
+            check_operation(r, oid, what)
+            resource = oid
+            c = r.record_if(oid, CONTINUATION, f"{what} (operation)")
+            if c is not None:
+                self.current = r.reference(c[6], f"{what} (continuation invocation)")
+                resource = r.reference(c[8], f"{what} (continuation resources)")
+            v = r.record_if(resource, RESOURCES, f"{what} (resources)")
+            if v is None:
+                continue
+            if self.current is None:
+                raise Refused("Conflict", f"{what}: resources {resource.hex()} before any "
+                                          "invocation (no main event or continuation)")  # fmt: skip
+            charged = r.uint(v[0], f"{what} (charged)")
+            old = self.charged.get(self.current, 0)
+            if charged < old:
+                raise Refused(
+                    "Conflict",
+                    f"{what}: invocation {self.current.hex()} charged {charged} after {old}",
+                )
+            self.charged[self.current] = charged
 
 
 def check_origin(lookup: Lookup, origin: bytes, head_index: int) -> dict[str, Any] | None:
-    """The first refusal of neuron's legacy reader on ``origin``'s history (its head's record,
-    then entries 0 .. ``head_index`` in order), as ``{code, namespace, index, reason,
-    detail}``; None when every entry reads as neuron's records (for what is checked here)."""
-    reader = Reader(lookup)
-    # neuron reads the head's record first (``records::snapshot_at``: the snapshot it names),
-    # so a history that is no cell records at all is refused at its head.
-    # Then the snapshot that record names and its profile (legacy.rs L24-30).
+    """The first refusal of neuron's legacy reader on ``origin``'s history (its head, then
+    entries 0 .. ``head_index`` in order, then the accounting), as ``{code, namespace, index,
+    reason, detail}``; None when neuron's ``legacy::inspect`` would read it."""
+    nodes: dict[bytes, bytes] = {}
     top = lookup(HISTORY, history_key(origin, head_index))
     if top is not None:
-        what = f"head index {head_index}"
         try:
-            if head_index == 0 and top != origin:
-                raise Refused("Conflict", f"{what} commit {top.hex()} is not the origin id")
-            f = reader.record(top, BIRTH if head_index == 0 else COMMIT, what)
-            _snapshot(reader, f[5 if head_index == 0 else 4], f"{what} (snapshot)")
+            _head(Reader(lookup, INSPECT_READS, nodes), origin, head_index, top,
+                  f"head index {head_index}")  # fmt: skip
         except Refused as refused:
             return _finding(origin, head_index, refused)
+    usage = _Usage()
     previous = b""
     for index in range(head_index + 1):
         commit = lookup(HISTORY, history_key(origin, index))
@@ -102,23 +158,35 @@ def check_origin(lookup: Lookup, origin: bytes, head_index: int) -> dict[str, An
         try:
             if commit is None:
                 raise Refused("Conflict", f"history index {index} is missing")
+            r = Reader(lookup, INSPECT_READS, nodes)
+            check_snapshot(r, index, commit, what)
             if index == 0:
                 if commit != origin:
                     raise Refused("Conflict", f"{what} is not the origin id")
-                reader.record(commit, BIRTH, what)
+                r.record(commit, BIRTH, what)
             else:
-                f = reader.record(commit, COMMIT, what)
-                if reader.reference(f[0], f"{what} (cell)") != origin:
+                f = r.record(commit, COMMIT, what)
+                if r.reference(f[0], f"{what} (cell)") != origin:
                     raise Refused("Conflict", f"{what}: its cell field is not the origin")
-                if reader.uint(f[1], f"{what} (index)") != index:
+                if r.uint(f[1], f"{what} (index)") != index:
                     raise Refused("Conflict", f"{what}: its index field is not {index}")
-                if reader.reference(f[2], f"{what} (previous)") != previous:
+                if r.reference(f[2], f"{what} (previous)") != previous:
                     raise Refused(
                         "Conflict", f"{what}: its previous field is not the commit at {index - 1}"
                     )
+                usage.events(r, f[5], what)
+                usage.operations(r, f[6], what)
         except Refused as refused:
             return _finding(origin, index, refused)
         previous = commit
+    after = lookup(HISTORY, history_key(origin, head_index + 1))
+    if after is not None:
+        detail = f"index {head_index + 1} commit {after.hex()} is past the head"
+        return _finding(origin, head_index + 1, Refused("Conflict", detail))
+    total = sum(usage.charged.values())
+    if total > _U64:
+        detail = f"the invocations' final charges sum to {total}, over u64"
+        return _finding(origin, head_index, Refused("Budget", detail))
     return None
 
 

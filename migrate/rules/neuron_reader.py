@@ -5,8 +5,10 @@ neuron decodes every record of its data model with one reader (cyberia-to/neuron
 ``model/src/records.rs``).  The rules this class follows, each with neuron's error:
 
 * ``content``: every read spends one of the reader's budget (``Limit`` when spent: neuron's
-  ``inspect`` gives its reader 2 000 000 reads); the row must exist (``Missing``) and its key
-  be the payload's id (``InvalidData``);
+  ``inspect`` gives its reader 2 000 000 reads, ``legacy::inspect`` 100 000 per reader); the
+  row must exist (``Missing``), hold at most 8 MiB (``Limit``) and its key be the payload's id
+  -- hemera of a Blob, the nox particle of a Data node (``InvalidData``; neuron@2fe713bd
+  ``model/src/data.rs`` ``Reader::content``, ``Content::validate``);
 * ``pair``: a 64-byte Data node; ``atom``: an 8-byte one -- a Blob is neither
   (``InvalidData``); ``uint`` = ``pair(hi, lo)`` of atoms each ``<= u32::MAX``; ``reference``
   = ``pair(pair(a0, a1), pair(a2, a3))`` of a 32-byte id's u64 LE limbs;
@@ -17,7 +19,11 @@ neuron decodes every record of its data model with one reader (cyberia-to/neuron
   0 with value atom 0 -> none, anything else ``InvalidData``; ``map`` = a list of
   ``pair(ref key, ref value)`` whose keys strictly increase (``InvalidData``);
 * ``record(name, count)``: ``pair(ref schema, fields)`` whose schema is neuron's schema id of
-  ``name`` (else ``UnsupportedSchema``, before the field count) with exactly ``count`` fields.
+  ``name`` (else ``UnsupportedSchema``, before the field count) with exactly ``count`` fields;
+* ``artifact`` (neuron@2fe713bd ``model/src/records.rs`` ``Reader::artifact``): a
+  ``cell/artifact/1`` record (4 fields) whose codec (field 1) is hemera of
+  ``hemera/bytes/0.3`` (else ``UnsupportedSchema``) and whose content (field 0) is a Blob of
+  the length field 2 states (else ``InvalidData``); its media type (field 3) is not read.
 
 The engine wraps these as ``Data(...)`` (neuron ``engine/src/lib.rs`` ``From<DataError>``);
 :class:`Refused` carries that name.
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hashing import nox
+from hashing import hemera, nox
 from migrate.rules.neuron_schema import schema_id, suite
 from migrate.store.codec import CONTENT
 
@@ -35,6 +41,13 @@ Lookup = Callable[[str, bytes], bytes | None]
 _U32 = 0xFFFF_FFFF
 #: The text bound of neuron's ``Reader::text``.
 MAX_TEXT = 4096
+#: The largest content neuron reads (``Content::validate``: more is ``Limit``).
+MAX_CONTENT = 8 * 1024 * 1024
+ARTIFACT = ("cell/artifact/1", 4)
+#: How many validated Data nodes a reader keeps (at most ~64 bytes each; emptied when full).
+NODE_CACHE = 1 << 16
+#: The one artifact codec neuron reads: hemera of its label (``Reader::artifact``).
+BYTES_CODEC = hemera.hash(b"hemera/bytes/0.3")
 
 
 class Refused(Exception):
@@ -59,32 +72,55 @@ class Reader:
     """neuron's ``Reader`` over a store's content rows (codec byte ‖ payload); ``budget``: how
     many content reads it may make (None: unbounded)."""
 
-    def __init__(self, lookup: Lookup, budget: int | None = None) -> None:
+    def __init__(
+        self, lookup: Lookup, budget: int | None = None, nodes: dict[bytes, bytes] | None = None
+    ) -> None:
         self._get = lookup
         self._left = budget
         self._zero = nox.particle((0).to_bytes(8, "little"))
+        # Data nodes already validated (id -> payload), shared by the readers of one walk:
+        # content rows never change, so a node read again needs neither its row nor its hash
+        # (its read still spends the budget, as neuron's does).
+        self._nodes = {} if nodes is None else nodes
 
-    def _data(self, cid: bytes, length: int, what: str) -> bytes:
+    def content(self, cid: bytes, what: str) -> tuple[bool, bytes]:
+        """neuron's ``Reader::content``: (is it a Blob, its bytes), validated."""
         if self._left is not None:
             if self._left == 0:
                 raise limit(f"{what}: the reader's budget of content reads is spent")
             self._left -= 1
+        known = self._nodes.get(cid)
+        if known is not None:
+            return False, known
         row = self._get(CONTENT, cid)
         if row is None:
             raise Refused("Data(Missing)", f"{what} {cid.hex()} is not a content row")
-        if row[:1] != b"\x00":
+        codec, payload = row[:1], row[1:]
+        if codec not in (b"\x00", b"\x01"):
+            raise invalid(f"{what} {cid.hex()}: codec byte {codec.hex()} is neither Data nor Blob")
+        if len(payload) > MAX_CONTENT:
+            raise limit(f"{what} {cid.hex()}: {len(payload)} bytes, over {MAX_CONTENT}")
+        blob = codec == b"\x01"
+        try:
+            ok = (hemera.hash(payload) if blob else nox.particle(payload)) == cid
+        except nox.NoxError:
+            ok = False
+        if not ok:
+            raise invalid(f"{what} {cid.hex()}: the key is not the payload's id")
+        if not blob:
+            if len(self._nodes) >= NODE_CACHE:
+                self._nodes.clear()
+            self._nodes[cid] = payload
+        return blob, payload
+
+    def _data(self, cid: bytes, length: int, what: str) -> bytes:
+        blob, payload = self.content(cid, what)
+        if blob:
             raise invalid(f"{what} {cid.hex()} is a Blob, not a nox {length}-byte Data node")
-        payload = row[1:]
         if len(payload) != length:
             raise invalid(
                 f"{what} {cid.hex()} is a {len(payload)}-byte Data node, not {length} bytes"
             )
-        try:
-            ok = nox.particle(payload) == cid
-        except nox.NoxError:
-            ok = False
-        if not ok:
-            raise invalid(f"{what} {cid.hex()}: the key is not the payload's nox id")
         return payload
 
     def pair(self, cid: bytes, what: str) -> tuple[bytes, bytes]:
@@ -174,3 +210,32 @@ class Reader:
         if len(values) != count:
             raise invalid(f"{what}: {len(values)} fields, {name} has {count}")
         return values
+
+    def record_if(self, cid: bytes, schema: tuple[str, int], what: str) -> list[bytes] | None:
+        """:meth:`record`, or None where neuron's ``Reader::record`` says
+        ``UnsupportedSchema`` (the caller tries another schema); every other refusal stands."""
+        try:
+            return self.record(cid, schema, what)
+        except Refused as refused:
+            if refused.reason == "Data(UnsupportedSchema)":
+                return None
+            raise
+
+    def artifact(self, cid: bytes, what: str) -> bytes:
+        """neuron's ``Reader::artifact``: the bytes of the Blob a ``cell/artifact/1`` names."""
+        f = self.record(cid, ARTIFACT, what)
+        content = self.reference(f[0], f"{what} (artifact content)")
+        codec = self.reference(f[1], f"{what} (artifact codec)")
+        if codec != BYTES_CODEC:
+            raise Refused(
+                "Data(UnsupportedSchema)",
+                f"{what}: artifact codec {codec.hex()} is not hemera(hemera/bytes/0.3) "
+                f"{BYTES_CODEC.hex()}",
+            )
+        stated = self.uint(f[2], f"{what} (artifact length)")
+        blob, payload = self.content(content, f"{what} (artifact content)")
+        if not blob or len(payload) != stated:
+            kind = f"a {len(payload)}-byte Blob" if blob else "a Data node, not a Blob"
+            raise invalid(f"{what}: artifact content {content.hex()} is {kind}; it states "
+                          f"{stated} bytes")  # fmt: skip
+        return payload

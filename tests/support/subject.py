@@ -8,7 +8,7 @@ The toolkit reads that head as neuron's ``inspect`` does: a ``neuron/activation/
 root a ``neuron/root/1`` state (neuron@7d214e02 ``model/src/execution.rs`` ``NeuronState``):
 :func:`neuron_root` writes one as neuron's ``activate`` does (epoch 0, nothing charged or
 held, empty maps, no worker) unless told to hold progs, imports or a flaw.  The nodes are nox
-Model B nodes (:mod:`tests.support.cell_records`; network, policy, authorization and the
+Model B nodes (:mod:`tests.support.model_b`; network, policy, authorization and the
 progs' artifacts are stand-in ids), at index 0, written behind the tool's back as neuron's own
 writer would (its activation commit is a record id, not the namespace, so the tool's
 birth-rule check on first commits does not apply to it), with its content rows and its request
@@ -34,27 +34,11 @@ from migrate.store.codec import (
     request_key,
     request_value,
 )
-from tests.support.cell_records import Builder
+from tests.support.model_b import Builder, mapping, optional, sequence
 from tests.support.stores import put_raw
 
 #: The subject the mapped-run tests use.
 SUBJECT = "ab" * 32
-
-
-def sequence(b: Builder, values: list[bytes]) -> bytes:
-    """neuron's list: ``pair(uint(count), fields)``."""
-    return b.pair(b.uint(len(values)), b.fields(values))
-
-
-def mapping(b: Builder, entries: list[tuple[bytes, bytes]]) -> bytes:
-    """neuron's map: a list of ``pair(ref key, ref value)``, in the order given (neuron's
-    writer sorts the keys; a test may not)."""
-    return sequence(b, [b.pair(b.ref(k), b.ref(v)) for k, v in entries])
-
-
-def optional(b: Builder, value: bytes | None) -> bytes:
-    """neuron's optional ref: ``pair(atom 1, ref)`` or ``pair(atom 0, atom 0)``."""
-    return b.pair(b.atom(0), b.atom(0)) if value is None else b.pair(b.atom(1), b.ref(value))
 
 
 def prog(b: Builder, step_limit: int = 1_000_000, acts: tuple[int, ...] = ()) -> bytes:
