@@ -134,3 +134,36 @@ def test_tagged_data_rows_are_refused_in_codec_mode_and_copied_in_none() -> None
     assert check_shape(Rows(tables), content_check="none").errors == []
     tables["application_content"] = {hemera.hash(p): b"\x00" + p for p in (bytes(65), b"")}
     assert [e["code"] for e in check_shape(Rows(tables)).errors] == ["content-id-mismatch"] * 2
+
+
+class _Batched(Rows):
+    """The same rows, also offered in lists of uneven sizes (``row_batches``)."""
+
+    def row_batches(self, table: str) -> Iterator[list[tuple[bytes, bytes]]]:
+        rows = list(self.rows(table))
+        start, size = 0, 1
+        while start < len(rows):
+            yield rows[start : start + size]
+            start, size = start + size, size % 5 + 1
+
+
+def test_the_pass_reports_the_same_from_lists_as_from_rows() -> None:
+    """Shapes, stats, digest and error positions are the same whether a source gives rows or
+    lists of rows (the checking pass reads the redb reader's lists)."""
+    tables: dict[str, dict[bytes, bytes]] = {name: {} for name in DIGEST_ORDER}
+    for i in range(40):
+        key, value = blob(b"p%d" % i)
+        tables["application_content"][key] = value if i % 9 else b"\x07" + value[1:]
+        tables["application_history"][bytes([i]) * 32 + i.to_bytes(8, "big")] = key
+        tables["application_heads"][bytes([i]) * 32] = b"h" * (40 if i % 7 else 39)
+        tables["application_unique_claims"][bytes([i]) * (32 if i % 11 else 31)] = b"c" * 32
+    a = check_shape(Rows(tables), hemera_digest=True)
+    b = check_shape(_Batched(tables), hemera_digest=True)
+    assert a.errors and [e["code"] for e in a.errors].count("bad-value-length") == 6
+    assert (a.errors, a.positions, a.phases) == (b.errors, b.positions, b.phases)
+    assert {t: s.to_json() for t, s in a.tables.items()} == {
+        t: s.to_json() for t, s in b.tables.items()
+    }
+    assert (a.archive_digest_sha256, a.archive_digest_hemera, a.codecs, a.row) == (
+        b.archive_digest_sha256, b.archive_digest_hemera, b.codecs, b.row,
+    )  # fmt: skip

@@ -101,8 +101,8 @@ def test_fresh_tee_answers_contains_as_the_source_does(tmp_path: Path) -> None:
     class _Loader:
         complete = True
 
-        def tee(self, ordinal: int, rows):  # type: ignore[no-untyped-def]
-            return rows
+        def tee_batches(self, ordinal: int, batches):  # type: ignore[no-untyped-def]
+            return batches
 
         def finish(self) -> None:
             pass

@@ -102,13 +102,18 @@ class _Tee:
         return self._src.table_kinds()
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        return chain.from_iterable(self.row_batches(table))
+
+    def row_batches(self, table: str) -> Iterator[list[tuple[bytes, bytes]]]:
+        """The rows of ``table`` in the reader's lists; the first full read of each of the
+        five tables loaded as it passes (the content ids kept, a list at a time)."""
+        batches = self._src.row_batches(table)
         if table not in ORDINAL or table in self._teed or self.table_kinds().get(table) != "table":
-            return self._src.rows(table)  # a multimap table among the five: refused, never loaded
+            return batches  # a multimap table among the five: refused, never loaded
         self._teed.add(table)
-        if table == CONTENT:  # its ids kept as they pass, a batch at a time
-            batches = map(self._content_ids.add, self._src.row_batches(table))
-            return self._loader.tee(ORDINAL[table], chain.from_iterable(batches))
-        return self._loader.tee(ORDINAL[table], self._src.rows(table))
+        if table == CONTENT:
+            batches = map(self._content_ids.add, batches)
+        return self._loader.tee_batches(ORDINAL[table], batches)
 
     @property
     def get(self) -> Callable[[str, bytes], bytes | None] | None:

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from typing import TypeVar
 
 #: Keys per packed block (a 2 KiB block of 32-byte keys).
 BLOCK_KEYS = 64
 #: The most keys kept by default: 16 MiB of 32-byte keys.
 MAX_KEYS = 1 << 19
+
+
+Rows = TypeVar("Rows", bound=Sequence[tuple[bytes, bytes]])
 
 
 class KeptKeys:
@@ -36,7 +40,7 @@ class KeptKeys:
         self._blocks: list[bytes] = []
         self._pending: list[bytes] = []
 
-    def add(self, rows: Sequence[tuple[bytes, bytes]]) -> Sequence[tuple[bytes, bytes]]:
+    def add(self, rows: Rows) -> Rows:
         """Keep the keys of ``rows`` (``(key, value)`` pairs) of this width, while there is
         room; returns ``rows`` (so that it can wrap a stream of batches with ``map``)."""
         if self._room > 0:

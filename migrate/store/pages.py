@@ -66,6 +66,44 @@ class PageLoader:
         if self._error is None:
             self._ended(table)
 
+    def tee_batches(
+        self, ordinal: int, batches: Iterable[list[tuple[bytes, bytes]]]
+    ) -> Iterator[list[tuple[bytes, bytes]]]:
+        """:meth:`tee` for rows that come in lists: the same lists passed on, the same pages
+        loaded (cut at the same rows), a list at a time where a page has room for it."""
+        table = ARCHIVE_ORDER[ordinal]
+        page_rows, page_bytes, copy = self._page_rows, self._page_bytes, self.COPY_ROWS
+        page: list[tuple[bytes, bytes]] = []
+        size = 0
+        for rows in batches:
+            mine = [(bytes(k), bytes(v)) for k, v in rows] if copy else list(rows)
+            sizes = [len(k) + len(v) for k, v in mine]
+            start, end = 0, len(mine)
+            while start < end:
+                if page and len(page) >= page_rows:
+                    self._load(ordinal, table, page, size)
+                    page, size = [], 0
+                stop = min(end, start + page_rows - len(page))
+                taken = sum(sizes[start:stop])
+                if size + taken <= page_bytes:  # all of them fit: no page ends among them
+                    page += mine[start:stop]
+                    size += taken
+                    start = stop
+                    continue
+                for i in range(start, stop):  # a page ends at the row that does not fit
+                    n = sizes[i]
+                    if page and (len(page) >= page_rows or size + n > page_bytes):
+                        self._load(ordinal, table, page, size)
+                        page, size = [], 0
+                    page.append(mine[i])
+                    size += n
+                start = stop
+            yield rows
+        if page:
+            self._load(ordinal, table, page, size)
+        if self._error is None:
+            self._ended(table)
+
     def _ended(self, table: str) -> None:
         """Every row of ``table`` was handed on (nothing to do by default)."""
 
