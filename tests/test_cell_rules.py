@@ -167,3 +167,43 @@ def test_the_pass_reports_the_same_from_lists_as_from_rows() -> None:
     assert (a.archive_digest_sha256, a.archive_digest_hemera, a.codecs, a.row) == (
         b.archive_digest_sha256, b.archive_digest_hemera, b.codecs, b.row,
     )  # fmt: skip
+
+
+def test_content_rows_checked_in_a_list_as_one_by_one() -> None:
+    """The checking pass's loop over content rows (Blob rows inline) says and queues exactly
+    what ``_check_row`` does row by row: errors, positions, codecs, ids queued."""
+    from migrate.rules import shape
+
+    good_id, good = blob(b"fine")
+    rows = [
+        (good_id, good),
+        (b"\x01" * 31, good),  # bad key length
+        (b"\x02" * 32, b""),  # empty value
+        (b"\x03" * 32, b"\x07abc"),  # unknown codec
+        (b"\x04" * 32, b"\x00" + b"d" * 8),  # Data
+        (b"\x05" * 64, b"\x01x"),  # a Blob under a 64-byte key
+        (b"\x06" * 32, b"\x01" + b"z" * 3),  # a Blob with a wrong id (the ids say so later)
+    ]
+
+    class Ids:
+        def __init__(self) -> None:
+            self.added: list[tuple[int, bytes, int, bytes]] = []
+
+        def add(self, position: int, key: bytes, codec: int, payload: bytes) -> None:
+            self.added.append((position, key, codec, bytes(payload)))
+
+    def run(listed: bool) -> tuple[object, ...]:
+        report, ids = shape.ShapeReport(), Ids()
+        report.row = 9
+        if listed:
+            shape._check_content(rows, report, ids)  # type: ignore[arg-type]
+        else:
+            for key, value in rows:
+                report.row += 1
+                shape._check_row(shape.CONTENT, key, value, report, ids)  # type: ignore[arg-type]
+        return report.errors, report.positions, report.phases, report.codecs, report.row, ids.added
+
+    one_by_one = run(False)
+    assert [e["code"] for e in one_by_one[0]] == ["bad-key-length", "bad-value-length",
+                                                  "unknown-codec", "bad-key-length"]  # fmt: skip
+    assert run(True) == one_by_one

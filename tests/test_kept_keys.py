@@ -119,3 +119,13 @@ def test_fresh_tee_answers_contains_as_the_source_does(tmp_path: Path) -> None:
         history = [v for _, v in src.rows("application_history")]
         for k in [k for k, _ in content] + history + [key(-1), b"\x00" * 32]:
             assert tee.contains(CONTENT, k) == (src.get(CONTENT, k) is not None)
+
+
+def test_kept_keys_copy_keys_that_are_not_bytes() -> None:
+    """A key handed over as a view of a buffer the reader reuses is kept as a copy."""
+    first, second = sorted([key(1), key(2)])
+    buf = bytearray(first + second)
+    kept = KeptKeys()
+    kept.add([(memoryview(buf)[:32], b""), (bytearray(buf[32:]), b"")])
+    buf[:] = bytes(64)  # the reader's buffer, reused
+    assert first in kept and second in kept and bytes(32) not in kept

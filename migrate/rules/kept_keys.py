@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import TypeVar
 
 #: Keys per packed block (a 2 KiB block of 32-byte keys).
@@ -45,7 +46,10 @@ class KeptKeys:
         room; returns ``rows`` (so that it can wrap a stream of batches with ``map``)."""
         if self._room > 0:
             width = self.width
-            keys = [bytes(k) for k, _ in rows if len(k) == width][: self._room]
+            keys = list(map(itemgetter(0), rows))
+            if {*map(len, keys)} - {width} or {*map(type, keys)} - {bytes}:
+                keys = [bytes(k) for k in keys if len(k) == width]  # a copy of each kept
+            keys = keys[: self._room]
             self._room -= len(keys)
             pending = self._pending
             pending += keys

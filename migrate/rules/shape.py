@@ -43,6 +43,8 @@ KEY_LEN = {
     "application_requests": 64,
     "application_unique_claims": 32,
 }
+CONTENT = "application_content"
+CONTENT_KEY_LEN = KEY_LEN[CONTENT]
 VALUE_LEN = {
     "application_heads": 40,
     "application_history": 32,
@@ -193,6 +195,27 @@ def _check_row(
         ids.add(report.row, key, codec, value[1:])
 
 
+def _check_content(
+    batch: list[tuple[bytes, bytes]], report: ShapeReport, ids: ContentIds | None
+) -> None:
+    """:func:`_check_row` over rows of ``application_content``; a Blob row of the right
+    shape (the usual row) is counted and queued for its id here, without the calls."""
+    add = ids.add if ids is not None else None
+    row = report.row
+    blobs = 0
+    for key, value in batch:
+        row += 1
+        if len(key) == CONTENT_KEY_LEN and 0 < len(value) <= MAX_PAYLOAD + 1 and value[0] == 1:
+            blobs += 1
+            if add is not None:
+                add(row, key, CODEC_BLOB, value[1:])
+        else:
+            report.row = row
+            _check_row(CONTENT, key, value, report, ids)
+    report.row = row
+    report.codecs["blob"] += blobs
+
+
 def _check_key(table: str, key: bytes, report: ShapeReport) -> bool:
     if len(key) > MAX_KEY:
         _error(
@@ -328,6 +351,8 @@ def _pass(
             if value_len is not None and key_lens.count(key_len) == n \
                     and value_lens.count(value_len) == n:  # fmt: skip
                 report.row += n  # every row of the right shape: nothing to say of any
+            elif value_len is None:
+                _check_content(batch, report, ids)
             else:
                 for key, value in batch:
                     report.row += 1

@@ -13,6 +13,7 @@ keeps the cursor of the last page handed on.  Where a page goes is the engine's 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from migrate.store.codec import ARCHIVE_ORDER
 
@@ -76,22 +77,24 @@ class PageLoader:
         page: list[tuple[bytes, bytes]] = []
         size = 0
         for rows in batches:
-            mine = [(bytes(k), bytes(v)) for k, v in rows] if copy else list(rows)
-            sizes = [len(k) + len(v) for k, v in mine]
+            mine = rows
+            if copy and {*map(type, chain.from_iterable(rows))} - {bytes}:
+                mine = [(bytes(k), bytes(v)) for k, v in rows]  # bytes are kept as they are
             start, end = 0, len(mine)
             while start < end:
                 if page and len(page) >= page_rows:
                     self._load(ordinal, table, page, size)
                     page, size = [], 0
                 stop = min(end, start + page_rows - len(page))
-                taken = sum(sizes[start:stop])
+                chunk = mine[start:stop]
+                taken = sum(map(len, chain.from_iterable(chunk)))
                 if size + taken <= page_bytes:  # all of them fit: no page ends among them
-                    page += mine[start:stop]
+                    page += chunk
                     size += taken
                     start = stop
                     continue
                 for i in range(start, stop):  # a page ends at the row that does not fit
-                    n = sizes[i]
+                    n = len(mine[i][0]) + len(mine[i][1])
                     if page and (len(page) >= page_rows or size + n > page_bytes):
                         self._load(ordinal, table, page, size)
                         page, size = [], 0
