@@ -183,6 +183,7 @@ def test_content_rows_checked_in_a_list_as_one_by_one() -> None:
         (b"\x04" * 32, b"\x00" + b"d" * 8),  # Data
         (b"\x05" * 64, b"\x01x"),  # a Blob under a 64-byte key
         (b"\x06" * 32, b"\x01" + b"z" * 3),  # a Blob with a wrong id (the ids say so later)
+        (b"\x07" * 32, b"\x01"),  # an empty Blob
     ]
 
     class Ids:
@@ -191,6 +192,11 @@ def test_content_rows_checked_in_a_list_as_one_by_one() -> None:
 
         def add(self, position: int, key: bytes, codec: int, payload: bytes) -> None:
             self.added.append((position, key, codec, bytes(payload)))
+
+        def add_many(self, items: list[tuple[int, bytes, int, bytes]], nbytes: int) -> None:
+            assert nbytes == sum(len(p) for *_, p in items)
+            for item in items:
+                self.add(*item)
 
     def run(listed: bool) -> tuple[object, ...]:
         report, ids = shape.ShapeReport(), Ids()

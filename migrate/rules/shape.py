@@ -200,18 +200,24 @@ def _check_content(
 ) -> None:
     """:func:`_check_row` over rows of ``application_content``; a Blob row of the right
     shape (the usual row) is counted and queued for its id here, without the calls."""
-    add = ids.add if ids is not None else None
     row = report.row
-    blobs = 0
+    blobs = size = 0
+    items: list[tuple[int, bytes, int, bytes]] = []  # queued for their ids, in row order
     for key, value in batch:
         row += 1
-        if len(key) == CONTENT_KEY_LEN and 0 < len(value) <= MAX_PAYLOAD + 1 and value[0] == 1:
+        n = len(value)
+        if len(key) == CONTENT_KEY_LEN and 0 < n <= MAX_PAYLOAD + 1 and value[0] == 1:
             blobs += 1
-            if add is not None:
-                add(row, key, CODEC_BLOB, value[1:])
-        else:
-            report.row = row
-            _check_row(CONTENT, key, value, report, ids)
+            items.append((row, key, CODEC_BLOB, value[1:]))
+            size += n - 1
+            continue
+        if ids is not None and items:
+            ids.add_many(items, size)
+            items, size = [], 0
+        report.row = row
+        _check_row(CONTENT, key, value, report, ids)
+    if ids is not None and items:
+        ids.add_many(items, size)
     report.row = row
     report.codecs["blob"] += blobs
 
