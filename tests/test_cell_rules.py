@@ -134,3 +134,82 @@ def test_tagged_data_rows_are_refused_in_codec_mode_and_copied_in_none() -> None
     assert check_shape(Rows(tables), content_check="none").errors == []
     tables["application_content"] = {hemera.hash(p): b"\x00" + p for p in (bytes(65), b"")}
     assert [e["code"] for e in check_shape(Rows(tables)).errors] == ["content-id-mismatch"] * 2
+
+
+class _Batched(Rows):
+    """The same rows, also offered in lists of uneven sizes (``row_batches``)."""
+
+    def row_batches(self, table: str) -> Iterator[list[tuple[bytes, bytes]]]:
+        rows = list(self.rows(table))
+        start, size = 0, 1
+        while start < len(rows):
+            yield rows[start : start + size]
+            start, size = start + size, size % 5 + 1
+
+
+def test_the_pass_reports_the_same_from_lists_as_from_rows() -> None:
+    """Shapes, stats, digest and error positions are the same whether a source gives rows or
+    lists of rows (the checking pass reads the redb reader's lists)."""
+    tables: dict[str, dict[bytes, bytes]] = {name: {} for name in DIGEST_ORDER}
+    for i in range(40):
+        key, value = blob(b"p%d" % i)
+        tables["application_content"][key] = value if i % 9 else b"\x07" + value[1:]
+        tables["application_history"][bytes([i]) * 32 + i.to_bytes(8, "big")] = key
+        tables["application_heads"][bytes([i]) * 32] = b"h" * (40 if i % 7 else 39)
+        tables["application_unique_claims"][bytes([i]) * (32 if i % 11 else 31)] = b"c" * 32
+    a = check_shape(Rows(tables), hemera_digest=True)
+    b = check_shape(_Batched(tables), hemera_digest=True)
+    assert a.errors and [e["code"] for e in a.errors].count("bad-value-length") == 6
+    assert (a.errors, a.positions, a.phases) == (b.errors, b.positions, b.phases)
+    assert {t: s.to_json() for t, s in a.tables.items()} == {
+        t: s.to_json() for t, s in b.tables.items()
+    }
+    assert (a.archive_digest_sha256, a.archive_digest_hemera, a.codecs, a.row) == (
+        b.archive_digest_sha256, b.archive_digest_hemera, b.codecs, b.row,
+    )  # fmt: skip
+
+
+def test_content_rows_checked_in_a_list_as_one_by_one() -> None:
+    """The checking pass's loop over content rows (Blob rows inline) says and queues exactly
+    what ``_check_row`` does row by row: errors, positions, codecs, ids queued."""
+    from migrate.rules import shape
+
+    good_id, good = blob(b"fine")
+    rows = [
+        (good_id, good),
+        (b"\x01" * 31, good),  # bad key length
+        (b"\x02" * 32, b""),  # empty value
+        (b"\x03" * 32, b"\x07abc"),  # unknown codec
+        (b"\x04" * 32, b"\x00" + b"d" * 8),  # Data
+        (b"\x05" * 64, b"\x01x"),  # a Blob under a 64-byte key
+        (b"\x06" * 32, b"\x01" + b"z" * 3),  # a Blob with a wrong id (the ids say so later)
+        (b"\x07" * 32, b"\x01"),  # an empty Blob
+    ]
+
+    class Ids:
+        def __init__(self) -> None:
+            self.added: list[tuple[int, bytes, int, bytes]] = []
+
+        def add(self, position: int, key: bytes, codec: int, payload: bytes) -> None:
+            self.added.append((position, key, codec, bytes(payload)))
+
+        def add_many(self, items: list[tuple[int, bytes, int, bytes]], nbytes: int) -> None:
+            assert nbytes == sum(len(p) for *_, p in items)
+            for item in items:
+                self.add(*item)
+
+    def run(listed: bool) -> tuple[object, ...]:
+        report, ids = shape.ShapeReport(), Ids()
+        report.row = 9
+        if listed:
+            shape._check_content(rows, report, ids)  # type: ignore[arg-type]
+        else:
+            for key, value in rows:
+                report.row += 1
+                shape._check_row(shape.CONTENT, key, value, report, ids)  # type: ignore[arg-type]
+        return report.errors, report.positions, report.phases, report.codecs, report.row, ids.added
+
+    one_by_one = run(False)
+    assert [e["code"] for e in one_by_one[0]] == ["bad-key-length", "bad-value-length",
+                                                  "unknown-codec", "bad-key-length"]  # fmt: skip
+    assert run(True) == one_by_one

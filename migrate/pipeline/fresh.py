@@ -24,6 +24,7 @@ store, a destination that filled meanwhile -- takes the staged path.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,11 @@ from migrate.pipeline import fresh_legacy, gate, stages
 from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
 from migrate.pipeline.preflight import Preflight, import_of, judge, mapped_refusals, redb_report
 from migrate.progress import Observer, finishing, phase
+from migrate.rules.kept_keys import KeptKeys
 from migrate.rules.sources import RedbSource
 from migrate.store import guard, imports, keyspace_build
 from migrate.store.build import Loader, can_build, open_build
-from migrate.store.codec import ORDINAL
+from migrate.store.codec import CONTENT, ID_LEN, ORDINAL
 from migrate.store.connection import Connection
 from migrate.store.engine import FJALL, engine_for
 from migrate.store.keyspace_build import KeyspaceLoader
@@ -76,6 +78,9 @@ class _Tee:
     source; the link checks that follow look commits and request heads up (``get``) in the
     built store, whose rows are the source's, loaded and counted: an SQLite point lookup
     costs a fraction of a verified descent of the redb tree, and it checks what is published.
+    The content ids that pass are kept (:class:`~migrate.rules.kept_keys.KeptKeys`, bounded):
+    the links check asks ``contains`` for every history commit, answered from them, and from
+    ``get`` for an id not kept.
     """
 
     def __init__(self, source: RedbSource, loader: Loader | KeyspaceLoader,
@@ -85,6 +90,8 @@ class _Tee:
         self._db = db
         self._conn: Connection | None = None
         self._teed: set[str] = set()
+        self._content_ids = KeptKeys(ID_LEN)
+        self._get: Callable[[str, bytes], bytes | None] | None = None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -95,11 +102,18 @@ class _Tee:
         return self._src.table_kinds()
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
-        rows = self._src.rows(table)
+        return chain.from_iterable(self.row_batches(table))
+
+    def row_batches(self, table: str) -> Iterator[list[tuple[bytes, bytes]]]:
+        """The rows of ``table`` in the reader's lists; the first full read of each of the
+        five tables loaded as it passes (the content ids kept, a list at a time)."""
+        batches = self._src.row_batches(table)
         if table not in ORDINAL or table in self._teed or self.table_kinds().get(table) != "table":
-            return rows  # a multimap table among the five: refused, never loaded
+            return batches  # a multimap table among the five: refused, never loaded
         self._teed.add(table)
-        return self._loader.tee(ORDINAL[table], rows)
+        if table == CONTENT:
+            batches = map(self._content_ids.add, batches)
+        return self._loader.tee_batches(ORDINAL[table], batches)
 
     @property
     def get(self) -> Callable[[str, bytes], bytes | None] | None:
@@ -111,6 +125,15 @@ class _Tee:
         if self._conn is None:
             self._conn = Connection(self._db, readonly=True)
         return self._lookup_built
+
+    def contains(self, table: str, key: bytes) -> bool:
+        """``get(table, key) is not None``: a content id kept as the rows passed is there."""
+        if table == CONTENT and key in self._content_ids:
+            return True
+        if self._get is None:
+            self._get = self.get
+            assert self._get is not None  # the links check asks only a source with ``get``
+        return self._get(table, key) is not None
 
     def _lookup_built(self, table: str, key: bytes) -> bytes | None:
         assert self._conn is not None

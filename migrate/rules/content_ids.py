@@ -154,6 +154,14 @@ class ContentIds:
         if self._size >= self.BATCH_BYTES:
             self._flush()
 
+    def add_many(self, items: list[_Item], nbytes: int) -> None:
+        """:meth:`add` of each ``(position, key, codec, payload)`` of ``items``, whose
+        payloads hold ``nbytes`` bytes in all."""
+        self._batch += items
+        self._size += nbytes + 64 * len(items)
+        if self._size >= self.BATCH_BYTES:
+            self._flush()
+
     def _flush(self) -> None:
         if self._batch:
             self._pending.append(self._pool.submit(_verify, self._batch))

@@ -27,6 +27,10 @@ first retained index (its head may be the head just below it, with no entries); 
 of dropped entries are kept, unchecked (the history they point into is gone by design).  An
 excised content id missing from ``application_content`` is not ``missing-content``.
 
+A source with ``get`` may also offer ``contains(table, key) -> bool`` (the answer of
+``get(table, key) is not None``, cheaper): the history commits are looked up in
+``application_content`` through it.
+
 Codes (meanings in fixtures/legacy/README.md): ``history-gap``,
 ``head-mismatch``, ``missing-content``, ``request-head-mismatch``, ``missing-receipt``,
 ``duplicate-receipt``; rows too malformed to interpret are reported as ``bad-key-length`` /
@@ -39,6 +43,7 @@ import bisect
 import struct
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Protocol
 
 from migrate.store.codec import (
@@ -96,10 +101,10 @@ def iter_link_errors(
     get = getattr(source, "get", None)
     found = semantic if semantic is not None else []
     if get is not None:
-        errors = _check(source, get, found)
+        errors = _check(source, get, found, getattr(source, "contains", None))
     else:
         index = _SpillIndex(source, (CONTENT, HISTORY))
-        errors = index.wrap(_check(source, index.get, found))
+        errors = index.wrap(_check(source, index.get, found, None))
     for error in errors:
         if report_malformed or error["code"] not in _SHAPE_CODES:
             yield error
@@ -157,13 +162,18 @@ class _Stream:
         self.errors.clear()
 
 
-def _check(source: SortedTables, get: Lookup, semantic: list[LinkError]) -> Iterator[LinkError]:
+def _check(source: SortedTables, get: Lookup, semantic: list[LinkError],
+           contains: Callable[[str, bytes], bool] | None) -> Iterator[LinkError]:  # fmt: skip
     boundary = getattr(source, "boundary", None)
     excised = getattr(source, "excised", None)
     hist = _Stream(source.rows(HISTORY), HISTORY, ID_LEN + 8, ID_LEN)
     heads = _Stream(source.rows(HEADS), HEADS, ID_LEN, HEAD_LEN)
     reqs = _Stream(source.rows(REQUESTS), REQUESTS, 2 * ID_LEN, ID_LEN + HEAD_LEN)
     streams = (hist, heads, reqs)
+    if contains is not None:
+        has_content: Callable[[bytes], bool] = partial(contains, CONTENT)
+    else:
+        has_content = partial(_found, get, CONTENT)
     while True:
         for s in streams:
             yield from s.drain_errors()
@@ -174,7 +184,11 @@ def _check(source: SortedTables, get: Lookup, semantic: list[LinkError]) -> Iter
         head_value = head_rows[0][1] if head_rows else None
         bound = boundary(ns) if boundary is not None else None
         yield from _namespace(ns, hist.take(ns), head_value, reqs.take(ns), get, semantic,
-                              bound, excised)  # fmt: skip
+                              bound, excised, has_content)  # fmt: skip
+
+
+def _found(get: Lookup, table: str, key: bytes) -> bool:
+    return get(table, key) is not None
 
 
 def _namespace(
@@ -184,8 +198,9 @@ def _namespace(
     req_rows: Iterator[tuple[bytes, bytes]],
     get: Lookup,
     semantic: list[LinkError],
-    bound: tuple[int, Head] | None = None,
-    excised: Callable[[bytes], bool] | None = None,
+    bound: tuple[int, Head] | None,
+    excised: Callable[[bytes], bool] | None,
+    has_content: Callable[[bytes], bool],
 ) -> Iterator[LinkError]:
     nsx = ns.hex()
     present = array("Q")  # history indices of this namespace, ascending
@@ -212,7 +227,7 @@ def _namespace(
                     "detail": f"namespace {nsx}: index-0 commit {commit.hex()} != namespace",
                 }
             )
-        if get(CONTENT, commit) is None and not (excised is not None and excised(commit)):
+        if not has_content(commit) and not (excised is not None and excised(commit)):
             yield _err(
                 "missing-content",
                 f"namespace {nsx} index {index}: commit {commit.hex()} not in application_content",

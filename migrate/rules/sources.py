@@ -75,6 +75,10 @@ class RedbSource(Closing):
         """Rows in stored order; with ``after``, only keys past it (a seek, not a skip)."""
         return self._db.iter_table(table, after=after)
 
+    def row_batches(self, table: str) -> Iterator[list[tuple[bytes, bytes]]]:
+        """The rows of :meth:`rows` (all of them), in the lists the reader makes."""
+        return self._db.iter_batches(table)
+
     @property
     def get(self) -> Callable[[str, bytes], bytes | None] | None:
         """Point lookups (checksummed descents) for the link checker, on the C path only:

@@ -13,6 +13,7 @@ keeps the cursor of the last page handed on.  Where a page goes is the engine's 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from migrate.store.codec import ARCHIVE_ORDER
 
@@ -63,6 +64,46 @@ class PageLoader:
             yield row
         if batch:
             self._load(ordinal, table, batch, size)
+        if self._error is None:
+            self._ended(table)
+
+    def tee_batches(
+        self, ordinal: int, batches: Iterable[list[tuple[bytes, bytes]]]
+    ) -> Iterator[list[tuple[bytes, bytes]]]:
+        """:meth:`tee` for rows that come in lists: the same lists passed on, the same pages
+        loaded (cut at the same rows), a list at a time where a page has room for it."""
+        table = ARCHIVE_ORDER[ordinal]
+        page_rows, page_bytes, copy = self._page_rows, self._page_bytes, self.COPY_ROWS
+        page: list[tuple[bytes, bytes]] = []
+        size = 0
+        for rows in batches:
+            mine = rows
+            if copy and {*map(type, chain.from_iterable(rows))} - {bytes}:
+                mine = [(bytes(k), bytes(v)) for k, v in rows]  # bytes are kept as they are
+            start, end = 0, len(mine)
+            while start < end:
+                if page and len(page) >= page_rows:
+                    self._load(ordinal, table, page, size)
+                    page, size = [], 0
+                stop = min(end, start + page_rows - len(page))
+                chunk = mine[start:stop]
+                taken = sum(map(len, chain.from_iterable(chunk)))
+                if size + taken <= page_bytes:  # all of them fit: no page ends among them
+                    page += chunk
+                    size += taken
+                    start = stop
+                    continue
+                for i in range(start, stop):  # a page ends at the row that does not fit
+                    n = len(mine[i][0]) + len(mine[i][1])
+                    if page and (len(page) >= page_rows or size + n > page_bytes):
+                        self._load(ordinal, table, page, size)
+                        page, size = [], 0
+                    page.append(mine[i])
+                    size += n
+                start = stop
+            yield rows
+        if page:
+            self._load(ordinal, table, page, size)
         if self._error is None:
             self._ended(table)
 

@@ -263,3 +263,41 @@ def test_request_head_compared_with_the_commit_at_its_index(
     assert [e["code"] for e in errors] == ["request-head-mismatch"] * 2
     shown = sorted(e["detail"].rsplit(" = ", 1)[1] for e in errors)
     assert shown == sorted(hist[hk(ns, i)].hex() for i in (1, 3))
+
+
+def test_malformed_rows_between_and_inside_namespaces_are_said_in_stream_order() -> None:
+    """A malformed row is said when the stream passes it: one inside a namespace's history
+    and one between two namespaces come before the next namespace's findings."""
+    ns_a, a = _chain(3, "a")
+    ns_b, b = _chain(2, "b")
+    first, second = sorted([ns_a, ns_b])
+    rows = {t: a[t] + b[t] for t in ARCHIVE_ORDER}
+    rows["application_history"] = (
+        rows["application_history"]
+        + [
+            (first + (1).to_bytes(8, "big") + b"x", b"c" * 32),  # inside the first namespace
+            (second[:31], b"c" * 32),  # a short key sorting just before the second
+            (hk(second, 0), b"short"),  # replaces the second namespace's index 0
+        ]
+    )
+    rows["application_history"] = [r for r in rows["application_history"]
+                                   if r[0] != hk(second, 0) or r[1] == b"short"]  # fmt: skip
+    rows["application_heads"] = [r for r in rows["application_heads"] if r[0] != first]
+    got = [(e["code"], first.hex() in e["detail"], second.hex() in e["detail"])
+           for e in validate_links(DictTables(rows))]  # fmt: skip
+    assert got == EXPECTED_STREAM_ORDER
+
+
+#: (code, names the first namespace, names the second), as the row-at-a-time stream of
+#: b497b23 said them: findings are said when the check moves to the next namespace.
+EXPECTED_STREAM_ORDER: list[tuple[str, bool, bool]] = [
+    ("head-mismatch", True, False),
+    ("request-head-mismatch", False, False),
+    ("request-head-mismatch", False, False),
+    ("request-head-mismatch", True, False),
+    ("bad-key-length", False, False),
+    ("bad-key-length", False, False),
+    ("bad-value-length", False, True),
+    ("history-gap", False, True),
+    ("request-head-mismatch", False, True),
+]

@@ -113,3 +113,51 @@ def test_the_keyspace_loader_ends_each_partition_when_its_table_has_passed() -> 
     first, second = ARCHIVE_ORDER[0], ARCHIVE_ORDER[1]
     assert builder.calls == [("push", first), ("push", first), ("end", first),
                              ("push", second), ("push", second), ("end", second)]  # fmt: skip
+
+
+def _split(rows: list[tuple[bytes, bytes]], cuts: list[int]) -> list[list[tuple[bytes, bytes]]]:
+    out, start = [], 0
+    for cut in cuts + [len(rows)]:
+        out.append(rows[start:cut])
+        start = cut
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rows_in_lists_load_the_same_pages_as_rows_one_by_one(seed: int) -> None:
+    """``tee_batches`` (the redb reader's lists) cuts pages at exactly the rows ``tee``
+    cuts them, under both bounds and a limit, and passes the lists on unchanged."""
+    import random
+
+    rng = random.Random(seed)
+    rows = [(b"k%05d" % i, b"v" * rng.choice([0, 1, 5, 30, 200])) for i in range(rng.randrange(60))]
+    page_rows, page_bytes = rng.choice([1, 2, 3, 7, 512]), rng.choice([1, 12, 40, 300, 1 << 20])
+    cuts = sorted(rng.sample(range(len(rows) + 1), rng.randrange(min(len(rows) + 1, 12))))
+    limit = rng.choice([None, (rng.randrange(80), 1 << 20), (1 << 20, rng.randrange(3000))])
+    one, lists = _Recorder(page_rows, page_bytes), _Recorder(page_rows, page_bytes)
+    if limit is not None:
+        one.limit(*limit)
+        lists.limit(*limit)
+    assert list(one.tee(2, rows)) == rows
+    batches = _split(rows, cuts)
+    assert list(lists.tee_batches(2, batches)) == batches
+    assert lists.pages == one.pages
+    assert (lists.cursor, lists.rows, lists.complete) == (one.cursor, one.rows, one.complete)
+
+
+def test_rows_in_lists_are_copied_for_the_keyspace_loader_and_end_the_partition() -> None:
+    class Builder:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, object]] = []
+
+        def push(self, table: str, rows: list[tuple[bytes, bytes]]) -> None:
+            self.calls.append(("push", [(type(k), type(v)) for k, v in rows]))
+
+        def end_partition(self, table: str) -> None:
+            self.calls.append(("end", table))
+
+    builder = Builder()
+    loader = KeyspaceLoader(builder, 2, 1 << 20)  # type: ignore[arg-type]
+    rows = [(bytearray(b"a"), memoryview(b"x")), (bytearray(b"b"), memoryview(b"y"))]
+    list(loader.tee_batches(0, [rows]))  # type: ignore[list-item]
+    assert builder.calls == [("push", [(bytes, bytes)] * 2), ("end", ARCHIVE_ORDER[0])]

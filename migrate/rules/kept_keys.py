@@ -1,0 +1,88 @@
+"""Keys of one table kept as a pass reads them, so that a later check can ask "is this key
+there?" without a lookup in the source.
+
+The one checking pass of ``run`` reads ``application_content`` (in key order) before the links
+check asks, for every history commit, whether the content table holds it
+(:mod:`migrate.rules.links`); a verified descent of the source's B-tree per commit costs more
+than the rest of that check.  :class:`KeptKeys` keeps the keys of one width (content ids: 32
+bytes) packed 64 to a block, with the first key of each block in a list, at most ``max_keys``
+of them (16 MiB at the default): a lookup is one bisect over the first keys and one search in
+a 2 KiB block.
+
+Only a *found* key is an answer: a key that is not kept (past the bound, of another width, or
+really absent) is looked up in the source as before, so the result is always the source's,
+whatever order the keys came in.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import TypeVar
+
+#: Keys per packed block (a 2 KiB block of 32-byte keys).
+BLOCK_KEYS = 64
+#: The most keys kept by default: 16 MiB of 32-byte keys.
+MAX_KEYS = 1 << 19
+
+
+Rows = TypeVar("Rows", bound=Sequence[tuple[bytes, bytes]])
+
+
+class KeptKeys:
+    """Keys of ``width`` bytes kept in the order :meth:`add` receives them (see the module
+    docstring); ``key in kept`` is True only for a key that was added."""
+
+    def __init__(self, width: int = 32, max_keys: int = MAX_KEYS) -> None:
+        self.width = width
+        self._room = max_keys
+        self._firsts: list[bytes] = []
+        self._blocks: list[bytes] = []
+        self._pending: list[bytes] = []
+
+    def add(self, rows: Rows) -> Rows:
+        """Keep the keys of ``rows`` (``(key, value)`` pairs) of this width, while there is
+        room; returns ``rows`` (so that it can wrap a stream of batches with ``map``)."""
+        if self._room > 0:
+            width = self.width
+            keys = list(map(itemgetter(0), rows))
+            if {*map(len, keys)} - {width} or {*map(type, keys)} - {bytes}:
+                keys = [bytes(k) for k in keys if len(k) == width]  # a copy of each kept
+            keys = keys[: self._room]
+            self._room -= len(keys)
+            pending = self._pending
+            pending += keys
+            if len(pending) >= BLOCK_KEYS:
+                self._pack(len(pending) - len(pending) % BLOCK_KEYS)
+        return rows
+
+    def _pack(self, n: int) -> None:
+        """The first ``n`` pending keys into blocks (``n`` a multiple of the block size, or
+        all of them)."""
+        pending = self._pending
+        for start in range(0, n, BLOCK_KEYS):
+            block = pending[start : start + BLOCK_KEYS]
+            self._firsts.append(block[0])
+            self._blocks.append(b"".join(block))
+        del pending[:n]
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, bytes) or len(key) != self.width:
+            return False
+        if self._pending:
+            self._pack(len(self._pending))
+        i = bisect_right(self._firsts, key) - 1
+        if i < 0:
+            return False
+        block, width = self._blocks[i], self.width
+        pos = block.find(key)
+        while pos > 0 and pos % width:  # a match across two keys is no key
+            pos = block.find(key, pos + 1)
+        return pos >= 0
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self._blocks) // self.width + len(self._pending)
+
+
+__all__ = ["BLOCK_KEYS", "MAX_KEYS", "KeptKeys"]

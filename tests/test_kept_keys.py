@@ -1,0 +1,131 @@
+"""The content ids kept by the checking pass (:mod:`migrate.rules.kept_keys`) and the links
+check's ``contains`` (the same answers as ``get(...) is not None``, from the kept ids)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from migrate.rules.kept_keys import BLOCK_KEYS, KeptKeys
+from migrate.rules.links import validate_links
+from migrate.store.codec import CONTENT
+from tests.store.test_digest_links import _chain, _drop, hk
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def key(i: int) -> bytes:
+    return hashlib.sha256(i.to_bytes(8, "big", signed=True)).digest()
+
+
+def test_kept_keys_answer_only_for_keys_added() -> None:
+    keys = sorted(key(i) for i in range(3 * BLOCK_KEYS + 5))  # full blocks and a partial one
+    kept = KeptKeys()
+    for start in range(0, len(keys), 50):
+        kept.add([(k, b"v") for k in keys[start : start + 50]])
+    assert len(kept) == len(keys)
+    assert all(k in kept for k in keys)
+    assert not any(key(-i) in kept for i in range(1, 200))  # absent ids
+    assert b"\x00" * 32 not in kept and b"\xff" * 32 not in kept  # before and past all
+    assert keys[0][:31] not in kept  # another width
+    # A match across two neighbouring keys is no key.
+    assert keys[1][16:] + keys[2][:16] not in kept
+    # More keys after a lookup: the partial block packed then goes on.
+    later = [b"\xff" * 31 + bytes([i]) for i in range(3)]
+    kept.add([(k, b"") for k in later])
+    assert all(k in kept for k in later + keys)
+
+
+def test_kept_keys_are_bounded_and_ignore_other_widths() -> None:
+    keys = sorted(key(i) for i in range(100))
+    kept = KeptKeys(max_keys=70)
+    rows = [(k, b"") for k in keys] + [(b"short", b""), (b"x" * 64, b"")]
+    assert kept.add(rows) is rows
+    assert len(kept) == 70
+    assert all(k in kept for k in keys[:70])
+    assert not any(k in kept for k in keys[70:])  # past the bound: the source is asked
+
+
+def test_kept_keys_in_any_order_give_no_false_answer() -> None:
+    keys = [key(i) for i in range(500)]  # not sorted: a lookup may miss, never invent
+    kept = KeptKeys()
+    kept.add([(k, b"") for k in keys])
+    assert not any(key(-i) in kept for i in range(1, 500))
+
+
+class _Source:
+    """Five tables with ``get``, and a ``contains`` that answers from what it is told."""
+
+    def __init__(self, tables: dict[str, list[tuple[bytes, bytes]]], kept: KeptKeys) -> None:
+        self.tables = {t: sorted(rows) for t, rows in tables.items()}
+        self.kept = kept
+        self.gets: list[bytes] = []
+
+    def rows(self, table: str) -> list[tuple[bytes, bytes]]:
+        return self.tables.get(table, [])
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        self.gets.append(key)
+        return dict(self.tables.get(table, [])).get(key)
+
+    def contains(self, table: str, key: bytes) -> bool:
+        if table == CONTENT and key in self.kept:
+            return True
+        return self.get(table, key) is not None
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_links_ask_contains_and_find_missing_content_either_way(keep: bool) -> None:
+    ns, rows = _chain(5)
+    commit = dict(rows["application_history"])[hk(ns, 2)]
+    rows["application_content"] = _drop(rows["application_content"], commit)
+    kept = KeptKeys()
+    if keep:
+        kept.add(sorted(rows["application_content"]))
+    source = _Source(rows, kept)
+    codes = [e["code"] for e in validate_links(source)]
+    assert codes == ["missing-content"]
+    # Only what is not kept reached ``get``: the missing commit (or every commit).
+    assert source.gets == ([commit] if keep else [c for _, c in rows["application_history"]])
+
+
+def test_fresh_tee_answers_contains_as_the_source_does(tmp_path: Path) -> None:
+    """The checking pass's view keeps the content ids it loads; ``contains`` then agrees
+    with the source's own lookups for present and absent ids."""
+    from migrate.pipeline.fresh import _Tee
+    from migrate.rules.sources import RedbSource
+
+    class _Loader:
+        complete = True
+
+        def tee_batches(self, ordinal: int, batches):  # type: ignore[no-untyped-def]
+            return batches
+
+        def finish(self) -> None:
+            pass
+
+    src_path = tmp_path / "cell.redb"
+    fixture = ROOT / "fixtures" / "legacy" / "cell-small.redb.gz"
+    src_path.write_bytes(gzip.decompress(fixture.read_bytes()))
+    with RedbSource(src_path) as src:
+        if src.get is None:
+            pytest.skip("the pure-Python reader offers no get (the links check spills)")
+        tee = _Tee(src, _Loader(), None)  # type: ignore[arg-type]
+        content = list(tee.rows(CONTENT))
+        assert content == list(src.rows(CONTENT))
+        history = [v for _, v in src.rows("application_history")]
+        for k in [k for k, _ in content] + history + [key(-1), b"\x00" * 32]:
+            assert tee.contains(CONTENT, k) == (src.get(CONTENT, k) is not None)
+
+
+def test_kept_keys_copy_keys_that_are_not_bytes() -> None:
+    """A key handed over as a view of a buffer the reader reuses is kept as a copy."""
+    first, second = sorted([key(1), key(2)])
+    buf = bytearray(first + second)
+    kept = KeptKeys()
+    kept.add([(memoryview(buf)[:32], b""), (bytearray(buf[32:]), b"")])
+    buf[:] = bytes(64)  # the reader's buffer, reused
+    assert first in kept and second in kept and bytes(32) not in kept
