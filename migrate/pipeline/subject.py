@@ -15,7 +15,9 @@ inert*, in the state neuron's own operator path leaves (``neuron legacy-export S
 staged in bbg's transfer form pinned to the subject (:func:`stage_transfer`), nothing written
 in the subject's namespace, no neuron fence and no import manifest; ``neuron import``
 completes it.  This module refuses a missing subject (``plan`` and ``run`` alike, before
-anything is written) and describes that end state.
+anything is written), then a mapping whose post-import state neuron would refuse
+(:func:`check_post_import`, :mod:`migrate.rules.neuron_import`), and describes that end
+state.
 
 The transfer (cyberia-to/bbg@36cc420b ``rs/src/storage/application/transfer.rs``): the
 manifest is bbg's (L50-60, :func:`migrate.rules.transfer_form.manifest_of`) with target = the

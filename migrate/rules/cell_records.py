@@ -28,6 +28,12 @@ model (:class:`migrate.rules.neuron_reader.Reader`, field 0 the schema id of its
 * **the end** (L116-121): no entry past the head (``Conflict``) and the sum of the final
   charges of all invocations within a u64 (else ``Budget``, reported at the head index).
 
+:func:`read_origin` returns what ``inspect`` returns (:class:`LegacyView`: head, snapshot
+lifecycle, source, application state, allowance, allowed acts, the charges' sum and the live
+continuation), with the reads ``prepare_import`` then makes of the live continuation
+(:func:`import_reads`); :mod:`migrate.rules.neuron_import` builds and validates the
+post-import state from it.
+
 What is **not** decided here is listed in :data:`LEFT_TO_NEURON`: the import request check
 needs the import nonce, which a mapping carries only when the operator names it, and Rune's
 ``validate_checkpoint`` needs neuron's runtime; it never refuses -- an incompatible checkpoint
@@ -64,7 +70,8 @@ from migrate.store.codec import HISTORY, history_key
 UNKNOWN = "unknown (decided by neuron at import)"
 #: The checks of neuron's import the toolkit leaves to neuron: an input the toolkit is not
 #: given, and neuron's runtime (the subject's root state and its imports/progs conflicts are
-#: read in :mod:`migrate.rules.neuron_state` and :mod:`migrate.pipeline.subject`).
+#: read in :mod:`migrate.rules.neuron_state` and :mod:`migrate.pipeline.subject`; the
+#: post-import state is built and validated in :mod:`migrate.rules.neuron_import`).
 LEFT_TO_NEURON = (
     "the import request id in the subject's request index when the mapping names no import "
     "nonce: the id depends on the nonce the operator gives neuron import",

@@ -17,6 +17,8 @@ each prog value a ``neuron/prog/1`` (``Prog::read``), each invocation a
 operation's ``neuron/dispatch/1`` and ``neuron/worker/1``), then ``NeuronState::validate``
 and, with a worker, ``Worker::read`` (neuron@53dbf8d1 ``model/src/worker.rs``) whose network
 must be the state's.  Every rule below names neuron's error; :class:`Refused` carries it.
+The same validators judge the state neuron's import would publish (:func:`prepared`, used by
+:mod:`migrate.rules.neuron_import`): ``prepare``'s held total, then ``NeuronState::encode``.
 """
 
 from __future__ import annotations
