@@ -35,10 +35,15 @@ The tree (exit code in brackets)::
     │   │                                 ``Data(UnsupportedSchema)``, ``Unsupported`` (the
     │   │                                 head snapshot's profile) or ``Conflict``;
     │   │                                 namespace=, index=, key=)
-    │   └── ImportConflict [3]            the subject's state already holds what the mapping
-    │                                     would add: an origin it imported, a prog id it
-    │                                     installed, an import request it committed (neuron's
-    │                                     ``Conflict``; subject=, reason=, origin=/prog=/request=)
+    │   ├── ImportConflict [3]            the subject's state already holds what the mapping
+    │   │                                 would add: an origin it imported, a prog id it
+    │   │                                 installed, an import request it committed, an
+    │   │                                 invocation under an origin's live event (neuron's
+    │   │                                 ``Conflict``; subject=, reason=,
+    │   │                                 origin=/prog=/request=/conflict=)
+    │   └── ImportStateInvalid [3]        the state neuron's import would build is one neuron
+    │                                     refuses (``Budget``, ``Data(Limit)``,
+    │                                     ``Data(InvalidData)``; subject=, reason=)
     ├── Locked [11]                       the source or store is held by another process / sealed
     └── Interrupted [130]                 stopped by the operator
 
@@ -191,6 +196,14 @@ class ImportConflict(ValidationFailed):
     code = "import-conflict"
 
 
+class ImportStateInvalid(ValidationFailed):
+    """A mapping whose post-import ``neuron/root/1`` state neuron's ``prepare_import`` /
+    ``prepare`` refuses to encode (an imported prog's step limit, charged and held over the
+    root's limit, too many progs, invocations or imports ...): nothing is written."""
+
+    code = "import-state-invalid"
+
+
 class NotReady(MigrateError):
     """A step whose earlier steps are unfinished (``validate`` before staging is complete,
     ``activate`` before ``validate``), or ``stage --pages N`` that stopped with rows left:
@@ -288,6 +301,7 @@ __all__ = [
     "SubjectNotActivated",
     "OriginNotCellRecord",
     "ImportConflict",
+    "ImportStateInvalid",
     "Locked",
     "Interrupted",
     "EXIT_CODES",

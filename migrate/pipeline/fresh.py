@@ -209,8 +209,8 @@ def checking_pass(job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoad
             report = redb_report(job, tee, progress)
         finally:
             tee.close()
-        refusals = mapped_refusals(job, kind, report, src.lookup)
-    pre = judge(job, kind, held.fingerprint, report, refusals=refusals)
+        origins = mapped_refusals(job, kind, report, src.lookup)
+    pre = judge(job, kind, held.fingerprint, report, origins=origins)
     loader.check()
     gate.locate(job)
     return pre

@@ -144,8 +144,8 @@ def check_and_load(
         shape = check_rows(loading)
         loader.finish()  # Fjall: the partitions are finished meanwhile
         report = imp.report_of(shape)
-        refusals = mapped_refusals(job, kind, report, None)
-        pre = judge(job, kind, held.fingerprint, report, imp, refusals)
+        origins = mapped_refusals(job, kind, report, None)
+        pre = judge(job, kind, held.fingerprint, report, imp, origins)
         errors = list(shape.errors)
         errors += iter_link_errors(_Loaded(imp, loading, rows), report_malformed=False)
         last = imp.items

@@ -127,8 +127,9 @@ def admit(db: Reader | None, directory: Path, job: Job, pre: Preflight, *,
     if state == "active":
         return Admission(state, pre.rows, True, True)
     if job.mapping is not None:
-        subject.binding(db, directory, job.mapping)  # neuron's first check: Missing
+        _, subject_state = subject.checked_state(db, directory, job.mapping)  # Missing first
         refuse_origins(job, pre)  # then each origin (neuron's legacy reader)
+        subject.check_post_import(directory, job.mapping, subject_state, pre.views)
     if db is None:
         return Admission(None, 0, False, False)
     if state == "discarded":

@@ -28,6 +28,10 @@ from migrate.rules.sources import RedbSource
 
 if TYPE_CHECKING:
     from migrate.pipeline.legacy import LegacyImport
+    from migrate.rules.cell_records import LegacyView
+
+#: A mapped source's origins as neuron's legacy reader reads them: refusals, then views.
+Origins = tuple[list[dict[str, Any]], list["LegacyView"]]
 
 KINDS = ("redb", "signal-log", "bbg-frame-log", "text-archive")
 LOG_KINDS = ("signal-log", "bbg-frame-log")
@@ -46,6 +50,8 @@ class Preflight:
     legacy: LegacyImport | None = None
     #: Mapped origins neuron's legacy reader refuses (:func:`refuse_origins`).
     refusals: tuple[dict[str, Any], ...] = ()
+    #: The views of the mapped origins it reads (for the post-import state check).
+    views: tuple[LegacyView, ...] = ()
 
     @property
     def namespaces(self) -> dict[str, dict[str, Any]]:
@@ -223,43 +229,46 @@ def preflight(
     if kind == "redb":
         with RedbSource(job.source) as src:
             report = redb_report(job, src, progress)
-            refusals = mapped_refusals(job, kind, report, src.lookup)
+            origins = mapped_refusals(job, kind, report, src.lookup)
     else:
         report, legacy = _legacy_preflight(job, kind, fp, progress)
-        refusals = mapped_refusals(job, kind, report, None)
-    return judge(job, kind, fp, report, legacy, refusals)
+        origins = mapped_refusals(job, kind, report, None)
+    return judge(job, kind, fp, report, legacy, origins)
 
 
 def mapped_refusals(
     job: Job, kind: str, report: dict[str, Any],
     lookup: Callable[[str, bytes], bytes | None] | None,
-) -> list[dict[str, Any]]:
+) -> Origins:
     """The mapped origins of ``job`` that neuron's legacy reader refuses (none without a
-    mapping, or when the source is refused anyway): a cell.redb's read through ``lookup``
-    (:func:`origin_refusals`); every origin of a converted log (:func:`_not_cell_log`)."""
+    mapping, or when the source is refused anyway), and the views of those it reads: a
+    cell.redb's read through ``lookup`` (:func:`origin_refusals`); every origin of a
+    converted log is refused (:func:`_not_cell_log`)."""
     if job.mapping is None:
-        return []
+        return [], []
     if kind != "redb":
-        return [_not_cell_log(o.origin, kind) for o in job.mapping.origins]
+        return [_not_cell_log(o.origin, kind) for o in job.mapping.origins], []
     assert lookup is not None
-    return origin_refusals(job.mapping, report, lookup) if report["valid"] else []
+    return origin_refusals(job.mapping, report, lookup) if report["valid"] else ([], [])
 
 
 def origin_refusals(
     mapping: Mapping, report: dict[str, Any], lookup: Callable[[str, bytes], bytes | None]
-) -> list[dict[str, Any]]:
-    """neuron's legacy reader on each mapped origin of the source (:mod:`.cell_records`):
-    the first refusal of each, in origin order."""
-    from migrate.rules.cell_records import check_origin
+) -> Origins:
+    """neuron's legacy reader on each mapped origin of the source (:mod:`.cell_records`
+    ``read_origin``): the first refusal of each, in origin order, and the views of the rest."""
+    from migrate.rules.cell_records import read_origin
 
-    out = []
+    out, views = [], []
     for o in mapping.origins:
         facts = report["namespaces"].get(o.origin.hex())
         if facts is not None:
-            found = check_origin(lookup, o.origin, int(facts["head_index"]))
-            if found is not None:
+            found = read_origin(lookup, o.origin, int(facts["head_index"]))
+            if isinstance(found, dict):
                 out.append(found)
-    return out
+            else:
+                views.append(found)
+    return out, views
 
 
 def _not_cell_log(origin: bytes, kind: str) -> dict[str, Any]:
@@ -288,11 +297,12 @@ def judge(
     fp: dict[str, Any],
     report: dict[str, Any],
     legacy: LegacyImport | None = None,
-    refusals: list[dict[str, Any]] | None = None,
+    origins: Origins = ([], []),
 ) -> Preflight:
     """The preflight of a source whose report is ``report``: refuse an invalid source, a
-    bound exceeded or a mapping that does not fit -- ``refusals``: its origins that neuron's
-    legacy reader refuses -- (nothing written); else its identities."""
+    bound exceeded or a mapping that does not fit -- ``origins``: its origins that neuron's
+    legacy reader refuses, and the views of the rest -- (nothing written); else its
+    identities."""
     if not report["valid"]:
         first = report["errors"][0]
         raise ValidationFailed(
@@ -309,7 +319,7 @@ def judge(
     nonce, iid = import_of(job, kind, fp)
     return Preflight(
         kind=kind, report=report, fingerprint=fp, nonce=nonce, import_id=iid, legacy=legacy,
-        refusals=tuple(refusals or ()),
+        refusals=tuple(origins[0]), views=tuple(origins[1]),
     )  # fmt: skip
 
 

@@ -15,7 +15,9 @@ inert*, in the state neuron's own operator path leaves (``neuron legacy-export S
 staged in bbg's transfer form pinned to the subject (:func:`stage_transfer`), nothing written
 in the subject's namespace, no neuron fence and no import manifest; ``neuron import``
 completes it.  This module refuses a missing subject (``plan`` and ``run`` alike, before
-anything is written) and describes that end state.
+anything is written), then a mapping whose post-import state neuron would refuse
+(:func:`check_post_import`, :mod:`migrate.rules.neuron_import`), and describes that end
+state.
 
 The transfer (cyberia-to/bbg@36cc420b ``rs/src/storage/application/transfer.rs``): the
 manifest is bbg's (L50-60, :func:`migrate.rules.transfer_form.manifest_of`) with target = the
@@ -32,11 +34,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bbg_core.errors import ImportConflict, SubjectNotActivated, UsageError
+from bbg_core.errors import ImportConflict, ImportStateInvalid, SubjectNotActivated, UsageError
 from migrate.job import Job
 from migrate.job.mapping import Mapping
 from migrate.pipeline.destination import read_destination
 from migrate.rules import neuron_state
+from migrate.rules.cell_records import LegacyView
+from migrate.rules.neuron_import import after_import
 from migrate.rules.neuron_reader import Refused
 from migrate.rules.neuron_schema import prog_id, request_id
 from migrate.rules.shape import DIGEST_ORDER
@@ -54,7 +58,23 @@ CHECKPOINT = "unknown (decided by neuron at import)"
 
 def binding(db: LiveReader | None, directory: Path, mapping: Mapping) -> dict[str, Any]:
     """The subject's binding as neuron's import takes it: its head commit and index and the
-    network, policy and epoch of its ``neuron/root/1`` state.  SubjectNotActivated (exit 3)
+    network, policy and epoch of its ``neuron/root/1`` state (:func:`checked_state`)."""
+    current, state = checked_state(db, directory, mapping)
+    return {
+        "subject": mapping.subject.hex(),
+        "head": {"index": current.index, "commit": current.commit.hex()},
+        "root": state.root.hex(),
+        "network": state.network.hex(),
+        "policy": state.policy.hex(),
+        "epoch": state.epoch,
+    }
+
+
+def checked_state(
+    db: LiveReader | None, directory: Path, mapping: Mapping
+) -> tuple[Head, neuron_state.State]:
+    """The subject's head and ``neuron/root/1`` state, read as neuron's import reads them.
+    SubjectNotActivated (exit 3)
     when the subject's namespace has no head here (``db`` None: no store there yet; neuron's
     ``Missing``), or when neuron's ``inspect`` refuses its head or state
     (:func:`migrate.rules.neuron_state.inspect`: neuron's ``Data(...)`` or ``Conflict``);
@@ -83,14 +103,30 @@ def binding(db: LiveReader | None, directory: Path, mapping: Mapping) -> dict[st
             reason=refused.reason,
         ) from None
     import_conflicts(db, directory, mapping, state)
-    return {
-        "subject": subject.hex(),
-        "head": {"index": current.index, "commit": current.commit.hex()},
-        "root": state.root.hex(),
-        "network": state.network.hex(),
-        "policy": state.policy.hex(),
-        "epoch": state.epoch,
-    }
+    return current, state
+
+
+def check_post_import(directory: Path, mapping: Mapping, state: neuron_state.State,
+                      views: tuple[LegacyView, ...]) -> None:  # fmt: skip
+    """The state neuron's import would build from ``state`` and the mapped origins' ``views``
+    (:func:`migrate.rules.neuron_import.after_import`), validated as neuron's ``prepare``
+    validates it: ImportConflict (exit 3) for its ``Conflict`` (a live event that keys an
+    invocation already), ImportStateInvalid (exit 3) for anything else it refuses
+    (``Budget``, ``Data(Limit)``, ``Data(InvalidData)``)."""
+    nonces = {o.origin: o.install_nonce for o in mapping.origins}
+    origins = [(v, nonces[v.origin]) for v in views if v.origin in nonces]
+    try:
+        after_import(state, mapping.subject, origins)
+    except Refused as refused:
+        where = dict(path=str(directory), subject=mapping.subject.hex(), reason=refused.reason)
+        text = (
+            f"{directory}: the state neuron's import would give subject "
+            f"{mapping.subject.hex()} is one neuron refuses ({refused.reason}): "
+            f"{refused.detail}; nothing was written"
+        )
+        if refused.reason == "Conflict":
+            raise ImportConflict(text, conflict="invocation", **where) from None
+        raise ImportStateInvalid(text, **where) from None
 
 
 def import_conflicts(

@@ -32,11 +32,12 @@ POLICY, EVENT = ("cell/local-policy/1", 3), ("cell/event/1", 10)
 CONTINUATION, RESOURCES = ("cell/continuation/1", 9), ("cell/local-resources/1", 4)
 OUTBOX, OPERATION = ("cell/outbox-entry/1", 5), ("cell/operation/1", 11)
 INBOX, ACT = ("cell/inbox-entry/1", 4), ("rune/act/1", 1)
+ATTEMPT, OUTCOME = ("cell/attempt/1", 7), ("cell/outcome/1", 6)
 #: The records ``artifacts::operation`` recognises, each with the fields holding an artifact
 #: (required refs, optional refs); a record of none of them is left to its own reader.
 OPERATION_ARTIFACTS = (
     (OPERATION, (4,), (10,)),
-    (("cell/outcome/1", 6), (), (3, 4)),
+    (OUTCOME, (), (3, 4)),
     (CONTINUATION, (3,), ()),
     (("cell/local-denial/1", 5), (4,), ()),
 )
@@ -63,23 +64,30 @@ class Snapshot(NamedTuple):
 
 
 class Pending(NamedTuple):
-    """The live outbox entry (records.rs ``Pending``)."""
+    """The live outbox entry (records.rs ``Pending``): ``id`` is its outbox key, ``tag`` its
+    act's tag."""
 
     record: bytes
     arguments: bytes
     attempt: bytes | None
     outcome: bytes | None
     stage: str
+    id: bytes
+    tag: int
 
 
 class Live(NamedTuple):
-    """The live continuation (records.rs ``Live``)."""
+    """The live continuation (records.rs ``Live``): its resources' charged, reserved, used
+    and limit (``cell/local-resources/1`` fields 0-3)."""
 
     event: bytes
     context: bytes | None
     checkpoint: bytes
     charged: int
     pending: Pending | None
+    reserved: int
+    used: int
+    limit: int
 
 
 def read_snapshot(r: Reader, sid: bytes, what: str) -> Snapshot:
@@ -127,7 +135,7 @@ def read_live(r: Reader, snap: Snapshot, what: str) -> Live | None:
         record = r.reference(out[0], f"{what} (outbox operation)")
         op = r.record(record, OPERATION, f"{what} (outbox operation)")
         act = r.record(r.reference(op[3], f"{what} (act)"), ACT, f"{what} (act)")
-        r.uint(act[0], f"{what} (act tag)")
+        tag = r.uint(act[0], f"{what} (act tag)")
         stage = next((s for s in STAGES if variant(f"operation-stage/{s}") == out[1]), None)
         if stage is None:
             raise Refused(
@@ -138,14 +146,14 @@ def read_live(r: Reader, snap: Snapshot, what: str) -> Live | None:
         arguments = r.reference(op[4], f"{what} (arguments)")
         attempt = r.reference(attempts[0], f"{what} (attempt)") if attempts else None
         outcome = r.optional_ref(out[3], f"{what} (outcome)")
-        pending = Pending(record, arguments, attempt, outcome, stage)
+        pending = Pending(record, arguments, attempt, outcome, stage, outbox[0][0], tag)
     event = r.reference(c[6], f"{what} (continuation event)")
     context = r.optional_ref(c[7], f"{what} (continuation context)")
     checkpoint = r.reference(c[3], f"{what} (checkpoint)")
-    charged = r.uint(budget[0], f"{what} (charged)")
-    for i in (1, 2, 3):
-        r.uint(budget[i], f"{what} (resources field {i})")
-    return Live(event, context, checkpoint, charged, pending)
+    charged, reserved, used, cap = (
+        r.uint(budget[i], f"{what} (resources field {i})") for i in (0, 1, 2, 3)
+    )
+    return Live(event, context, checkpoint, charged, pending, reserved, used, cap)
 
 
 def check_event(r: Reader, eid: bytes, what: str) -> None:

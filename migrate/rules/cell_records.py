@@ -28,6 +28,12 @@ model (:class:`migrate.rules.neuron_reader.Reader`, field 0 the schema id of its
 * **the end** (L116-121): no entry past the head (``Conflict``) and the sum of the final
   charges of all invocations within a u64 (else ``Budget``, reported at the head index).
 
+:func:`read_origin` returns what ``inspect`` returns (:class:`LegacyView`: head, snapshot
+lifecycle, source, application state, allowance, allowed acts, the charges' sum and the live
+continuation), with the reads ``prepare_import`` then makes of the live continuation
+(:func:`import_reads`); :mod:`migrate.rules.neuron_import` builds and validates the
+post-import state from it.
+
 What is **not** decided here is listed in :data:`LEFT_TO_NEURON`: the import request check
 needs the import nonce, which a mapping carries only when the operator names it, and Rune's
 ``validate_checkpoint`` needs neuron's runtime; it never refuses -- an incompatible checkpoint
@@ -37,14 +43,18 @@ neuron at import)".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from migrate.rules.cell_artifacts import (
+    ATTEMPT,
     BIRTH,
     COMMIT,
     CONTINUATION,
     EVENT,
+    OUTCOME,
     RESOURCES,
+    Live,
+    Snapshot,
     check_event,
     check_operation,
     check_snapshot,
@@ -60,7 +70,8 @@ from migrate.store.codec import HISTORY, history_key
 UNKNOWN = "unknown (decided by neuron at import)"
 #: The checks of neuron's import the toolkit leaves to neuron: an input the toolkit is not
 #: given, and neuron's runtime (the subject's root state and its imports/progs conflicts are
-#: read in :mod:`migrate.rules.neuron_state` and :mod:`migrate.pipeline.subject`).
+#: read in :mod:`migrate.rules.neuron_state` and :mod:`migrate.pipeline.subject`; the
+#: post-import state is built and validated in :mod:`migrate.rules.neuron_import`).
 LEFT_TO_NEURON = (
     "the import request id in the subject's request index when the mapping names no import "
     "nonce: the id depends on the nonce the operator gives neuron import",
@@ -72,7 +83,36 @@ INSPECT_READS = 100_000
 _U64 = (1 << 64) - 1
 
 
-def _head(r: Reader, origin: bytes, index: int, commit: bytes, what: str) -> None:
+class ImportReads(NamedTuple):
+    """What ``prepare_import`` reads of an origin's live continuation (migration.rs L80-106):
+    the event's input, the attempt's field 0, the outcome's value (or error) and whether it
+    failed."""
+
+    input: bytes
+    attempt: bytes | None
+    value: bytes | None
+    failed: bool
+
+
+class LegacyView(NamedTuple):
+    """neuron's ``LegacyView`` (legacy.rs L10-20) of an origin, plus :class:`ImportReads`."""
+
+    origin: bytes
+    head_index: int
+    head_commit: bytes
+    lifecycle: str
+    source: bytes
+    state: bytes
+    allowance: int
+    acts: tuple[int, ...]
+    charged: int
+    live: Live | None
+    reads: ImportReads | None
+
+
+def _head(r: Reader, origin: bytes, index: int, commit: bytes, what: str) -> tuple[
+    Snapshot, bytes, tuple[int, list[int]], Live | None
+]:  # fmt: skip
     """legacy.rs L24-45: the head's record and snapshot, the snapshot's profile, definition
     source, application state, policy and live continuation."""
     if index == 0 and commit != origin:
@@ -87,7 +127,7 @@ def _head(r: Reader, origin: bytes, index: int, commit: bytes, what: str) -> Non
     _, source = definition_code(r, snap, what)
     r.artifact(source, f"{what} (definition source)")
     r.artifact(snap.application_state, f"{what} (application state)")
-    policy_values(r, snap.authority_policy, what)
+    policy = policy_values(r, snap.authority_policy, what)
     live = read_live(r, snap, what)
     if live is not None:
         r.artifact(live.checkpoint, f"{what} (checkpoint)")
@@ -95,6 +135,33 @@ def _head(r: Reader, origin: bytes, index: int, commit: bytes, what: str) -> Non
         r.artifact(r.reference(event[4], f"{what} (live input)"), f"{what} (live input)")
         if live.pending is not None:
             r.artifact(live.pending.arguments, f"{what} (arguments)")
+    return snap, source, policy, live
+
+
+def import_reads(r: Reader, live: Live, what: str) -> ImportReads:
+    """The reads ``prepare_import`` makes of a live continuation after ``legacy::inspect``
+    (migration.rs L81-106, its own reader of 100 000 reads): the event (10 fields) and its
+    input ref, the checkpoint artifact, the attempt's ``cell/attempt/1`` (7 fields; its
+    field 0) and the outcome's ``cell/outcome/1`` (6 fields): its value (field 3), else its
+    error (field 4, ``failed``), else ``Conflict``."""
+    event = r.record(live.event, EVENT, f"{what} (live event)")
+    given = r.reference(event[4], f"{what} (live input)")
+    r.artifact(live.checkpoint, f"{what} (checkpoint)")
+    attempt = value = None
+    failed = False
+    p = live.pending
+    if p is not None and p.attempt is not None:
+        f = r.record(p.attempt, ATTEMPT, f"{what} (attempt)")
+        attempt = r.reference(f[0], f"{what} (attempt field 0)")
+    if p is not None and p.outcome is not None:
+        f = r.record(p.outcome, OUTCOME, f"{what} (outcome)")
+        value = r.optional_ref(f[3], f"{what} (outcome value)")
+        if value is None:
+            value, failed = r.optional_ref(f[4], f"{what} (outcome error)"), True
+            if value is None:
+                raise Refused("Conflict", f"{what}: outcome {p.outcome.hex()} has neither a "
+                                          "value nor an error")  # fmt: skip
+    return ImportReads(given, attempt, value, failed)
 
 
 class _Usage:
@@ -142,12 +209,20 @@ def check_origin(lookup: Lookup, origin: bytes, head_index: int) -> dict[str, An
     """The first refusal of neuron's legacy reader on ``origin``'s history (its head, then
     entries 0 .. ``head_index`` in order, then the accounting), as ``{code, namespace, index,
     reason, detail}``; None when neuron's ``legacy::inspect`` would read it."""
+    found = read_origin(lookup, origin, head_index)
+    return found if isinstance(found, dict) else None
+
+
+def read_origin(lookup: Lookup, origin: bytes, head_index: int) -> LegacyView | dict[str, Any]:
+    """``legacy::inspect`` of ``origin`` whose head is at ``head_index``, then the reads
+    ``prepare_import`` makes of its live continuation (:func:`import_reads`): its view, or
+    the first refusal as :func:`check_origin` gives it."""
     nodes: dict[bytes, bytes] = {}
     top = lookup(HISTORY, history_key(origin, head_index))
+    at_head = f"head index {head_index}"
     if top is not None:
         try:
-            _head(Reader(lookup, INSPECT_READS, nodes), origin, head_index, top,
-                  f"head index {head_index}")  # fmt: skip
+            head = _head(Reader(lookup, INSPECT_READS, nodes), origin, head_index, top, at_head)
         except Refused as refused:
             return _finding(origin, head_index, refused)
     usage = _Usage()
@@ -187,7 +262,16 @@ def check_origin(lookup: Lookup, origin: bytes, head_index: int) -> dict[str, An
     if total > _U64:
         detail = f"the invocations' final charges sum to {total}, over u64"
         return _finding(origin, head_index, Refused("Budget", detail))
-    return None
+    assert top is not None  # the walk refuses a missing head entry
+    snap, source, (allowance, acts), live = head
+    reads = None
+    if live is not None:
+        try:
+            reads = import_reads(Reader(lookup, INSPECT_READS), live, at_head)
+        except Refused as refused:
+            return _finding(origin, head_index, refused)
+    return LegacyView(origin, head_index, top, snap.lifecycle, source, snap.application_state,
+                      allowance, tuple(acts), total, live, reads)  # fmt: skip
 
 
 def _finding(origin: bytes, index: int, refused: Refused) -> dict[str, Any]:

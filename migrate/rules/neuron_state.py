@@ -17,11 +17,13 @@ each prog value a ``neuron/prog/1`` (``Prog::read``), each invocation a
 operation's ``neuron/dispatch/1`` and ``neuron/worker/1``), then ``NeuronState::validate``
 and, with a worker, ``Worker::read`` (neuron@53dbf8d1 ``model/src/worker.rs``) whose network
 must be the state's.  Every rule below names neuron's error; :class:`Refused` carries it.
+The same validators judge the state neuron's import would publish (:func:`prepared`, used by
+:mod:`migrate.rules.neuron_import`): ``prepare``'s held total, then ``NeuronState::encode``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from migrate.rules.neuron_reader import Lookup, Reader, Refused, invalid, limit
 
@@ -53,6 +55,9 @@ class Invocation:
     parent: bytes | None
     delegated: int
     children: tuple[bytes, ...]
+    #: The pending operation's (stage, attempt, outcome, value, failed, dispatch or attempt
+    #: record) as ``PendingOperation::validate`` judges it; None without one.
+    shape: tuple[int, bool, bool, bool, bool, bool] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -79,6 +84,20 @@ class State:
     held: int
     progs: frozenset[bytes]
     imports: dict[bytes, bytes]
+    #: Its invocations, writer generation and whether it names a worker (what
+    #: ``NeuronState::validate`` looks at again when the import re-encodes it).
+    jobs: dict[bytes, Invocation] = field(default_factory=dict)
+    generation: int = 0
+    worker: bool = False
+
+
+@dataclass(frozen=True)
+class Prog:
+    """The fields ``Prog::validate`` looks at."""
+
+    step_limit: int
+    max_inflight: int
+    acts: tuple[int, ...]
 
 
 def inspect(lookup: Lookup, subject: bytes, index: int, commit: bytes) -> State:
@@ -118,8 +137,9 @@ def _read_root(r: Reader, root: bytes) -> State:
     generation = r.uint(f[11], f"{what} (writer generation)")
     worker = r.optional_ref(f[12], f"{what} (worker)")
     installed = frozenset(k for k, _ in progs)
-    state = State(root, neuron, network, policy, epoch, cap, charged, held, installed, imports)
-    _validate(state, invocations, generation, worker is not None, what)
+    state = State(root, neuron, network, policy, epoch, cap, charged, held, installed, imports,
+                  invocations, generation, worker is not None)  # fmt: skip
+    _validate(state, {}, what)
     if worker is not None and _read_worker(r, worker, f"worker {worker.hex()}") != state.network:
         raise invalid(f"{what}: its worker's network is not the neuron's")
     return state
@@ -139,15 +159,43 @@ def _read_prog(r: Reader, cid: bytes, what: str) -> None:
     if r.uint(f[3], f"{what} (lifecycle)") > 4:
         raise invalid(f"{what}: a lifecycle that is none of the five")
     steps, inflight = r.uint(f[4], f"{what} (step limit)"), r.uint(f[5], f"{what} (inflight)")
-    if not 0 < steps <= MAX_STEPS or not 0 < inflight <= MAX_INVOCATIONS:
-        raise limit(f"{what}: step limit {steps} or max inflight {inflight} out of bounds")
+    _check_prog(Prog(steps, inflight, ()), what)
     _read_acts(r, f[6], what)
     r.reference(f[0], f"{what} (source)")
     r.reference(f[1], f"{what} (state)")
     r.uint(f[2], f"{what} (revision)")
 
 
-def _read_pending(r: Reader, cid: bytes, what: str) -> None:
+def _check_prog(prog: Prog, what: str) -> None:
+    """``Prog::validate`` (execution.rs @7d214e02 L51-64): 0 < step limit <= 1 000 000,
+    0 < max inflight <= 1024 and at most 256 acts (``Limit``), strictly increasing
+    (``InvalidData``)."""
+    steps, inflight = prog.step_limit, prog.max_inflight
+    if not 0 < steps <= MAX_STEPS or not 0 < inflight <= MAX_INVOCATIONS or len(prog.acts) > 256:
+        raise limit(f"{what}: step limit {steps}, max inflight {inflight} or its "
+                    f"{len(prog.acts)} acts out of bounds")  # fmt: skip
+    if any(a >= b for a, b in zip(prog.acts, prog.acts[1:], strict=False)):
+        raise invalid(f"{what}: its acts are not strictly increasing")
+
+
+def _check_pending(shape: tuple[int, bool, bool, bool, bool, bool], what: str) -> None:
+    """``PendingOperation::validate``: the optional fields each stage allows; a dispatch or
+    attempt record only at stages 1 and 2 (``InvalidData``)."""
+    stage, has, extra = shape[0], shape[1:5], shape[5]
+    allowed = {
+        0: has == (False, False, False, False),
+        3: has == (False, False, False, False),
+        1: has == (True, False, False, False),
+        2: has[:3] == (True, True, True),
+        4: has == (False, True, True, False),
+    }.get(stage, False)
+    if not allowed or extra and stage not in (1, 2):
+        raise invalid(f"{what}: stage {stage} with fields it does not allow")
+
+
+def _read_pending(
+    r: Reader, cid: bytes, what: str
+) -> tuple[int, bool, bool, bool, bool, bool]:
     """``PendingOperation::read`` and ``validate``: stage 0..4 and failed 0/1, the optional
     fields each stage allows, a dispatch naming the operation and its attempt."""
     f = r.record(cid, ("neuron/pending/1", 11), what)
@@ -162,15 +210,8 @@ def _read_pending(r: Reader, cid: bytes, what: str) -> None:
     value = r.optional_ref(f[7], f"{what} (value)")
     dispatch, attempt_record = (r.optional_ref(f[i], f"{what} (field {i})") for i in (9, 10))
     has = (attempt is not None, outcome is not None, value is not None, failed == 1)
-    allowed = {
-        0: has == (False, False, False, False),
-        3: has == (False, False, False, False),
-        1: has == (True, False, False, False),
-        2: has[:3] == (True, True, True),
-        4: has == (False, True, True, False),
-    }[stage]
-    if not allowed or (dispatch or attempt_record) and stage not in (1, 2):
-        raise invalid(f"{what}: stage {stage} with fields it does not allow")
+    shape = (stage, *has, dispatch is not None or attempt_record is not None)
+    _check_pending(shape, what)
     if dispatch is not None:
         d = r.record(dispatch, ("neuron/dispatch/1", 4), f"dispatch {dispatch.hex()}")
         if (
@@ -181,14 +222,14 @@ def _read_pending(r: Reader, cid: bytes, what: str) -> None:
             raise invalid(f"{what}: its dispatch names another operation or attempt")
         worker = r.reference(d[3], f"{what} (dispatch worker)")
         _read_worker(r, worker, f"worker {worker.hex()}")
+    return shape
 
 
 def _read_invocation(r: Reader, cid: bytes, what: str) -> Invocation:
     """``Invocation::read`` (19 fields) and ``Invocation::validate``."""
     f = r.record(cid, ("neuron/invocation/1", 19), what)
     pending = r.optional_ref(f[11], f"{what} (pending)")
-    if pending is not None:
-        _read_pending(r, pending, f"pending {pending.hex()}")
+    shape = None if pending is None else _read_pending(r, pending, f"pending {pending.hex()}")
     kids = r.sequence(f[16], MAX_CHILDREN, f"{what} (children)")
     children = tuple(r.reference(v, f"{what} (child)") for v in kids)
     prog = r.reference(f[0], f"{what} (prog)")
@@ -207,7 +248,7 @@ def _read_invocation(r: Reader, cid: bytes, what: str) -> Invocation:
     r.uint(f[18], f"{what} (ordinal)")
     job = Invocation(prog, checkpoint is not None, pending is not None, result is not None,
                      fault is not None, status, cap, charged, reserved, used, parent, delegated,
-                     children)  # fmt: skip
+                     children, shape)  # fmt: skip
     _validate_invocation(job, what)
     return job
 
@@ -216,6 +257,8 @@ def _validate_invocation(job: Invocation, what: str) -> None:
     bounded = 0 < job.limit <= MAX_STEPS
     if not bounded or job.reserved > job.available(what) or job.used > job.charged:
         raise invalid(f"{what}: limit, reserved or used out of bounds")
+    if job.shape is not None:
+        _check_pending(job.shape, f"{what} (pending)")
     shape = (job.checkpoint, job.pending, job.result)
     ok = {
         RUNNING: shape == (True, False, False),
@@ -249,18 +292,43 @@ def _read_worker(r: Reader, cid: bytes, what: str) -> bytes:
     return network
 
 
-def _validate(state: State, jobs: dict[bytes, Invocation], generation: int, worker: bool,
-              what: str) -> None:  # fmt: skip
-    """``NeuronState::validate`` (execution.rs): the bounds (``Limit``), then each
-    invocation's prog, parent, children, delegation and ancestry, and the state's held and
-    charged totals (``InvalidData``)."""
-    if generation == 0 and worker:
+def prepared(state: State, progs: dict[bytes, Prog], what: str) -> None:
+    """The state ``state`` as neuron's ``prepare`` encodes it (neuron@53dbf8d1
+    ``engine/src/neuron.rs`` ``prepare``): its held total recomputed over the invocations that
+    are not terminal (``available``: ``InvalidData`` when charged and delegated exceed the
+    limit; an overflow is ``Limit``), then ``NeuronState::encode``, which validates it first
+    (:func:`_validate`); ``progs``: the progs not read from the store, validated as
+    ``Prog::validate`` does (those read were validated by ``Prog::read``)."""
+    held = 0
+    for key, job in state.jobs.items():
+        if not job.terminal:
+            held += job.available(f"{what}: invocation {key.hex()}")
+            if held > _U64:
+                raise limit(f"{what}: the held total overflows")
+    _validate(replace(state, held=held), progs, what)
+
+
+def _validate(state: State, progs: dict[bytes, Prog], what: str) -> None:
+    """``NeuronState::validate`` (execution.rs): the bounds (``Limit``), each prog of
+    ``progs`` (:func:`_check_prog`), then each invocation (:func:`_validate_invocation`), its
+    prog, parent, children, delegation and ancestry, and the state's held and charged totals
+    (``InvalidData``)."""
+    jobs = state.jobs
+    if state.generation == 0 and state.worker:
         raise invalid(f"{what}: a worker with writer generation 0")
-    if len(state.imports) > MAX_IMPORTS or state.charged + state.held > state.limit:
+    counts = len(state.progs), len(jobs), len(state.imports)
+    if (
+        counts[0] > MAX_PROGS or counts[1] > MAX_INVOCATIONS or counts[2] > MAX_IMPORTS
+        or state.charged + state.held > state.limit
+    ):  # fmt: skip
         raise limit(f"{what}: charged {state.charged} + held {state.held} over its limit "
-                    f"{state.limit}, or too many imports")  # fmt: skip
+                    f"{state.limit}, or too many progs, invocations or imports {counts} "
+                    f"(at most {MAX_PROGS}, {MAX_INVOCATIONS}, {MAX_IMPORTS})")  # fmt: skip
+    for key, prog in sorted(progs.items()):
+        _check_prog(prog, f"{what}: prog {key.hex()}")
     held = charged = 0
-    for key, job in jobs.items():
+    for key, job in sorted(jobs.items()):
+        _validate_invocation(job, f"{what}: invocation {key.hex()}")
         charged += job.charged
         if charged > _U64:
             raise limit(f"{what}: the invocations' charged total overflows")

@@ -87,13 +87,15 @@ def write_store(
     path: Path, origins: int = 2, commits: int = 2, *, break_at: tuple[int, int] | None = None,
     foreign: tuple[int, int, bytes] | None = None, odd: tuple[int, Odd] | None = None,
     flaw: tuple[int, int, str] | None = None, live: bool = False,
+    flaws: tuple[tuple[int, int, str], ...] = (),
 ) -> list[str]:  # fmt: skip
     """Write a valid cell.redb of ``origins`` namespaces of cell records (a birth and
     ``commits`` commits each); ``break_at=(origin, index)``: that commit claims a wrong
     index; ``foreign=(origin, index, schema)``: that entry's field 0 is the ref of ``schema``;
     ``odd=(origin, (profile, lifecycle))``: that origin's snapshots name them;
     ``flaw=(origin, index, name)``: that entry is written with the flaw ``name``
-    (:mod:`tests.support.cell_snapshot`); ``live``: every snapshot holds a live continuation.
+    (:mod:`tests.support.cell_snapshot`), ``flaws`` more of them; ``live``: every snapshot
+    holds a live continuation.
     Returns the namespaces (hex), sorted."""
     b = Builder()
     history: dict[bytes, bytes] = {}
@@ -103,7 +105,8 @@ def write_store(
 
     def entry(o: int, i: int) -> Entry:
         mine: Odd = odd[1] if odd and odd[0] == o else (None, None)
-        return mine, flaw[2] if flaw and flaw[:2] == (o, i) else None, live
+        named = [f[2] for f in (flaw, *flaws) if f and f[:2] == (o, i)]
+        return mine, named[0] if named else None, live
 
     for o in range(origins):
         other = foreign[2] if foreign and foreign[:2] == (o, 0) else None

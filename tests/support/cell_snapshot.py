@@ -28,17 +28,23 @@ SNAPSHOT_FLAWS = (
     "required-codec", "required-many", "policy-schema", "policy-acts-limit",
     "policy-acts-count", "policy-missing", "inbox-missing", "continuations-two", "stage",
     "checkpoint-codec", "live-event-missing", "live-input-length", "attempts-two",
-    "arguments-length", "outcome-length",
+    "arguments-length", "outcome-length", "attempt-missing", "outcome-empty",
+    "live-event-shared", "policy-steps", "live-limit",
 )  # fmt: skip
 #: Flaws of a commit's events and operations (see :func:`changes`).
 COMMIT_FLAWS = (
     "events-two", "event-codec", "no-invocation", "usage-decrease", "charge-overflow",
     "operation-length", "operations-limit",
 )  # fmt: skip
-#: Flaws that need a live continuation in the snapshot.
+#: Flaws that need a live continuation in the snapshot.  What ``prepare_import`` reads
+#: besides (migration.rs @fd24e768 L81-106): ``attempt-missing`` (the attempt names no
+#: record), ``outcome-empty`` (neither value nor error); what its post-import state holds:
+#: ``live-event-shared`` (one live event for every origin), ``live-limit`` (resources limit
+#: 0); and ``policy-steps`` (a policy step limit of 0, the imported prog's allowance).
 LIVE_FLAWS = (
     "continuations-two", "stage", "checkpoint-codec", "live-event-missing",
     "live-input-length", "attempts-two", "arguments-length", "outcome-length",
+    "attempt-missing", "outcome-empty", "live-event-shared", "live-limit",
 )  # fmt: skip
 _U64 = (1 << 64) - 1
 
@@ -100,23 +106,24 @@ def event(b: Builder, seed: bytes, fault: str | None = None, entry: str = "main"
     return b.record("cell/event/1", values)
 
 
-def resources(b: Builder, charged: int) -> bytes:
-    """A ``cell/local-resources/1`` (charged, reserved, checkpoint used, limit)."""
-    values = [b.uint(charged), b.uint(0), b.uint(0), b.uint(1_000_000)]
+def resources(b: Builder, charged: int, cap: int = 1_000_000) -> bytes:
+    """A ``cell/local-resources/1`` (charged, reserved, checkpoint used, limit ``cap``)."""
+    values = [b.uint(charged), b.uint(0), b.uint(0), b.uint(cap)]
     return b.record("cell/local-resources/1", values)
 
 
 def continuation(
-    b: Builder, seed: bytes, invocation: bytes, charged: int, fault: str | None = None
-) -> bytes:
+    b: Builder, seed: bytes, invocation: bytes, charged: int, fault: str | None = None,
+    cap: int = 1_000_000,
+) -> bytes:  # fmt: skip
     """A ``cell/continuation/1`` (9 fields) of ``invocation`` with a checkpoint artifact
-    (field 3) and its resources (field 8)."""
+    (field 3) and its resources (field 8, limit ``cap``)."""
     values = [
         b.ref(_stand(seed, "definition")), b.ref(_stand(seed, "runtime")),
         b.ref(_stand(seed, "checkpoint schema")),
         b.ref(artifact(b, b"checkpoint of " + seed, fault)),
         b.record("cell/trigger/scheduler-yield/1", []), b.ref(_stand(seed, "base head")),
-        b.ref(invocation), optional(b, None), b.ref(resources(b, charged)),
+        b.ref(invocation), optional(b, None), b.ref(resources(b, charged, cap)),
     ]  # fmt: skip
     return b.record("cell/continuation/1", values)
 
@@ -139,19 +146,30 @@ def _live(b: Builder, seed: bytes, flaw: str | None) -> tuple[bytes, bytes]:
     """The continuations and outbox maps of a live snapshot (one entry each)."""
     if flaw == "live-event-missing":
         invocation = _stand(seed, "an event never written")
+    elif flaw == "live-event-shared":
+        invocation = event(b, b"one live event")
     else:
         invocation = event(b, seed + b" live", _fault(flaw, "live-input"))
-    cont = continuation(b, seed, invocation, 10, _fault(flaw, "checkpoint"))
+    cap = 0 if flaw == "live-limit" else 1_000_000
+    cont = continuation(b, seed, invocation, 10, _fault(flaw, "checkpoint"), cap)
     entries = [(_stand(seed, "invocation key 1"), cont)]
     if flaw == "continuations-two":
         entries.append((_stand(seed, "invocation key 2"), cont))
     op = operation(b, seed, _fault(flaw, "arguments"))
-    attempt = _stand(seed, "attempt")
-    value = optional(b, artifact(b, b"outcome of " + seed, _fault(flaw, "outcome")))
+    if flaw == "attempt-missing":
+        attempt = _stand(seed, "an attempt never written")
+    else:
+        fields = [b.ref(_stand(seed, f"attempt field {i}")) for i in range(7)]
+        attempt = b.record("cell/attempt/1", fields)
     none = optional(b, None)
+    value = optional(b, artifact(b, b"outcome of " + seed, _fault(flaw, "outcome")))
+    if flaw == "outcome-empty":
+        value = none
     outcome = b.record("cell/outcome/1", [b.ref(op), b.ref(attempt),
                        b.record("cell/outcome/succeeded/1", []), value, none, none])  # fmt: skip
-    stage = "lifecycle/active" if flaw == "stage" else "operation-stage/attempt-recorded"
+    # resolved: an attempt and an outcome with its value (migration.rs L107-112: stage 2),
+    # the one stage PendingOperation::validate allows with both (execution.rs @7d214e02)
+    stage = "lifecycle/active" if flaw == "stage" else "operation-stage/resolved"
     attempts = sequence(b, [b.ref(attempt)] * (2 if flaw == "attempts-two" else 1))
     out = b.record("cell/outbox-entry/1", [b.ref(op), b.record(f"cell/{stage}/1", []),
                    attempts, optional(b, outcome), none])  # fmt: skip
@@ -189,7 +207,7 @@ def _policy(b: Builder, seed: bytes, flaw: str | None) -> bytes:
         acts = b.pair(b.uint(2), b.fields([b.uint(7)]))
     else:
         acts = sequence(b, [b.uint(7), b.uint(9)])
-    values = [b.ref(_stand(seed, "owner")), b.uint(1000), acts]
+    values = [b.ref(_stand(seed, "owner")), b.uint(0 if flaw == "policy-steps" else 1000), acts]
     return _record(b, "cell/local-policy/1", values, _fault(flaw, "policy"))
 
 
