@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pytest
+
 from hashing import hemera
 from migrate.rules.content_ids import ContentIds
 from migrate.rules.shape import DIGEST_ORDER, check_shape
@@ -213,3 +215,25 @@ def test_content_rows_checked_in_a_list_as_one_by_one() -> None:
     assert [e["code"] for e in one_by_one[0]] == ["bad-key-length", "bad-value-length",
                                                   "unknown-codec", "bad-key-length"]  # fmt: skip
     assert run(True) == one_by_one
+
+
+def test_lists_cut_from_rows_end_at_a_byte_bound_and_big_lists_hash_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A source without lists of its own is cut at ``BATCH_BYTES`` as well as ``BATCH_ROWS``
+    (3 MiB rows are not held 512 at a time: apply and restore stay bounded by one event), and
+    a list over ``JOIN_BYTES`` is hashed row by row to the same digests."""
+    from migrate.rules import shape
+
+    tables: dict[str, dict[bytes, bytes]] = {name: {} for name in DIGEST_ORDER}
+    for i in range(6):
+        key, value = blob(bytes([i]) * (600 << 10))
+        tables["application_content"][key] = value
+    sizes = [len(b) for b in shape.row_batches(Rows(tables), "application_content")]
+    assert sizes == [2, 2, 2]  # each list ends once it holds 1 MiB
+    a = check_shape(Rows(tables), hemera_digest=True)
+    monkeypatch.setattr(shape, "JOIN_BYTES", 1000)
+    b = check_shape(_Batched(tables), hemera_digest=True)
+    assert (a.archive_digest_sha256, a.archive_digest_hemera) == (
+        b.archive_digest_sha256, b.archive_digest_hemera,
+    )  # fmt: skip

@@ -19,7 +19,7 @@ import hashlib
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import chain
 from typing import Any, Protocol
 
 from bbg_core.errors import UsageError
@@ -297,20 +297,37 @@ def check_shape(
     return report
 
 
-#: Rows per list when a source offers no batches of its own.
+#: Rows per list when a source offers no batches of its own, and the key+value bytes after
+#: which such a list ends early (a stream of 3 MiB rows must not be held 512 at a time).
 BATCH_ROWS = 512
+BATCH_BYTES = 1 << 20
+#: A list holding more key+value bytes than this is hashed row by row, not joined first.
+JOIN_BYTES = 4 << 20
 _U64 = struct.Struct("<Q")
+
+
+def _cut(rows: Iterator[tuple[bytes, bytes]]) -> Iterator[list[tuple[bytes, bytes]]]:
+    batch: list[tuple[bytes, bytes]] = []
+    size = 0
+    for row in rows:
+        batch.append(row)
+        size += len(row[0]) + len(row[1])
+        if len(batch) >= BATCH_ROWS or size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def row_batches(source: RowSource, table: str) -> Iterator[list[tuple[bytes, bytes]]]:
     """The rows of ``table`` in lists: the source's own (``row_batches``, e.g. one redb
-    reader call each) when it has them, else ``rows`` cut into lists of ``BATCH_ROWS``."""
+    reader call each) when it has them, else ``rows`` cut into lists of at most
+    ``BATCH_ROWS`` rows, ending early once they hold ``BATCH_BYTES``."""
     own = getattr(source, "row_batches", None)
     if own is not None:
         batches: Iterator[list[tuple[bytes, bytes]]] = own(table)
         return batches
-    rows = iter(source.rows(table))
-    return iter(lambda: list(islice(rows, BATCH_ROWS)), [])
+    return _cut(iter(source.rows(table)))
 
 
 def _pass(
@@ -350,10 +367,16 @@ def _pass(
             # hashed at once (the same stream as row by row).
             framed = zip(map(_U64.pack, key_lens), keys, map(_U64.pack, value_lens), values,
                          strict=True)  # fmt: skip
-            frames = b"".join(chain.from_iterable(framed))
-            sha.update(frames)
-            if hem is not None:
-                hem.update(frames)
+            if key_bytes + value_bytes <= JOIN_BYTES:
+                frames = b"".join(chain.from_iterable(framed))
+                sha.update(frames)
+                if hem is not None:
+                    hem.update(frames)
+            else:  # big rows: no joined copy of the list
+                for part in chain.from_iterable(framed):
+                    sha.update(part)
+                    if hem is not None:
+                        hem.update(part)
             if value_len is not None and key_lens.count(key_len) == n \
                     and value_lens.count(value_len) == n:  # fmt: skip
                 report.row += n  # every row of the right shape: nothing to say of any
