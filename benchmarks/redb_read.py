@@ -2,11 +2,16 @@
 the native crate, on one file, in one run.
 
     python benchmarks/redb_read.py --file F
-    python benchmarks/redb_read.py --file F --native ../shared/tools/redb-oracle-v4
+    python benchmarks/redb_read.py --file F --native CMD
     python benchmarks/redb_read.py --file F --json      # one JSON document on stdout
 
-Make a test file with ``../shared/tools/redb-oracle-v4 bench-gen F`` (1,000,000 entries,
-~362 MB).  Measured, in this order:
+``F`` is any redb file; the workload that matters is a cell store, e.g. 1,000,000 rows from
+``benchmarks/gen_cell_store.py``.  ``CMD`` is a reference program built on your machine from
+the real redb crate (none is shipped, and none may be committed): ``CMD bench F`` opens
+``F``, iterates every entry of every table (``&[u8]`` keys and values) and prints one JSON
+line with ``entries``, ``key_value_bytes``, ``seconds`` (the scan, open excluded),
+``entries_per_s``, ``mb_per_s`` and ``open_s``.  The crate may repair a file on its first
+open (so give it a copy, and run it once before measuring).  Measured, in this order:
 
 (a) ``read``: the file's bytes read once in 1 MiB chunks (the I/O floor; it also warms the
     page cache for what follows);
@@ -15,7 +20,9 @@ Make a test file with ``../shared/tools/redb-oracle-v4 bench-gen F`` (1,000,000 
     fresh child process each, counting entries and key+value bytes in a Python loop, every
     page verified; the open (header, commit selection, table tree) is timed apart, as the
     native figure excludes it.  ``*-batches`` is the same scan through ``iter_batches`` (what
-    ``bbg-migrate redb scan`` does).
+    ``bbg-migrate redb scan`` does), summing every key's and value's length in Python;
+    ``*-deliver`` is ``iter_batches`` alone (every key and value delivered as Python bytes,
+    only the lists counted): the reader's own speed, which is what the native figure is.
 
 entries/s and MB/s (10^6 bytes of keys+values per second) for each; the ratios (b)/(d) and
 (c)/(d); and each child's RSS before and after the scan and its peak (the reader reads pages
@@ -93,6 +100,13 @@ def worker(path: Path, backend: str, repeat: int) -> dict[str, Any]:
                 sum(map(len, chain.from_iterable(batch)))
         best["batches"] = min(best.get("batches", float("inf")), time.perf_counter() - t)
         assert batch_entries == entries
+        t = time.perf_counter()
+        batch_entries = 0
+        for name in names:
+            for batch in db.iter_batches(name):
+                batch_entries += len(batch)
+        best["deliver"] = min(best.get("deliver", float("inf")), time.perf_counter() - t)
+        assert batch_entries == entries
     after = _status()
     db.close()
     return {
@@ -102,6 +116,7 @@ def worker(path: Path, backend: str, repeat: int) -> dict[str, Any]:
         "key_value_bytes": size,
         "iter_s": best["iter"],
         "batches_s": best["batches"],
+        "deliver_s": best["deliver"],
         "rss_before_kib": before.get("VmRSS"),
         "rss_after_kib": after.get("VmRSS"),
         "rss_peak_kib": after.get("VmHWM"),
@@ -178,12 +193,12 @@ def main() -> int:
         r = doc.get(name)
         if not r or "error" in r:
             continue
-        for how in ("iter", "batches"):
+        for how in ("iter", "batches", "deliver"):
             seconds = r[f"{how}_s"]
             rate = r["entries"] / seconds
             r[f"{how}_entries_per_s"] = rate
             r[f"{how}_mb_per_s"] = r["key_value_bytes"] / seconds / MB
-            label = name if how == "iter" else f"{name}-batches"
+            label = name if how == "iter" else f"{name}-{how}"
             note = (
                 f"open {r['open_s']:.3f} s; RSS {r['rss_before_kib'] / 1024:.1f} -> "
                 f"{r['rss_after_kib'] / 1024:.1f} MiB, peak {r['rss_peak_kib'] / 1024:.1f} MiB"

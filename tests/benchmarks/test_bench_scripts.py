@@ -106,3 +106,23 @@ def test_existing_size_runs_a_small_source_into_growing_stores(tmp_path: Path) -
     for rows in ("600", "1,500"):
         assert re.search(rf"into +a store of {rows} rows: .*x of new", out), out
     assert out.count("x of new") == 2 and "same rows read in every receipt: yes" in out, out
+
+
+def test_redb_read_reports_each_way_of_reading_without_a_native_program(tmp_path: Path) -> None:
+    """No reference program given: the reader's three ways (per entry, batches with lengths
+    summed, batches delivered) are each measured on the same entries, and no ratio is made."""
+    import gzip
+    import json
+
+    source = ROOT / "fixtures" / "redb" / "4.2.0" / "btree_multilevel.redb.gz"
+    redb = tmp_path / "basic.redb"
+    redb.write_bytes(gzip.decompress(source.read_bytes()))
+    doc = json.loads(_bench("redb_read.py", "--file", str(redb), "--json").stdout)
+    assert "native" not in doc and doc["ratios"] == {}
+    for backend in ("c", "python"):
+        if backend not in doc:
+            continue  # the C path is not built here (the pure-Python path says so)
+        got = doc[backend]
+        assert got["entries"] > 0 and got["key_value_bytes"] > 0, got
+        for how in ("iter", "batches", "deliver"):
+            assert got[f"{how}_s"] > 0 and got[f"{how}_entries_per_s"] > 0, (how, got)
