@@ -581,6 +581,23 @@ class Keyspace(Closing):
             return None
         return best[1]
 
+    def rows_between(self, partition: str, low: bytes, high: bytes) -> int:
+        """About how many items a scan of ``partition`` from ``low`` to ``high`` decodes,
+        from the journal and the block indexes alone (no data block is read): the journal's
+        entries in that range and, per segment, its data blocks from the one that may hold
+        ``low`` up to (not counting) the one that may hold ``high``, at the segment's mean
+        items per byte of data."""
+        view = self.view(partition)
+        entries = view.journal
+        total = (bisect_right(entries, high, key=lambda e: e[0])
+                 - bisect_left(entries, low, key=lambda e: e[0]))  # fmt: skip
+        for _, seg in view.segments():
+            if seg.meta.key_max < low or high < seg.meta.key_min:
+                continue
+            span = seg.seek(high) - seg.seek(low)
+            total += span * seg.meta.item_count // seg.offsets.index
+        return total
+
     def _load_filter(self, seg: Segment) -> bloom.Filter | None:
         """The bloom filter of ``seg``, read once (None: it has none, or the snapshot's
         filters would pass :data:`FILTER_BUDGET`)."""
