@@ -115,28 +115,31 @@ class PartitionView:
 
     @cached_property
     def _by_level(self) -> list[tuple[list[bytes], list[Segment]] | list[Segment]]:
-        """Per level: its segments sorted by first key with those keys, when their key ranges
-        are disjoint (one segment of the level can hold a key); else the level as it is."""
+        """Per level that has segments: its segments sorted by first key with those keys,
+        when their key ranges are disjoint (one segment of the level can hold a key); else
+        the level as it is."""
         out: list[tuple[list[bytes], list[Segment]] | list[Segment]] = []
         for level in self.levels:
             summary = [levels.Summary(s.id, s.meta.key_min, s.meta.key_max, 0) for s in level]
-            if len(level) > 1 and levels.is_disjoint(summary):
+            if len(level) == 1 or (level and levels.is_disjoint(summary)):
                 chain = sorted(level, key=lambda s: s.meta.key_min)
                 out.append(([s.meta.key_min for s in chain], chain))
-            else:
+            elif level:
                 out.append(level)
         return out
 
-    def holding(self, key: bytes) -> Iterator[Segment]:
+    def holding(self, key: bytes) -> list[Segment]:
         """The segments whose key range holds ``key`` (all levels)."""
+        out: list[Segment] = []
         for level in self._by_level:
             if isinstance(level, tuple):
                 firsts, chain = level
                 i = bisect_right(firsts, key) - 1
                 if i >= 0 and key <= chain[i].meta.key_max:
-                    yield chain[i]
+                    out.append(chain[i])
             else:
-                yield from (s for s in level if s.meta.key_min <= key <= s.meta.key_max)
+                out.extend(s for s in level if s.meta.key_min <= key <= s.meta.key_max)
+        return out
 
 
 def _open_fd(path: str) -> int | None:
