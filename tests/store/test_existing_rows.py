@@ -112,3 +112,18 @@ def test_a_partition_the_store_lacks_holds_nothing() -> None:
     existing = _Existing(None, "t")
     existing.merge([(b"a", b"1"), (b"b", b"2")])
     assert (existing.new, existing.conflict, existing.read) == (2, None, 0)
+
+
+def test_rows_dense_in_the_store_are_merged_and_sparse_ones_looked_up(tmp_path: Path) -> None:
+    """The way is chosen per batch from the store rows in its key range: a batch of every
+    other store key is merged with a scan; one key in 100 is looked up."""
+    store = [(b"k%06d" % i, b"v%d" % i) for i in range(20_000)]
+    build_keyspace(tmp_path / "ks", {"t": store})
+    with open_keyspace(tmp_path / "ks") as ks:
+        dense = _Existing(ks, "t")
+        dense.merge(store[5000:7000:2])
+        sparse = _Existing(ks, "t")
+        sparse.merge([(k + b"\x00", v) for k, v in store[::100]])
+    assert (dense.new, dense.looked_up, dense.scans) == (0, 0, 1)
+    assert dense.read < len(store) // 2  # its range and some read-ahead, not the store
+    assert (sparse.new, sparse.looked_up, sparse.read) == (200, 200, 0)
