@@ -1,8 +1,8 @@
 """How a run into a BBG database that holds history compares its rows with the store's
 (``keyspace_aside._Existing``): merged with a scan, seeking past store rows below each batch,
-or by point reads where the store is dense in the import's key range.  Every way counts the
-same new rows and finds the same first conflict as a comparison with every store row, and a
-big store is not read whole."""
+or by point reads (asking the segments' bloom filters, or not) where the store is dense in a
+batch's key range.  Every way counts the same new rows and finds the same first conflict as
+a comparison with every store row, and a big store is not read whole."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.store.fjall import open_keyspace
+from migrate.store.fjall import open_keyspace, reader
 from migrate.store.fjall.writer import build_keyspace
 from migrate.store.keyspace_aside import _Existing
 
@@ -47,6 +47,17 @@ def _spread(rng: random.Random) -> tuple[Rows, Rows]:
     return sorted(store.items()), sorted(new.items())
 
 
+def _sparse(rng: random.Random) -> tuple[Rows, Rows]:
+    """Store: 30,000 rows keyed by random ids; import: 300 ids, a tenth held (one with other
+    bytes): a few new keys spread over a big store."""
+    store = {rng.randbytes(32): rng.randbytes(30) for _ in range(30_000)}
+    held = rng.sample(sorted(store), 30)
+    new = {k: store[k] for k in held}
+    new.update({rng.randbytes(32): rng.randbytes(30) for _ in range(270)})
+    new[held[7]] = b"other bytes"
+    return sorted(store.items()), sorted(new.items())
+
+
 def _reference(store: Rows, new: Rows) -> tuple[int, bytes | None]:
     held = dict(store)
     fresh = sum(k not in held for k, _ in new)
@@ -54,8 +65,8 @@ def _reference(store: Rows, new: Rows) -> tuple[int, bytes | None]:
     return fresh, (conflicts[0] if conflicts else None)
 
 
-@pytest.mark.parametrize("shape", [_namespaced, _spread])
-@pytest.mark.parametrize("way", ["default", "seek", "look up"])
+@pytest.mark.parametrize("shape", [_namespaced, _spread, _sparse])
+@pytest.mark.parametrize("way", ["default", "seek", "look up", "look up, no bloom"])
 def test_every_way_gives_a_full_comparisons_answer(
     tmp_path: Path, shape: object, way: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -64,12 +75,13 @@ def test_every_way_gives_a_full_comparisons_answer(
     if way != "default":  # one block a run: each way's reading is bounded by what it needs
         monkeypatch.setattr("migrate.store.fjall.segment.FIRST_CHUNK", 4096)
         monkeypatch.setattr("migrate.store.fjall.segment.CHUNK", 4096)
-    if way == "seek":  # a seek past every run that holds no new key
+    if way == "seek":  # a seek past every run that holds no new key, never a point read
         monkeypatch.setattr(_Existing, "SKIP_RUNS", 0)
         monkeypatch.setattr(_Existing, "DENSE", 10**9)
-    elif way == "look up":  # point reads after a few rows
-        monkeypatch.setattr(_Existing, "WARMUP", 64)
-        monkeypatch.setattr(_Existing, "DENSE", 0)
+    elif way.startswith("look up"):  # point reads only
+        monkeypatch.setattr(_Existing, "DENSE", -1)
+        if way.endswith("no bloom"):
+            monkeypatch.setattr(reader, "FILTER_BUDGET", 0)
     build_keyspace(tmp_path / "ks", {"t": store})
     with open_keyspace(tmp_path / "ks") as ks:
         existing = _Existing(ks, "t")
@@ -78,17 +90,40 @@ def test_every_way_gives_a_full_comparisons_answer(
             size = rng.randrange(1, 400)
             existing.merge(new[at : at + size])
             at += size
+        filters = [f for f in ks._filters.values() if f is not None]
+        blocks = sum(seg.blocks_decoded for _, seg in ks.view("t").segments())
     assert (existing.new, existing.conflict) == _reference(store, new)
     assert existing.seen == len(new)
-    if way == "seek" and shape is _namespaced:
-        # New namespaces far apart: the scan seeks instead of reading the store between.
-        assert existing.scans > 3 and not existing._lookup
-        assert existing.read < len(store) // 4
-    elif way == "look up":
-        assert existing._lookup and existing.read < len(store) // 4
+    if way == "seek":
+        assert existing.looked_up == 0
+        if shape is _namespaced:
+            # New namespaces far apart: the scan seeks instead of reading the store between.
+            assert existing.scans > 3 and existing.read < len(store) // 4
+    elif way.startswith("look up"):
+        assert existing.looked_up == len(new) and existing.read == 0
+        assert bool(filters) == (way == "look up")
+        if shape is _sparse and filters:  # the filters answer for most absent keys
+            assert blocks < existing.new // 4
+    elif shape is _sparse:  # by default: point reads, not the store read whole
+        assert existing.looked_up > len(new) // 2 and existing.read < len(store) // 4
 
 
 def test_a_partition_the_store_lacks_holds_nothing() -> None:
     existing = _Existing(None, "t")
     existing.merge([(b"a", b"1"), (b"b", b"2")])
     assert (existing.new, existing.conflict, existing.read) == (2, None, 0)
+
+
+def test_rows_dense_in_the_store_are_merged_and_sparse_ones_looked_up(tmp_path: Path) -> None:
+    """The way is chosen per batch from the store rows in its key range: a batch of every
+    other store key is merged with a scan; one key in 100 is looked up."""
+    store = [(b"k%06d" % i, b"v%d" % i) for i in range(20_000)]
+    build_keyspace(tmp_path / "ks", {"t": store})
+    with open_keyspace(tmp_path / "ks") as ks:
+        dense = _Existing(ks, "t")
+        dense.merge(store[5000:7000:2])
+        sparse = _Existing(ks, "t")
+        sparse.merge([(k + b"\x00", v) for k, v in store[::100]])
+    assert (dense.new, dense.looked_up, dense.scans) == (0, 0, 1)
+    assert dense.read < len(store) // 2  # its range and some read-ahead, not the store
+    assert (sparse.new, sparse.looked_up, sparse.read) == (200, 200, 0)

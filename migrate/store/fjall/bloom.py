@@ -17,9 +17,9 @@ Facts (lsm-tree 2.10.4 ``src/bloom/mod.rs``, ``src/bloom/bit_array.rs``,
 Which policy a segment gets depends on who wrote it (``src/tree/mod.rs``,
 ``src/compaction/worker.rs``, ``src/tree/ingest.rs``): a flush uses a rate of 1e-5,
 compaction into L0 1e-5, into L1 5e-4, deeper levels and bulk ingestion the partition's bits
-per key (10); a negative bits-per-key setting writes no filter.  The reader never trusts a
-filter to skip a segment (it carries no checksum); ``check`` verifies that every key of the
-segment is in it.
+per key (10); a negative bits-per-key setting writes no filter.  Point reads trust a
+filter to skip a segment, as lsm-tree's do (it carries no checksum); scans never use one,
+and ``check`` verifies that every key of the segment is in it.
 """
 
 from __future__ import annotations

@@ -30,14 +30,21 @@ as in lsm-tree's merged iteration; its point read looks in memtables first and r
 first hit, which is the same version in every keyspace fjall writes (a journal entry is
 always newer than the segments of its partition -- ``check`` verifies that -- and this
 package's writer keeps it so).  Every block checksum and every journal batch checksum is
-verified whenever it is read.
+verified whenever it is read.  A point read asks a segment's bloom filter first, as
+lsm-tree's does (``Segment::get``): a key the filter lacks is not in the segment, and none
+of its blocks is read.  The filter carries no checksum, so a damaged one can hide a key
+from point reads (as it does from lsm-tree's); scans never consult it, and ``check``
+verifies that every key of a segment is in its filter.
 
 Memory: a scan holds one read-ahead chunk of each source (256 KiB of blocks, or the one
 block that is larger) and what decoding it made, per source of the merge (the journals'
 entries, one chain per disjoint level, one per segment of an overlapping L0); a
 single-chain partition is filtered to live rows as it is decoded.  The journals' entries are
 kept for the snapshot's life (keys and short values; see :mod:`.journal`); segments keep
-only their trailer, metadata and top-level index.
+only their trailer, metadata and top-level index, and the bloom filter of each segment a
+point read asked, loaded once: about 10 bits a key in the last level (its bits-per-key
+policy), 24 in segments written with a 1e-5 false-positive rate, at most
+:data:`FILTER_BUDGET` bytes for the snapshot -- past it a segment is read without its filter.
 """
 
 from __future__ import annotations
@@ -55,13 +62,16 @@ from typing import Any, NamedTuple
 
 from bbg_core.closing import Closing
 from bbg_core.errors import FjallCorrupt, FjallError, FjallUnsupported, SourceError
-from migrate.store.fjall import backend, journal, layout, levels, merge
+from migrate.store.fjall import backend, bloom, journal, layout, levels, merge
 from migrate.store.fjall._api import Twin
 from migrate.store.fjall.block import TOMBSTONE, VALUE
 from migrate.store.fjall.layout import Manifest, PartitionConfig, corrupt
 from migrate.store.fjall.segment import Segment
 
 ATTEMPTS = 20
+#: Bytes of bloom filters a snapshot keeps for point reads (some 25 million keys at 10 bits
+#: a key); a segment whose filter would go past it is read without one.
+FILTER_BUDGET = 32 << 20
 #: Journal entries per run handed to the merge (their long values are read per run).
 JOURNAL_RUN = 512
 
@@ -105,28 +115,31 @@ class PartitionView:
 
     @cached_property
     def _by_level(self) -> list[tuple[list[bytes], list[Segment]] | list[Segment]]:
-        """Per level: its segments sorted by first key with those keys, when their key ranges
-        are disjoint (one segment of the level can hold a key); else the level as it is."""
+        """Per level that has segments: its segments sorted by first key with those keys,
+        when their key ranges are disjoint (one segment of the level can hold a key); else
+        the level as it is."""
         out: list[tuple[list[bytes], list[Segment]] | list[Segment]] = []
         for level in self.levels:
             summary = [levels.Summary(s.id, s.meta.key_min, s.meta.key_max, 0) for s in level]
-            if len(level) > 1 and levels.is_disjoint(summary):
+            if len(level) == 1 or (level and levels.is_disjoint(summary)):
                 chain = sorted(level, key=lambda s: s.meta.key_min)
                 out.append(([s.meta.key_min for s in chain], chain))
-            else:
+            elif level:
                 out.append(level)
         return out
 
-    def holding(self, key: bytes) -> Iterator[Segment]:
+    def holding(self, key: bytes) -> list[Segment]:
         """The segments whose key range holds ``key`` (all levels)."""
+        out: list[Segment] = []
         for level in self._by_level:
             if isinstance(level, tuple):
                 firsts, chain = level
                 i = bisect_right(firsts, key) - 1
                 if i >= 0 and key <= chain[i].meta.key_max:
-                    yield chain[i]
+                    out.append(chain[i])
             else:
-                yield from (s for s in level if s.meta.key_min <= key <= s.meta.key_max)
+                out.extend(s for s in level if s.meta.key_min <= key <= s.meta.key_max)
+        return out
 
 
 def _open_fd(path: str) -> int | None:
@@ -183,6 +196,9 @@ class Keyspace(Closing):
         self.ignored: list[dict[str, str]] = []
         self.attempts = 0
         self._closed = False
+        #: Per segment a point read asked: its bloom filter, or None (none, or over budget).
+        self._filters: dict[Segment, bloom.Filter | None] = {}
+        self._filter_bytes = 0
 
     # -- the snapshot ----------------------------------------------------------------------
 
@@ -357,6 +373,7 @@ class Keyspace(Closing):
         self._journal_paths = {}
         self._parts = {}
         self.journals = []
+        self._filters, self._filter_bytes = {}, 0
 
     def close(self) -> None:
         if not self._closed:
@@ -543,13 +560,16 @@ class Keyspace(Closing):
     def get(self, partition: str, key: bytes) -> bytes | None:
         """The live value of ``key`` in ``partition``, or None."""
         best: tuple[int, bytes, int] | None = None  # (seqno, value, type)
-        view = self.view(partition)
+        view, filters = self.view(partition), self._filters
         entries = view.journal
         pos = bisect_left(entries, key, key=lambda e: e[0])
         if pos < len(entries) and entries[pos][0] == key:
             _k, value, seqno, vtype = self._journal_entry(entries[pos])
             best = (seqno, value, vtype)
         for seg in view.holding(key):
+            filt = filters[seg] if seg in filters else self._load_filter(seg)
+            if filt is not None and not filt.contains(key):  # not in this segment
+                continue
             at = seg.seek(key)
             if at >= seg.offsets.index:
                 continue
@@ -563,6 +583,33 @@ class Keyspace(Closing):
         if best is None or best[2] != VALUE:
             return None
         return best[1]
+
+    def rows_between(self, partition: str, low: bytes, high: bytes) -> int:
+        """About how many items a scan of ``partition`` from ``low`` to ``high`` decodes,
+        from the journal and the block indexes alone (no data block is read): the journal's
+        entries in that range and, per segment, its data blocks from the one that may hold
+        ``low`` up to (not counting) the one that may hold ``high``, at the segment's mean
+        items per byte of data."""
+        view = self.view(partition)
+        entries = view.journal
+        total = (bisect_right(entries, high, key=lambda e: e[0])
+                 - bisect_left(entries, low, key=lambda e: e[0]))  # fmt: skip
+        for _, seg in view.segments():
+            if seg.meta.key_max < low or high < seg.meta.key_min:
+                continue
+            span = seg.seek(high) - seg.seek(low)
+            total += span * seg.meta.item_count // seg.offsets.index
+        return total
+
+    def _load_filter(self, seg: Segment) -> bloom.Filter | None:
+        """The bloom filter of ``seg``, read once (None: it has none, or the snapshot's
+        filters would pass :data:`FILTER_BUDGET`)."""
+        size, filt = seg.filter_size, None
+        if size and self._filter_bytes + size <= FILTER_BUDGET:
+            filt = seg.bloom_filter()
+            self._filter_bytes += size
+        self._filters[seg] = filt
+        return filt
 
 
 def open_keyspace(path: str | os.PathLike[str], *, backend_name: str | None = None) -> Keyspace:

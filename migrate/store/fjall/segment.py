@@ -174,6 +174,8 @@ class Segment:
         # the last data block read (when small), so sorted lookups decode each block once.
         self._index_cache: dict[int, list[Handle]] = {}
         self._last_block: tuple[int, list[Item]] | None = None
+        #: Data blocks decoded by :meth:`block_items` (point reads), for tests.
+        self.blocks_decoded = 0
         try:
             self.size = os.fstat(fd).st_size
             self.offsets, self.meta = self._read_trailer()
@@ -308,6 +310,7 @@ class Segment:
             return last[1]
         end = self.offsets.index
         header, payload = self._read_block(offset, end, "data block")
+        self.blocks_decoded += 1
         try:
             items, size = self.twin.decode_items(payload)
         except ItemError as exc:
@@ -510,6 +513,11 @@ class Segment:
                     f"handle {bad} does not name data block {bad} ({len(indexed)} handles for "
                     f"{len(handles)} data blocks)")  # fmt: skip
         return {"blocks": blocks + len(self.tli) + 1, "items": items}
+
+    @property
+    def filter_size(self) -> int:
+        """The bytes of the stored bloom filter (0 when the segment has none)."""
+        return self.offsets.metadata - self.offsets.bloom if self.offsets.bloom else 0
 
     def bloom_filter(self) -> bloom.Filter | None:
         if not self.offsets.bloom:
