@@ -33,6 +33,18 @@ MAX_KEYS = 1 << 17
 Rows = TypeVar("Rows", bound=Sequence[tuple[bytes, bytes]])
 
 
+def find_key(packed: bytes | bytearray, key: bytes, width: int, start: int = 0) -> int:
+    """The offset of ``key`` among the keys of ``width`` bytes packed end to end in
+    ``packed`` (from offset ``start``, a multiple of ``width``), or -1 (a match across two
+    keys is no key)."""
+    if len(key) != width:
+        return -1
+    pos = packed.find(key, start)
+    while pos > 0 and pos % width:
+        pos = packed.find(key, pos + 1)
+    return pos
+
+
 class KeptKeys:
     """Keys of ``width`` bytes kept in the order :meth:`add` receives them (see the module
     docstring); ``key in kept`` is True only for a key that was added."""
@@ -78,11 +90,7 @@ class KeptKeys:
         i = bisect_right(self._firsts, key) - 1
         if i < 0:
             return False
-        block, width = self._blocks[i], self.width
-        pos = block.find(key)
-        while pos > 0 and pos % width:  # a match across two keys is no key
-            pos = block.find(key, pos + 1)
-        return pos >= 0
+        return find_key(self._blocks[i], key, self.width) >= 0
 
     def missing(self, keys: Sequence[bytes]) -> list[int]:
         """The positions of ``keys`` not kept (``key not in kept``, in order), found with a
@@ -107,4 +115,4 @@ class KeptKeys:
         return sum(len(b) for b in self._blocks) // self.width + len(self._pending)
 
 
-__all__ = ["BLOCK_KEYS", "MAX_KEYS", "KeptKeys"]
+__all__ = ["BLOCK_KEYS", "MAX_KEYS", "KeptKeys", "find_key"]
