@@ -56,6 +56,27 @@ def test_kept_keys_in_any_order_give_no_false_answer() -> None:
     assert not any(key(-i) in kept for i in range(1, 500))
 
 
+@pytest.mark.parametrize("ordered", [True, False])
+def test_kept_keys_missing_is_not_in_for_each_key(ordered: bool) -> None:
+    """``missing(keys)``: the positions of the keys ``in`` denies, for kept keys, absent
+    ones, matches across two neighbouring keys, other widths and types, before and past
+    every key, with the keys added sorted or not."""
+    keys = [key(i) for i in range(5 * BLOCK_KEYS + 9)]
+    kept = KeptKeys(max_keys=4 * BLOCK_KEYS)
+    kept.add([(k, b"") for k in (sorted(keys) if ordered else keys)])
+    across = [keys[i][16:] + keys[i + 1][:16] for i in range(0, 300, 7)]
+    edges = [b"\x00" * 32, b"\xff" * 32, min(keys)[:31] + b"\x00"]
+    asked = keys[::3] + [key(-i) for i in range(1, 90)] + across + edges
+    asked.sort(key=lambda k: hashlib.sha256(k).digest())  # no order the blocks have
+    expected = [i for i, k in enumerate(asked) if k not in kept]
+    assert kept.missing(asked) == expected
+    assert 0 < len(expected) < len(asked)
+    odd = [keys[0], keys[0][:31], bytearray(keys[1]), key(-1)]
+    assert kept.missing(odd) == [i for i, k in enumerate(odd) if k not in kept]
+    assert not ordered or kept.missing(odd) == [1, 2, 3]
+    assert KeptKeys().missing(keys[:3]) == [0, 1, 2]  # nothing kept
+
+
 class _Source:
     """Five tables with ``get``, and a ``contains`` that answers from what it is told."""
 
@@ -117,8 +138,12 @@ def test_fresh_tee_answers_contains_as_the_source_does(tmp_path: Path) -> None:
         content = list(tee.rows(CONTENT))
         assert content == list(src.rows(CONTENT))
         history = [v for _, v in src.rows("application_history")]
-        for k in [k for k, _ in content] + history + [key(-1), b"\x00" * 32]:
+        asked = [k for k, _ in content] + history + [key(-1), b"\x00" * 32]
+        for k in asked:
             assert tee.contains(CONTENT, k) == (src.get(CONTENT, k) is not None)
+        # A list at a time (the links check's way): the positions ``contains`` denies.
+        expected = [i for i, k in enumerate(asked) if src.get(CONTENT, k) is None]
+        assert tee.missing(CONTENT, asked) == expected != []
 
 
 def test_kept_keys_copy_keys_that_are_not_bytes() -> None:

@@ -23,7 +23,7 @@ store, a destination that filled meanwhile -- takes the staged path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -79,8 +79,8 @@ class _Tee:
     built store, whose rows are the source's, loaded and counted: an SQLite point lookup
     costs a fraction of a verified descent of the redb tree, and it checks what is published.
     The content ids that pass are kept (:class:`~migrate.rules.kept_keys.KeptKeys`, bounded):
-    the links check asks ``contains`` for every history commit, answered from them, and from
-    ``get`` for an id not kept.
+    the links check asks ``contains`` (or ``missing``, a list at a time) for every history
+    commit, answered from them, and from ``get`` for an id not kept.
     """
 
     def __init__(self, source: RedbSource, loader: Loader | KeyspaceLoader,
@@ -130,10 +130,21 @@ class _Tee:
         """``get(table, key) is not None``: a content id kept as the rows passed is there."""
         if table == CONTENT and key in self._content_ids:
             return True
+        return self._lookups()(table, key) is not None
+
+    def missing(self, table: str, keys: Sequence[bytes]) -> list[int]:
+        """The positions of ``keys`` that :meth:`contains` denies (the links check asks a
+        list of history commits at a time): those not kept, then not found by ``get``."""
+        if table != CONTENT:
+            return [i for i, key in enumerate(keys) if not self.contains(table, key)]
+        get = self._lookups()
+        return [i for i in self._content_ids.missing(keys) if get(table, keys[i]) is None]
+
+    def _lookups(self) -> Callable[[str, bytes], bytes | None]:
         if self._get is None:
             self._get = self.get
             assert self._get is not None  # the links check asks only a source with ``get``
-        return self._get(table, key) is not None
+        return self._get
 
     def _lookup_built(self, table: str, key: bytes) -> bytes | None:
         assert self._conn is not None

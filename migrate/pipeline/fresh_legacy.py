@@ -17,8 +17,9 @@ staging, not the live tables):
   :func:`.legacy.check_rows`, on the same rows);
 * the links (:func:`migrate.rules.links.iter_link_errors`): over the history, heads and
   requests generated again (the same rows: a pure function of the import's arrays, no source
-  read), with content looked up among the keys loaded (recorded as they passed, 32 bytes a
-  row, in key order);
+  read), with content looked up among the ids loaded (kept as they passed, bounded:
+  :class:`~migrate.rules.kept_keys.KeptKeys`; an id not kept is looked for among the
+  import's own ids, the source of the rows loaded);
 * counts and digest: the loader's counts against the report's (:func:`stages.activate_built`);
   the digest is of the very rows loaded.
 
@@ -27,15 +28,14 @@ it (the same error, exit 3); a refusal of the loaded rows is the validate stage'
 (:func:`stages.refuse_unvalidated`, :meth:`Loaded.validate`), raised where the staged path
 raises it: after the destination checks (and, into an existing store, after the import's
 admission).  Memory: what preflight holds (the import's arrays, the key sort of the
-pass), and the content keys loaded, 32 bytes a content row (two or three an item: about 4 MB
-more for a 65,536-event log, up to 96 MB for a 1,000,000-line archive).
+pass), and the content ids kept (at most 4 MiB).
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -44,56 +44,37 @@ from migrate.job import Job
 from migrate.pipeline import gate, stages
 from migrate.pipeline.legacy import LegacyImport, check_rows, encode_cursor
 from migrate.pipeline.preflight import Preflight, judge, mapped_refusals, read_legacy
+from migrate.rules.kept_keys import KeptKeys, find_key
 from migrate.rules.links import iter_link_errors
-from migrate.rules.shape import RowSource
+from migrate.rules.shape import RowSource, row_batches
 from migrate.store.codec import CONTENT, HISTORY, ID_LEN, ORDINAL
 from migrate.store.pages import PageLoader
 
 Progress = Callable[[int, int], None]
 
 
-class _Ids:
-    """32-byte ids appended in order; a sequence of them (``bisect`` searches it when they
-    were appended in key order)."""
-
-    def __init__(self) -> None:
-        self._ids = bytearray()
-
-    def __len__(self) -> int:
-        return len(self._ids) // ID_LEN
-
-    def __getitem__(self, i: int) -> bytes:
-        return bytes(self._ids[ID_LEN * i : ID_LEN * (i + 1)])
-
-    def record(self, rows: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
-        """``rows`` unchanged, each one's key appended as it passes."""
-        ids = self._ids
-        for key, value in rows:
-            ids += key
-            yield key, value
-
-    def __contains__(self, key: object) -> bool:
-        pos = bisect.bisect_left(self, key)  # type: ignore[call-overload]
-        return pos < len(self) and self[pos] == key
-
-
 class _Loading:
-    """A converted source's rows as the shape pass reads them (once each, in key order), each
-    table loaded as it passes; the content keys are recorded."""
+    """A converted source's rows as the shape pass reads them (once each, in key order, in
+    lists), each table loaded as it passes; the content ids are kept (bounded)."""
 
     def __init__(self, rows: RowSource, loader: PageLoader) -> None:
         self._rows, self._loader = rows, loader
-        self.content = _Ids()
+        self.content = KeptKeys(ID_LEN)
         self._read: set[str] = set()
 
     def table_kinds(self) -> dict[str, str]:
         return self._rows.table_kinds()
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
+        return chain.from_iterable(self.row_batches(table))
+
+    def row_batches(self, table: str) -> Iterator[list[tuple[bytes, bytes]]]:
         assert table not in self._read, f"{table} read twice: it would be loaded twice"
         self._read.add(table)
-        rows = self._loader.tee(ORDINAL[table], self._rows.rows(table))
-        return self.content.record(rows) if table == CONTENT else rows
+        batches = row_batches(self._rows, table)
+        if table == CONTENT:
+            batches = map(self.content.add, batches)
+        return self._loader.tee_batches(ORDINAL[table], batches)
 
 
 class _Loaded:
@@ -101,6 +82,7 @@ class _Loaded:
 
     def __init__(self, imp: LegacyImport, loading: _Loading, rows: RowSource) -> None:
         self._imp, self._loading, self._rows = imp, loading, rows
+        self._at = 0  # where in the import's packed commits the next one is looked for
 
     def rows(self, table: str) -> Iterator[tuple[bytes, bytes]]:
         return self._rows.rows(table)
@@ -110,12 +92,25 @@ class _Loaded:
         commit (the row :class:`~.legacy.LegacyRows` loaded at that index)."""
         imp = self._imp
         if table == CONTENT:
-            return b"" if key in self._loading.content else None
+            return b"" if key in self._loading.content or self._content_id(key) else None
         if table == HISTORY and len(key) == ID_LEN + 8 and key[:ID_LEN] == imp.namespace:
             index = int.from_bytes(key[ID_LEN:], "big")
             if index < imp.history_rows:
                 return imp.commit(index)
         return None
+
+    def _content_id(self, key: bytes) -> bool:
+        """Whether ``key`` is the id of one of the import's content rows (those the pass
+        loaded), for an id not kept.  The links check asks for the history commits in
+        order: each commit is searched for from the last one found on."""
+        imp, at = self._imp, self._at
+        pos = find_key(imp.commits, key, ID_LEN, at)
+        if pos < 0 and at:
+            pos = find_key(imp.commits, key, ID_LEN)
+        if pos >= 0:
+            self._at = pos + ID_LEN
+            return True
+        return imp.other_content_id(key)
 
 
 @dataclass

@@ -37,6 +37,7 @@ from migrate.job import MAX_PAGE_BYTES, MAX_PAGE_ROWS
 from migrate.pipeline import identity
 from migrate.pipeline import legacy_records as records
 from migrate.pipeline.legacy_scan import LOG_KINDS, Scan, decode_item, ordinal_of, scan
+from migrate.rules.kept_keys import find_key
 from migrate.rules.shape import RowSource, ShapeReport, check_shape
 from migrate.rules.sources import Page
 from migrate.store.codec import (
@@ -173,6 +174,12 @@ class LegacyImport:
             raise SourceError(
                 f"{self.path}: cannot open: {exc.strerror}", path=str(self.path)
             ) from exc
+
+    def other_content_id(self, key: bytes) -> bool:
+        """Whether ``key`` is the id of a content row other than an item's record (whose
+        ids are :attr:`commits`): the import record, or an item's raw bytes
+        (:meth:`LegacyRows._keys`)."""
+        return key == self.namespace or find_key(self.raw_ids, key, ID_LEN) >= 0
 
     def read_raw(self, fh: BinaryIO, index: int) -> bytes:
         """The exact raw bytes of item ``index`` (frame incl. header, or line incl. LF)."""

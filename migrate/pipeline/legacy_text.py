@@ -34,6 +34,7 @@ from importers.text_archive import TextRecord
 from migrate.pipeline import identity
 from migrate.pipeline.legacy import LegacyImport, LegacyRows, Row
 from migrate.pipeline.legacy_scan import decode_text
+from migrate.rules.kept_keys import find_key
 from migrate.store.codec import (
     CONTENT,
     ID_LEN,
@@ -94,6 +95,11 @@ class TextImport(LegacyImport):
     def commit(self, index: int) -> bytes:
         """The commit id at history ``index`` (line ``index + 1``)."""
         return bytes(self.commits[ID_LEN * index : ID_LEN * (index + 1)])
+
+    def other_content_id(self, key: bytes) -> bool:
+        """Whether ``key`` is the id of a content row other than an observation: a text or a
+        raw line (:meth:`TextRows._keys`)."""
+        return any(find_key(ids, key, ID_LEN) >= 0 for ids in (self.text_ids, self.raw_ids))
 
     def text_id(self, line: int) -> bytes:
         return bytes(self.text_ids[ID_LEN * (line - 1) : ID_LEN * line])

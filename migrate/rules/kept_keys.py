@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from functools import partial
 from operator import itemgetter
 from typing import TypeVar
 
@@ -30,6 +31,18 @@ MAX_KEYS = 1 << 17
 
 
 Rows = TypeVar("Rows", bound=Sequence[tuple[bytes, bytes]])
+
+
+def find_key(packed: bytes | bytearray, key: bytes, width: int, start: int = 0) -> int:
+    """The offset of ``key`` among the keys of ``width`` bytes packed end to end in
+    ``packed`` (from offset ``start``, a multiple of ``width``), or -1 (a match across two
+    keys is no key)."""
+    if len(key) != width:
+        return -1
+    pos = packed.find(key, start)
+    while pos > 0 and pos % width:
+        pos = packed.find(key, pos + 1)
+    return pos
 
 
 class KeptKeys:
@@ -77,14 +90,29 @@ class KeptKeys:
         i = bisect_right(self._firsts, key) - 1
         if i < 0:
             return False
-        block, width = self._blocks[i], self.width
-        pos = block.find(key)
-        while pos > 0 and pos % width:  # a match across two keys is no key
-            pos = block.find(key, pos + 1)
-        return pos >= 0
+        return find_key(self._blocks[i], key, self.width) >= 0
+
+    def missing(self, keys: Sequence[bytes]) -> list[int]:
+        """The positions of ``keys`` not kept (``key not in kept``, in order), found with a
+        few calls over the whole list."""
+        width = self.width
+        if {*map(type, keys)} - {bytes} or {*map(len, keys)} - {width}:
+            return [i for i, key in enumerate(keys) if key not in self]
+        if self._pending:
+            self._pack(len(self._pending))
+        blocks = self._blocks
+        if not blocks:
+            return list(range(len(keys)))
+        # Each key's block as ``in`` finds it (none before the first), then its offset there;
+        # one found across two keys is settled by ``in``.
+        places = [blocks[i - 1] if i else b""
+                  for i in map(partial(bisect_right, self._firsts), keys)]  # fmt: skip
+        offsets = map(bytes.find, places, keys)
+        return [i for i, at in enumerate(offsets)
+                if at < 0 or (at % width and keys[i] not in self)]  # fmt: skip
 
     def __len__(self) -> int:
         return sum(len(b) for b in self._blocks) // self.width + len(self._pending)
 
 
-__all__ = ["BLOCK_KEYS", "MAX_KEYS", "KeptKeys"]
+__all__ = ["BLOCK_KEYS", "MAX_KEYS", "KeptKeys", "find_key"]

@@ -29,7 +29,14 @@ excised content id missing from ``application_content`` is not ``missing-content
 
 A source with ``get`` may also offer ``contains(table, key) -> bool`` (the answer of
 ``get(table, key) is not None``, cheaper): the history commits are looked up in
-``application_content`` through it.
+``application_content`` through it; and with it ``missing(table, keys) -> positions`` (of the
+keys ``contains`` denies, in order), asked a list of commits at a time.
+
+The rows are read in the source's lists (``row_batches``, :func:`migrate.rules.shape.row_batches`)
+and each namespace's rows are checked a list at a time where they are the usual kind
+(well-formed, in key order, history without a gap, receipts that agree); every other row is
+checked alone, by the rules as written (:class:`~migrate.rules.link_namespace.NamespaceCheck`).
+``by_rows=True`` checks every row alone: the findings are the same, in the same order.
 
 Codes (meanings in fixtures/legacy/README.md): ``history-gap``,
 ``head-mismatch``, ``missing-content``, ``request-head-mismatch``, ``missing-receipt``,
@@ -39,33 +46,31 @@ Codes (meanings in fixtures/legacy/README.md): ``history-gap``,
 
 from __future__ import annotations
 
-import bisect
-import struct
-from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
+from itertools import islice
+from operator import itemgetter, le
 from typing import Protocol
 
-from migrate.store.codec import (
-    CONTENT,
-    HEAD_LEN,
-    HEADS,
-    HISTORY,
-    ID_LEN,
-    REQUESTS,
-    Head,
-    history_key,
+from migrate.rules.link_namespace import (
+    Absent,
+    LinkError,
+    Lookup,
+    NamespaceCheck,
+    absent_by_rows,
 )
+from migrate.rules.link_namespace import err as _err
+from migrate.rules.shape import row_batches
+from migrate.store.codec import CONTENT, HEAD_LEN, HEADS, HISTORY, ID_LEN, REQUESTS
 from migrate.store.scratch import ScratchTables
 
-LinkError = dict[str, str]
 _SHAPE_CODES = frozenset({"bad-key-length", "bad-value-length"})
-Lookup = Callable[[str, bytes], bytes | None]
 _END = b"\xff" * (ID_LEN + 1)  # sorts after every namespace
 #: The most history commits of one namespace kept in memory (32 bytes each: 16 MiB).
 MAX_KEPT_COMMITS = 1 << 19
-_BE = struct.Struct(">Q")  # a history key's index (codec.history_key)
-_LE = struct.Struct("<Q")  # a head's index (codec.Head)
+_first = itemgetter(0)
+_second = itemgetter(1)
 
 
 class SortedTables(Protocol):
@@ -96,22 +101,22 @@ def iter_link_errors(
     *,
     report_malformed: bool = True,
     semantic: list[LinkError] | None = None,
+    by_rows: bool = False,
 ) -> Iterator[LinkError]:
-    """Stream the link violations of ``source`` (see the module docstring)."""
+    """Stream the link violations of ``source`` (see the module docstring).
+
+    ``by_rows``: work every row alone (the rules as written) instead of a list of rows at a
+    time; the findings are the same, in the same order (the tests compare the two)."""
     get = getattr(source, "get", None)
     found = semantic if semantic is not None else []
     if get is not None:
-        errors = _check(source, get, found, getattr(source, "contains", None))
+        errors = _check(source, get, found, getattr(source, "contains", None), by_rows)
     else:
         index = _SpillIndex(source, (CONTENT, HISTORY))
-        errors = index.wrap(_check(source, index.get, found, None))
+        errors = index.wrap(_check(source, index.get, found, None, by_rows))
     for error in errors:
         if report_malformed or error["code"] not in _SHAPE_CODES:
             yield error
-
-
-def _err(code: str, detail: str) -> LinkError:
-    return {"code": code, "detail": detail}
 
 
 class _Stream:
@@ -126,25 +131,27 @@ class _Stream:
 
     def advance(self) -> None:
         for key, value in self._it:
-            if len(key) != self.klen:
-                self.errors.append(
-                    _err(
-                        "bad-key-length",
-                        f"{self.table}: key of {len(key)} bytes, expected {self.klen}",
-                    )
-                )
-            elif len(value) != self.vlen:
-                self.errors.append(
-                    _err(
-                        "bad-value-length",
-                        f"{self.table}: key {key.hex()} value of {len(value)} bytes, "
-                        f"expected {self.vlen}",
-                    )
-                )
-            else:
+            if self._valid(key, value):
                 self.current = (key, value)
                 return
         self.current = None
+
+    def _valid(self, key: bytes, value: bytes) -> bool:
+        """Whether a row has the table's lengths; its report when it has not."""
+        if len(key) != self.klen:
+            detail = f"{self.table}: key of {len(key)} bytes, expected {self.klen}"
+            self.errors.append(_err("bad-key-length", detail))
+            return False
+        if len(value) != self.vlen:
+            self.errors.append(
+                _err(
+                    "bad-value-length",
+                    f"{self.table}: key {key.hex()} value of {len(value)} bytes, "
+                    f"expected {self.vlen}",
+                )
+            )
+            return False
+        return True
 
     @property
     def namespace(self) -> bytes:
@@ -162,18 +169,94 @@ class _Stream:
         self.errors.clear()
 
 
+class _Lists(_Stream):
+    """:class:`_Stream` over the source's lists of rows, the rows of a namespace taken a
+    list at a time.  A list whose rows all have the table's lengths, are ``bytes`` and are in
+    key order is cut at the namespace's end with one bisect; in any other list each row is
+    looked at alone, as :class:`_Stream` does."""
+
+    def __init__(self, batches: Iterable[list[tuple[bytes, bytes]]], table: str, klen: int,
+                 vlen: int):  # fmt: skip
+        self._batches = iter(batches)
+        self._rows: list[tuple[bytes, bytes]] = []
+        self._keys: list[bytes] | None = None  # the list's keys when it is clean
+        self._pos = -1
+        self._top = b"\xff" * (klen - ID_LEN)  # namespace ‖ top: past each of its keys
+        super().__init__((), table, klen, vlen)
+
+    def advance(self) -> None:
+        self._seek(self._pos + 1)
+
+    def _seek(self, i: int) -> None:
+        """Make the first well-formed row at or after position ``i`` current (reporting the
+        others), going on to the next lists as needed."""
+        while True:
+            rows = self._rows
+            if self._keys is not None:
+                if i < len(rows):
+                    self._pos, self.current = i, rows[i]
+                    return
+            else:
+                while i < len(rows):
+                    key, value = rows[i]
+                    if self._valid(key, value):
+                        self._pos, self.current = i, (key, value)
+                        return
+                    i += 1
+            batch = next(self._batches, None)
+            if batch is None:
+                self._rows, self._keys, self._pos, self.current = [], None, 0, None
+                return
+            self._load(batch)
+            i = 0
+
+    def _load(self, batch: list[tuple[bytes, bytes]]) -> None:
+        self._rows = batch
+        n = len(batch)
+        keys = list(map(_first, batch))
+        clean = (
+            list(map(len, keys)).count(self.klen) == n
+            and list(map(len, map(_second, batch))).count(self.vlen) == n
+            and {*map(type, keys)} <= {bytes}
+            and all(map(le, keys, islice(keys, 1, None)))
+        )
+        self._keys = keys if clean else None
+
+    def take_lists(self, namespace: bytes) -> Iterator[list[tuple[bytes, bytes]]]:
+        """The rows of ``namespace`` in lists (consumed as iterated)."""
+        while self.current is not None and self.current[0][:ID_LEN] == namespace:
+            rows, pos = self._rows, self._pos
+            if self._keys is None:
+                part = [self.current]
+                self._seek(pos + 1)
+            else:  # in key order: the namespace's rows run to the first key past it
+                end = bisect_right(self._keys, namespace + self._top, pos)
+                part = rows[pos:end]
+                self._seek(end)
+            yield part
+
+
 def _check(source: SortedTables, get: Lookup, semantic: list[LinkError],
-           contains: Callable[[str, bytes], bool] | None) -> Iterator[LinkError]:  # fmt: skip
+           contains: Callable[[str, bytes], bool] | None,
+           by_rows: bool) -> Iterator[LinkError]:  # fmt: skip
     boundary = getattr(source, "boundary", None)
     excised = getattr(source, "excised", None)
-    hist = _Stream(source.rows(HISTORY), HISTORY, ID_LEN + 8, ID_LEN)
-    heads = _Stream(source.rows(HEADS), HEADS, ID_LEN, HEAD_LEN)
-    reqs = _Stream(source.rows(REQUESTS), REQUESTS, 2 * ID_LEN, ID_LEN + HEAD_LEN)
-    streams = (hist, heads, reqs)
+    shapes = ((HISTORY, ID_LEN + 8, ID_LEN), (HEADS, ID_LEN, HEAD_LEN),
+              (REQUESTS, 2 * ID_LEN, ID_LEN + HEAD_LEN))  # fmt: skip
+    streams: list[_Stream] = [
+        _Stream(source.rows(t), t, k, v) if by_rows else _Lists(row_batches(source, t), t, k, v)  # type: ignore[arg-type]
+        for t, k, v in shapes
+    ]
+    hist, heads, reqs = streams
     if contains is not None:
         has_content: Callable[[bytes], bool] = partial(contains, CONTENT)
     else:
         has_content = partial(_found, get, CONTENT)
+    missing = getattr(source, "missing", None)
+    if missing is not None and contains is not None:
+        absent: Absent = partial(missing, CONTENT)
+    else:
+        absent = absent_by_rows(has_content)
     while True:
         for s in streams:
             yield from s.drain_errors()
@@ -183,127 +266,26 @@ def _check(source: SortedTables, get: Lookup, semantic: list[LinkError],
         head_rows = list(heads.take(ns))  # at most one: heads are keyed by namespace alone
         head_value = head_rows[0][1] if head_rows else None
         bound = boundary(ns) if boundary is not None else None
-        yield from _namespace(ns, hist.take(ns), head_value, reqs.take(ns), get, semantic,
-                              bound, excised, has_content)  # fmt: skip
+        check = NamespaceCheck(ns, get, semantic, bound, excised, has_content, absent,
+                               MAX_KEPT_COMMITS)  # fmt: skip
+        if by_rows:
+            for key, commit in hist.take(ns):
+                yield from check.history_row(key, commit)
+            yield from check.head_errors(head_value)
+            for key, value in reqs.take(ns):
+                yield from check.request_row(key, value)
+        else:
+            assert isinstance(hist, _Lists) and isinstance(reqs, _Lists)
+            for rows in hist.take_lists(ns):
+                yield from check.history_list(rows)
+            yield from check.head_errors(head_value)
+            for rows in reqs.take_lists(ns):
+                yield from check.request_list(rows)
+        yield from check.receipt_errors()
 
 
 def _found(get: Lookup, table: str, key: bytes) -> bool:
     return get(table, key) is not None
-
-
-def _namespace(
-    ns: bytes,
-    hist_rows: Iterator[tuple[bytes, bytes]],
-    head_value: bytes | None,
-    req_rows: Iterator[tuple[bytes, bytes]],
-    get: Lookup,
-    semantic: list[LinkError],
-    bound: tuple[int, Head] | None,
-    excised: Callable[[bytes], bool] | None,
-    has_content: Callable[[bytes], bool],
-) -> Iterator[LinkError]:
-    nsx = ns.hex()
-    present = array("Q")  # history indices of this namespace, ascending
-    # Their commits, in the same order, while the namespace is small enough to keep them
-    # (a request's head is then compared without a lookup); past the bound, looked up.
-    commits: bytearray | None = bytearray()
-    expect = 0 if bound is None else bound[0]
-    last: Head | None = None if bound is None else bound[1]
-    index = -1
-    commit = b""
-    for key, commit in hist_rows:
-        index = _BE.unpack_from(key, ID_LEN)[0]  # the key's length was checked by the stream
-        if index != expect:
-            yield _err(
-                "history-gap",
-                f"namespace {nsx}: history index {expect} missing (next present {index})",
-            )
-        if index == 0 and commit != ns:
-            # neuron's semantic import only (engine/src/legacy.rs): not a conversion error.
-            semantic.append(
-                {
-                    "code": "birth-mismatch",
-                    "namespace": nsx,
-                    "detail": f"namespace {nsx}: index-0 commit {commit.hex()} != namespace",
-                }
-            )
-        if not has_content(commit) and not (excised is not None and excised(commit)):
-            yield _err(
-                "missing-content",
-                f"namespace {nsx} index {index}: commit {commit.hex()} not in application_content",
-            )
-        present.append(index)
-        if commits is not None:
-            commits += commit
-            if len(present) > MAX_KEPT_COMMITS:
-                commits = None
-        expect = index + 1
-    if index >= 0:
-        last = Head(index, commit)
-
-    head = None if head_value is None else Head.decode(head_value)
-    if head is None and last is not None:
-        yield _err("head-mismatch", f"namespace {nsx}: history without head")
-    elif head is None and bound is not None:
-        yield _err("head-mismatch", f"namespace {nsx}: a retained boundary but no head")
-    elif head is not None and head != last:
-        # bbg: the head must equal history[ns‖head.index] and no entry may lie past it.
-        top = "no history" if last is None else f"the last history index is {last.index}"
-        yield _err(
-            "head-mismatch",
-            f"namespace {nsx}: head {head.describe()} disagrees with history ({top})",
-        )
-
-    counts = bytearray(len(present))  # receipts per history entry, saturating at 255
-    for key, value in req_rows:
-        # fingerprint ‖ head (index u64 LE ‖ commit): the length was checked by the stream.
-        rindex = _LE.unpack_from(value, ID_LEN)[0]
-        if bound is not None and rindex < bound[0]:
-            continue  # a receipt of a dropped entry: kept resolvable, its history is gone
-        rcommit = bytes(value[ID_LEN + 8 :])
-        pos = bisect.bisect_left(present, rindex)
-        found = pos < len(present) and present[pos] == rindex
-        actual: bytes | bytearray | None
-        if not found:
-            actual = None
-        elif commits is not None:
-            actual = commits[ID_LEN * pos : ID_LEN * (pos + 1)]
-        else:
-            actual = get(HISTORY, history_key(ns, rindex))
-        if actual == rcommit and head is not None and rindex <= head.index:
-            if found and counts[pos] < 255:
-                counts[pos] += 1
-            continue
-        request = key[ID_LEN:].hex()
-        rhead = Head(rindex, rcommit)
-        # bbg also requires the namespace to have a head (the request's head is compared
-        # with it); without one, the receipt cannot agree with the namespace's history.
-        if actual != rcommit or head is None:
-            shown = "absent" if actual is None else bytes(actual).hex()
-            yield _err(
-                "request-head-mismatch",
-                f"request {request}: head {rhead.describe()} disagrees with "
-                f"history[ns‖{rhead.index}] = {shown}",
-            )
-        elif head is not None and rhead.index > head.index:
-            yield _err(
-                "request-head-mismatch",
-                f"request {request}: head {rhead.describe()} is past the namespace head "
-                f"{head.describe()}",
-            )
-        if found and counts[pos] < 255:
-            counts[pos] += 1
-    for pos, n in enumerate(counts):
-        if n == 0:
-            yield _err(
-                "missing-receipt", f"namespace {nsx} index {present[pos]}: no request receipt"
-            )
-        elif n > 1:
-            more = "+" if n == 255 else ""
-            yield _err(
-                "duplicate-receipt",
-                f"namespace {nsx} index {present[pos]}: {n}{more} receipts",
-            )
 
 
 class _SpillIndex:

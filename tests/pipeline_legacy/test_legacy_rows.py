@@ -66,3 +66,38 @@ def test_identical_raw_lines_share_one_content_row(tmp_path: Path) -> None:
     assert raws == {hemera.hash(line)}
     assert {bytes(doc["text"]) for _, doc, _ in recs} == {hemera.hash(text.encode())}
     assert [doc["provenance"]["line"] for _, doc, _ in recs] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"), [("signals-small.log", "signal-log"), ("texts-small.jsonl", "text-archive")]
+)
+@pytest.mark.parametrize("kept", [0, 3, 10**6])
+def test_loaded_content_ids_answer_past_the_kept_bound(
+    name: str, kind: str, kept: int, tmp_path: Path
+) -> None:
+    """The single pass keeps the content ids it loads up to a bound; an id not kept is
+    looked for among the import's own ids: the answer is the loaded rows' either way, for
+    the history commits in order, in any other order, and for ids that are not there."""
+    from migrate.pipeline.fresh_legacy import _Loaded, _Loading
+    from migrate.rules.kept_keys import KeptKeys
+    from migrate.rules.links import validate_links
+    from migrate.store.codec import CONTENT, HISTORY
+
+    class _Loader:
+        def tee_batches(self, ordinal: int, batches):  # type: ignore[no-untyped-def]
+            return batches
+
+    imp = read(copy_fixture(name, tmp_path), kind)
+    with imp.open() as fh:
+        rows = imp.rows_of(fh)
+        loading = _Loading(rows, _Loader())  # type: ignore[arg-type]
+        loading.content = KeptKeys(max_keys=kept)
+        content = {k for k, _ in loading.rows(CONTENT)}
+        history = [v for _, v in rows.rows(HISTORY)]
+        assert len(content) > 3 and len(history) > 3
+        absent = [hemera.hash(b"absent"), history[1][:31], b"\x00" * 32]
+        for asked in (history, history[::-1], sorted(content), absent, history):
+            loaded = _Loaded(imp, loading, rows)
+            got = [loaded.get(CONTENT, k) is not None for k in asked]
+            assert got == [k in content for k in asked]
+        assert validate_links(_Loaded(imp, loading, rows)) == []
