@@ -199,6 +199,22 @@ AVX512 static inline void external8(__m512i *a, __m512i *b, const uint64_t *rc) 
         external8_last(a, b);
 }
 
+/* 15 x mod p: the product's high word is below 15, worth h * EPS (below 2^36), so the sum
+ * wraps at most once (a full product's reduction is twice the instructions). */
+static inline uint64_t times15(uint64_t x) {
+    u128 prod = (u128)x * 15;
+    uint64_t lo = (uint64_t)prod, h = (uint64_t)(prod >> 64);
+    uint64_t r = lo + h * HEMERA_EPS;
+    return r + (HEMERA_EPS & mask_of(r < lo));
+}
+
+/* lo + hi * 2^32 mod p for lo, hi below 2^40 (sums of 32-bit halves), without 128-bit
+ * arithmetic (which the compiler routes through the stack here): the bits of hi above 32
+ * are worth h1 * 2^64 = h1 * EPS, and lo + h1 * EPS < 2^41 cannot wrap. */
+static inline uint64_t join_sums(uint64_t lo, uint64_t hi) {
+    return add(hi << 32, lo + (hi >> 32) * HEMERA_EPS);
+}
+
 /* Sum of elements 1..15 mod p (v[c] = elements 4c .. 4c+3; element 0 is ignored), exactly:
  * the 32-bit halves are summed separately, then both in one reduction tree. */
 AVX512 static inline uint64_t hsum15(const __m256i *v) {
@@ -215,7 +231,7 @@ AVX512 static inline uint64_t hsum15(const __m256i *v) {
     t = _mm256_add_epi64(t, _mm256_shuffle_epi32(t, 0x4E));
     uint64_t lo_sum = (uint64_t)_mm_cvtsi128_si64(_mm256_castsi256_si128(t));
     uint64_t hi_sum = (uint64_t)_mm_cvtsi128_si64(_mm256_extracti128_si256(t, 1));
-    return reduce_small(((u128)hi_sum << 32) + lo_sum);
+    return join_sums(lo_sum, hi_sum);
 }
 
 /* A round's constants (ra, rb), times the state's denominator k when scaled (k = 1
@@ -304,7 +320,7 @@ AVX512 static inline void permute_frac_avx512(__m512i *pa, __m512i *pb, uint64_t
         const __m256i kv = _mm256_set1_epi64x((long long)canon(add(mul(n, sum), q)));
         for (int c = 0; c < 4; c++) v[c] = addv_canonical(mulv(d[c], nv), kv);
         a0 = add(mul(DIAG0_PLUS1, q), mul(n, sum));
-        sum = add(mul(n, add(dsum, mul(15, sum))), mul(15, q));
+        sum = add(mul(n, add(dsum, times15(sum))), times15(q));
         z = mul(z, n);
         zsq = mul(z, z);
     }
@@ -475,7 +491,7 @@ AVX2 static inline uint64_t hsum4x4(const __m256i *v) {  /* exact, like hsum15 *
     __m128i h2 = _mm_add_epi64(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
     uint64_t lo_sum = (uint64_t)_mm_cvtsi128_si64(l2) + (uint64_t)_mm_extract_epi64(l2, 1);
     uint64_t hi_sum = (uint64_t)_mm_cvtsi128_si64(h2) + (uint64_t)_mm_extract_epi64(h2, 1);
-    return reduce_small(((u128)hi_sum << 32) + lo_sum);
+    return join_sums(lo_sum, hi_sum);
 }
 
 AVX2 static void permute_avx2(uint64_t *st, const uint64_t *rc) {
@@ -505,7 +521,7 @@ AVX2 static void permute_avx2(uint64_t *st, const uint64_t *rc) {
         for (int c = 0; c < 4; c++) v[c] = add4(mul4(d[c], nv), kv);
         v[0] = _mm256_blend_epi32(v[0], zero, 0x03);
         s0 = add(mul(DIAG0_PLUS1, q), mul(n, sum));
-        sum = add(mul(n, add(dsum, mul(15, sum))), mul(15, q));
+        sum = add(mul(n, add(dsum, times15(sum))), times15(q));
         z = mul(z, n);
         zsq = mul(z, z);
     }
