@@ -86,18 +86,23 @@
  * registers (see permute_frac_avx512). */
 #define AVX512 __attribute__((target("avx512f,avx512dq,avx512vl")))
 
-/* The single-state AVX-512 permutation and absorb loop (not the helpers they inline, which
- * take the scheduling of the function they are inlined into).  With GCC they are also
- * scheduled before register allocation (-fschedule-insns, off by default on x86): each is
- * one long dependent sequence mixing vector and scalar work, a partial round longer than
- * the CPU's reordering window, so the order GCC emits matters.  Measured on Zen 4 (C core,
- * 8 MiB, CPU time): one long input +7%, identical results; the AVX2 permutation and the
- * eight-lane ones measured no faster or slower with it, so they keep the defaults. */
+/* Instruction scheduling before register allocation (-fschedule-insns, off by default on
+ * x86), for GCC, on the permutations only (the helpers they inline take the scheduling of
+ * the function they are inlined into).  The single-state AVX-512 permutation is one long
+ * dependent sequence mixing vector and scalar work, a partial round longer than the CPU's
+ * reordering window, so the order GCC emits matters.  Measured on Zen 4 (C core, CPU time,
+ * identical results): one long input +7% (AVX-512, SCHED_ONE); the eight-lane permutations
+ * +2% (AVX-512) and +3% (AVX2) with register-pressure-aware scheduling (SCHED_LANES), which
+ * is slower on the single state; the AVX2 single-state permutation was slower with either,
+ * so it keeps the defaults. */
 #if defined(__GNUC__) && !defined(__clang__)
-#define AVX512_ONE __attribute__((target("avx512f,avx512dq,avx512vl"), optimize("schedule-insns")))
+#define SCHED_ONE __attribute__((optimize("schedule-insns")))
+#define SCHED_LANES __attribute__((optimize("schedule-insns,sched-pressure")))
 #else
-#define AVX512_ONE AVX512
+#define SCHED_ONE
+#define SCHED_LANES
 #endif
+#define AVX512_ONE AVX512 SCHED_ONE
 
 /*
  * The same permutation with the state in two 8-lane AVX-512 registers.  Why: the 64
