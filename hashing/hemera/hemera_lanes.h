@@ -79,7 +79,7 @@ LV_ATTR static inline LV LV_NAME(sum_tail_lanes)(LV x[WIDTH][LV_PER], int h) {
     return LV_JOIN(lo, hi);  /* both below 15 * 2^32 < 2^39 */
 }
 
-LV_ATTR static void LV_NAME(permute_lanes)(lanes_state *ls, const uint64_t *rc) {
+LV_ATTR SCHED_LANES static void LV_NAME(permute_lanes)(lanes_state *ls, const uint64_t *rc) {
     const uint64_t *full = rc, *part = rc + 2 * HALF_FULL * WIDTH;
     LV x[WIDTH][LV_PER];
     for (int e = 0; e < WIDTH; e++)
