@@ -35,7 +35,7 @@ from migrate.pipeline import fresh_legacy, gate, stages
 from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
 from migrate.pipeline.preflight import Preflight, import_of, judge, mapped_refusals, redb_report
 from migrate.progress import Observer, finishing, phase
-from migrate.rules.kept_keys import KeptKeys
+from migrate.rules.kept_keys import KeptKeys, bound_for
 from migrate.rules.sources import RedbSource
 from migrate.store import guard, imports, keyspace_build
 from migrate.store.build import Loader, can_build, open_build
@@ -90,7 +90,7 @@ class _Tee:
         self._db = db
         self._conn: Connection | None = None
         self._teed: set[str] = set()
-        self._content_ids = KeptKeys(ID_LEN)
+        self._content_ids = KeptKeys(ID_LEN, bound_for(source.length(CONTENT)))
         self._get: Callable[[str, bytes], bytes | None] | None = None
 
     def close(self) -> None:

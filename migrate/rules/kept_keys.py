@@ -6,8 +6,8 @@ check asks, for every history commit, whether the content table holds it
 (:mod:`migrate.rules.links`); a verified descent of the source's B-tree per commit costs more
 than the rest of that check.  :class:`KeptKeys` keeps the keys of one width (content ids: 32
 bytes) packed 64 to a block, with the first key of each block in a list, at most ``max_keys``
-of them (4 MiB at the default): a lookup is one bisect over the first keys and one search in
-a 2 KiB block.
+of them (4 MiB at the default; every key of a table of at most 524,288: :func:`bound_for`):
+a lookup is one bisect over the first keys and one search in a 2 KiB block.
 
 Only a *found* key is an answer: a key that is not kept (past the bound, of another width, or
 really absent) is looked up in the source as before, so the result is always the source's,
@@ -28,6 +28,20 @@ BLOCK_KEYS = 64
 #: ~260,000-row store).  At 16 MiB a 10 GB source's run peaked at 155.6 MB, over issue 29's
 #: 150 MB line (137.9 MB without kept keys); past the bound, lookups go to the source.
 MAX_KEYS = 1 << 17
+#: Every key is kept when the table says it holds at most this many: 16 MiB of 32-byte keys
+#: (524,288: the content ids of a store of about 1,050,000 rows, whose run peaks far below
+#: the line).  The 10 GB source, whose content table is 16 times bigger, keeps MAX_KEYS.
+ALL_KEYS_UP_TO = 1 << 19
+
+
+def bound_for(expected: int | None) -> int:
+    """How many keys to keep of a table that says it holds ``expected`` (its header's count;
+    None when unknown): all of them up to :data:`ALL_KEYS_UP_TO`, else :data:`MAX_KEYS`.  A
+    count that lies only changes how many are kept, never an answer, and never more than
+    ``ALL_KEYS_UP_TO``."""
+    if expected is None or not 0 <= expected <= ALL_KEYS_UP_TO:
+        return MAX_KEYS
+    return max(expected, MAX_KEYS)
 
 
 Rows = TypeVar("Rows", bound=Sequence[tuple[bytes, bytes]])
@@ -115,4 +129,4 @@ class KeptKeys:
         return sum(len(b) for b in self._blocks) // self.width + len(self._pending)
 
 
-__all__ = ["BLOCK_KEYS", "MAX_KEYS", "KeptKeys", "find_key"]
+__all__ = ["ALL_KEYS_UP_TO", "BLOCK_KEYS", "MAX_KEYS", "bound_for", "KeptKeys", "find_key"]

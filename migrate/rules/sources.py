@@ -71,6 +71,12 @@ class RedbSource(Closing):
     def table_kinds(self) -> dict[str, str]:
         return {t.name: t.kind for t in self._db.tables()}
 
+    def length(self, table: str) -> int | None:
+        """How many entries ``table`` says it holds (its header's count, checked against
+        the rows only when they are read), or None when there is no such table."""
+        found = [t.length for t in self._db.tables() if t.name == table]
+        return found[0] if found else None
+
     def rows(self, table: str, after: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Rows in stored order; with ``after``, only keys past it (a seek, not a skip)."""
         return self._db.iter_table(table, after=after)
