@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES, ROOT
 
 LEGACY = FIXTURES / "legacy"
@@ -106,6 +108,7 @@ def _modes(root: Path, skip: set[Path]) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow  # ~5 s: every verb under two umasks; a_file_that_exists_keeps_its_mode stays
 def test_everything_created_is_private_whatever_the_umask(tmp_path: Path) -> None:
     cell = tmp_path / "cell.redb"
     cell.write_bytes(gzip.decompress((LEGACY / "cell-small.redb.gz").read_bytes()))

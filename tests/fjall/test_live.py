@@ -81,6 +81,7 @@ def test_it_gives_up_naming_the_cause_when_the_keyspace_never_settles(
         open_keyspace(root)
 
 
+@pytest.mark.slow  # ~4 s: a live writer for seconds
 def test_snapshots_beside_a_live_owner_are_consistent(tmp_path: Path) -> None:
     root = _keyspace(tmp_path)
     proc = subprocess.Popen(

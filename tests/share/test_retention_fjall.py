@@ -173,6 +173,7 @@ def _namespaces(store: Path) -> dict[bytes, int]:
             for k, _ in stores.live_rows(store, HEADS)}  # fmt: skip
 
 
+@pytest.mark.slow  # 5-15 s: byte searches over every file; excise_content stays in the default run
 def test_excise_namespace_leaves_no_byte_on_disk(fj: Path) -> None:
     counts = _namespaces(fj)
     ns = max(counts, key=lambda k: counts[k])
@@ -195,6 +196,7 @@ def test_excise_namespace_leaves_no_byte_on_disk(fj: Path) -> None:
     _no_leftovers(fj)
 
 
+@pytest.mark.slow  # 5-15 s: byte searches over every file; excise_content stays in the default run
 def test_nohistory_leaves_no_byte_on_disk(fj: Path) -> None:
     counts = _namespaces(fj)
     ns = max(counts, key=lambda k: counts[k])
@@ -220,6 +222,7 @@ def test_nohistory_leaves_no_byte_on_disk(fj: Path) -> None:
     _no_leftovers(fj)
 
 
+@pytest.mark.slow  # 5-15 s: byte searches over every file; excise_content stays in the default run
 def test_nohistory_then_excise_on_the_real_crates_store(tmp_path: Path) -> None:
     """bbg-small, written by the real fjall 2.11.2 crate (no records of ours): the dropped
     history's and the excised namespace's bytes are gone from every file, the rest stays."""
