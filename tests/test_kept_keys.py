@@ -157,18 +157,21 @@ def test_kept_keys_copy_keys_that_are_not_bytes() -> None:
 
 
 def test_a_table_that_fits_is_kept_whole_a_bigger_one_to_the_bound() -> None:
-    """``bound_for``: every key of a table whose header count is at most ALL_KEYS_UP_TO,
-    MAX_KEYS of a bigger or unknown one; a count that lies keeps fewer, never more."""
-    from migrate.rules.kept_keys import ALL_KEYS_UP_TO, MAX_KEYS, bound_for
+    """``bound_for``: every key of a table whose header count is at most ALL_KEYS_UP_TO in a
+    source of at most ALL_KEYS_SOURCE_BYTES, MAX_KEYS of a bigger or unknown one or in a
+    bigger source; a count that lies keeps fewer, never more."""
+    from migrate.rules.kept_keys import ALL_KEYS_SOURCE_BYTES, ALL_KEYS_UP_TO, MAX_KEYS, bound_for
 
+    small = 1 << 20
     assert MAX_KEYS < ALL_KEYS_UP_TO
-    assert bound_for(None) == bound_for(-1) == MAX_KEYS
-    assert bound_for(0) == bound_for(10) == bound_for(MAX_KEYS) == MAX_KEYS
-    assert bound_for(MAX_KEYS + 1) == MAX_KEYS + 1
-    assert bound_for(ALL_KEYS_UP_TO) == ALL_KEYS_UP_TO
-    assert bound_for(ALL_KEYS_UP_TO + 1) == bound_for(10**9) == MAX_KEYS
+    assert bound_for(None, small) == bound_for(-1, small) == MAX_KEYS
+    assert bound_for(0, small) == bound_for(10, small) == bound_for(MAX_KEYS, small) == MAX_KEYS
+    assert bound_for(MAX_KEYS + 1, small) == MAX_KEYS + 1
+    assert bound_for(ALL_KEYS_UP_TO, ALL_KEYS_SOURCE_BYTES) == ALL_KEYS_UP_TO
+    assert bound_for(ALL_KEYS_UP_TO + 1, small) == bound_for(10**9, small) == MAX_KEYS
+    assert bound_for(ALL_KEYS_UP_TO, ALL_KEYS_SOURCE_BYTES + 1) == MAX_KEYS
     # A table that says 200,000 keeps 200,000 and no more, whatever it really holds.
-    kept = KeptKeys(32, bound_for(200_000))
+    kept = KeptKeys(32, bound_for(200_000, small))
     ids = sorted(hashlib.sha256(i.to_bytes(4, "big")).digest() for i in range(200_001))
     kept.add([(k, b"") for k in ids])
     assert len(kept) == 200_000 and ids[-2] in kept and ids[-1] not in kept
@@ -177,7 +180,7 @@ def test_a_table_that_fits_is_kept_whole_a_bigger_one_to_the_bound() -> None:
 def test_fresh_tee_keeps_the_content_table_its_header_counts(tmp_path: Path) -> None:
     """The checking pass sizes its kept ids from the source's content table count."""
     from migrate.pipeline.fresh import _Tee
-    from migrate.rules.kept_keys import bound_for
+    from migrate.rules.kept_keys import MAX_KEYS, bound_for
     from migrate.rules.sources import RedbSource
 
     src_path = tmp_path / "cell.redb"
@@ -187,4 +190,6 @@ def test_fresh_tee_keeps_the_content_table_its_header_counts(tmp_path: Path) -> 
         count = src.length(CONTENT)
         assert count == sum(1 for _ in src.rows(CONTENT)) and src.length("nope") is None
         tee = _Tee(src, None, None)  # type: ignore[arg-type]
-        assert tee._content_ids._room == bound_for(count)
+        assert tee._content_ids._room == bound_for(count, src_path.stat().st_size) == max(
+            count or 0, MAX_KEYS
+        )

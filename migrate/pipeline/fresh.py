@@ -90,7 +90,9 @@ class _Tee:
         self._db = db
         self._conn: Connection | None = None
         self._teed: set[str] = set()
-        self._content_ids = KeptKeys(ID_LEN, bound_for(source.length(CONTENT)))
+        self._content_ids = KeptKeys(
+            ID_LEN, bound_for(source.length(CONTENT), source.path.stat().st_size)
+        )
         self._get: Callable[[str, bytes], bytes | None] | None = None
 
     def close(self) -> None:
