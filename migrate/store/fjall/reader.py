@@ -69,9 +69,10 @@ from migrate.store.fjall.layout import Manifest, PartitionConfig, corrupt
 from migrate.store.fjall.segment import Segment
 
 ATTEMPTS = 20
-#: Bytes of bloom filters a snapshot keeps for point reads (some 25 million keys at 10 bits
-#: a key); a segment whose filter would go past it is read without one.
-FILTER_BUDGET = 32 << 20
+#: Bytes of bloom filters a snapshot keeps for point reads (some 13 million keys at 10 bits
+#: a key); a segment whose filter would go past it is read without one.  Issue 29's memory
+#: line (150 MB) holds a run of a 10 GB source (122.9 MB into an existing store) plus this.
+FILTER_BUDGET = 16 << 20
 #: Journal entries per run handed to the merge (their long values are read per run).
 JOURNAL_RUN = 512
 
