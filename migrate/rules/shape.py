@@ -23,7 +23,6 @@ from itertools import chain
 from typing import Any, Protocol
 
 from bbg_core.errors import UsageError
-from bbg_core.hash_thread import HashThread
 from migrate.job import CODEC, MODES
 from migrate.progress import finishing
 from migrate.rules.content_ids import ContentIds, DataStats
@@ -339,63 +338,59 @@ def _pass(
     hemera_factory: Callable[[], Any] | None,
     progress: Callable[[int, int], None] | None,
 ) -> None:
-    # SHA-256 in its own thread (hashlib releases the GIL): it overlaps the checks.
-    sha = HashThread(hashlib.sha256())
-    try:
-        # The hemera archive digest is for operators comparing with the real tools' output;
-        # the pipeline proves equality with SHA-256 and skips it (hashing every byte again).
-        hem = hemera_factory() if hemera_factory is not None else None
+    sha = hashlib.sha256()
+    # The hemera archive digest is for operators comparing with the real tools' output;
+    # the pipeline proves equality with SHA-256 and skips it (hashing every byte again).
+    hem = hemera_factory() if hemera_factory is not None else None
+    if hem is not None:
+        hem.update(HEMERA_DIGEST_DOMAIN)
+    total_rows = total_bytes = 0
+    for ordinal, table in enumerate(DIGEST_ORDER):
+        sha.update(bytes([ordinal]))
         if hem is not None:
-            hem.update(HEMERA_DIGEST_DOMAIN)
-        total_rows = total_bytes = 0
-        for ordinal, table in enumerate(DIGEST_ORDER):
-            sha.update(bytes([ordinal]))
-            if hem is not None:
-                hem.update(bytes([ordinal]))
-            if table not in kinds:
-                continue
-            stats = report.tables[table] = TableStats(kind=kinds[table])
-            key_len, value_len = KEY_LEN[table], VALUE_LEN.get(table)
-            for batch in row_batches(source, table):
-                n = len(batch)
-                keys = [row[0] for row in batch]
-                values = [row[1] for row in batch]
-                key_lens = list(map(len, keys))
-                value_lens = list(map(len, values))
-                key_bytes, value_bytes = sum(key_lens), sum(value_lens)
-                stats.rows += n
-                stats.key_bytes += key_bytes
-                stats.value_bytes += value_bytes
-                # Each row framed as u64 LE len(key) ‖ key ‖ u64 LE len(value) ‖ value, the batch
-                # hashed at once (the same stream as row by row).
-                framed = zip(map(_U64.pack, key_lens), keys, map(_U64.pack, value_lens), values,
-                             strict=True)  # fmt: skip
-                if key_bytes + value_bytes <= JOIN_BYTES:
-                    frames = b"".join(chain.from_iterable(framed))
-                    sha.update(frames)  # a new bytes object: hashed in the thread
+            hem.update(bytes([ordinal]))
+        if table not in kinds:
+            continue
+        stats = report.tables[table] = TableStats(kind=kinds[table])
+        key_len, value_len = KEY_LEN[table], VALUE_LEN.get(table)
+        for batch in row_batches(source, table):
+            n = len(batch)
+            keys = [row[0] for row in batch]
+            values = [row[1] for row in batch]
+            key_lens = list(map(len, keys))
+            value_lens = list(map(len, values))
+            key_bytes, value_bytes = sum(key_lens), sum(value_lens)
+            stats.rows += n
+            stats.key_bytes += key_bytes
+            stats.value_bytes += value_bytes
+            # Each row framed as u64 LE len(key) ‖ key ‖ u64 LE len(value) ‖ value, the batch
+            # hashed at once (the same stream as row by row).
+            framed = zip(map(_U64.pack, key_lens), keys, map(_U64.pack, value_lens), values,
+                         strict=True)  # fmt: skip
+            if key_bytes + value_bytes <= JOIN_BYTES:
+                frames = b"".join(chain.from_iterable(framed))
+                sha.update(frames)
+                if hem is not None:
+                    hem.update(frames)
+            else:  # big rows: no joined copy of the list
+                for part in chain.from_iterable(framed):
+                    sha.update(part)
                     if hem is not None:
-                        hem.update(frames)
-                else:  # big rows: no joined copy of the list
-                    for part in chain.from_iterable(framed):
-                        sha.update_now(part)  # may be a view of a reused buffer
-                        if hem is not None:
-                            hem.update(part)
-                if value_len is not None and key_lens.count(key_len) == n \
-                        and value_lens.count(value_len) == n:  # fmt: skip
-                    report.row += n  # every row of the right shape: nothing to say of any
-                elif value_len is None:
-                    _check_content(batch, report, ids)
-                else:
-                    for key, value in batch:
-                        report.row += 1
-                        _check_row(table, key, value, report, ids)
-                before = total_rows
-                total_rows += n
-                total_bytes += key_bytes + value_bytes
-                if progress is not None and total_rows // 4096 != before // 4096:
-                    progress(total_rows, total_bytes)
-    finally:
-        sha.close()
+                        hem.update(part)
+            if value_len is not None and key_lens.count(key_len) == n \
+                    and value_lens.count(value_len) == n:  # fmt: skip
+                report.row += n  # every row of the right shape: nothing to say of any
+            elif value_len is None:
+                _check_content(batch, report, ids)
+            else:
+                for key, value in batch:
+                    report.row += 1
+                    _check_row(table, key, value, report, ids)
+            before = total_rows
+            total_rows += n
+            total_bytes += key_bytes + value_bytes
+            if progress is not None and total_rows // 4096 != before // 4096:
+                progress(total_rows, total_bytes)
     # Tables outside the five still get their statistics (they are reported, not digested).
     for table, kind in kinds.items():
         if table in TABLES:
