@@ -6,7 +6,7 @@ each finding two ways that agree exactly: a row at a time (``history_row``,
 ``request_row``: the rules as written), and a list of rows at a time (``history_list``,
 ``request_list``), which works a list of well-formed rows with a few calls over all of it
 where the list is the usual kind -- contiguous history, receipts that agree -- and hands
-every other row to the row-at-a-time method, in its place.  ``tests/rules/
+every other row to the row-at-a-time method, in its place.  ``tests/store/
 test_links_lists.py`` compares the two on generated stores.
 """
 

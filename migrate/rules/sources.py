@@ -74,8 +74,10 @@ class RedbSource(Closing):
     def length(self, table: str) -> int | None:
         """How many entries ``table`` says it holds (its header's count, checked against
         the rows only when they are read), or None when there is no such table."""
-        found = [t.length for t in self._db.tables() if t.name == table]
-        return found[0] if found else None
+        try:
+            return self._db.table(table).length
+        except KeyError:
+            return None
 
     def rows(self, table: str, after: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Rows in stored order; with ``after``, only keys past it (a seek, not a skip)."""
