@@ -113,9 +113,11 @@ def test_links_ask_contains_and_find_missing_content_either_way(keep: bool) -> N
     assert source.gets == ([commit] if keep else [c for _, c in rows["application_history"]])
 
 
-def test_fresh_tee_answers_contains_as_the_source_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("room", [None, 3])
+def test_fresh_tee_answers_contains_as_the_source_does(tmp_path: Path, room: int | None) -> None:
     """The checking pass's view keeps the content ids it loads; ``contains`` then agrees
-    with the source's own lookups for present and absent ids."""
+    with the source's own lookups for present and absent ids.  With room for 3 ids, the
+    rest are the source's lookups (``missing``: one call to its ``absent`` per list)."""
     from migrate.pipeline.fresh import _Tee
     from migrate.rules.sources import RedbSource
 
@@ -135,6 +137,8 @@ def test_fresh_tee_answers_contains_as_the_source_does(tmp_path: Path) -> None:
         if src.get is None:
             pytest.skip("the pure-Python reader offers no get (the links check spills)")
         tee = _Tee(src, _Loader(), None)  # type: ignore[arg-type]
+        if room is not None:
+            tee._content_ids = KeptKeys(32, room)
         content = list(tee.rows(CONTENT))
         assert content == list(src.rows(CONTENT))
         history = [v for _, v in src.rows("application_history")]
@@ -143,7 +147,14 @@ def test_fresh_tee_answers_contains_as_the_source_does(tmp_path: Path) -> None:
             assert tee.contains(CONTENT, k) == (src.get(CONTENT, k) is not None)
         # A list at a time (the links check's way): the positions ``contains`` denies.
         expected = [i for i, k in enumerate(asked) if src.get(CONTENT, k) is None]
+        lists: list[int] = []
+        absent = src.absent
+        assert absent is not None
+        tee._absent = lambda table, keys: lists.append(len(keys)) or absent(table, keys)
         assert tee.missing(CONTENT, asked) == expected != []
+        kept = {k for k, _ in content[:room]}
+        unkept = sum(k not in kept for k in asked)
+        assert lists == [unkept] and unkept >= len(expected) + (room is not None) * 40
 
 
 def test_kept_keys_copy_keys_that_are_not_bytes() -> None:

@@ -7,11 +7,16 @@ backends, so a file gives the same pairs or the same :class:`RedbCorrupt` on eit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 from importers.redb.btree import PageReader, Pair
 from importers.redb.tables import TableInfo
+
+#: A point lookup in one tree: the value under a key, or None.
+Getter = Callable[[bytes], "bytes | None"]
+#: The positions of a list of keys (in order) that the tree's :data:`Getter` answers None for.
+Absent = Callable[[Sequence[bytes]], list[int]]
 
 
 class Backend(Protocol):

@@ -70,6 +70,9 @@ size_t redb_iter_next(redb_iter *it, uint64_t *out, size_t cap, char *data, uint
 int redb_get(redb_iter *it, const redb_map *m, uint64_t page, uint64_t lo, uint64_t hi,
              int64_t kw, int64_t vw, int64_t budget, const char *key, uint64_t key_len,
              const char **value, uint64_t *value_len);
+int redb_absent(redb_iter *it, const redb_map *m, uint64_t page, uint64_t lo, uint64_t hi,
+                int64_t kw, int64_t vw, int64_t budget, const char *keys, uint64_t key_len,
+                uint64_t n, uint32_t *absent, uint64_t *counts);
 void redb_xxh3_128(const char *data, size_t len, uint64_t *out);
 int redb_xxh3_simd(int level);
 """

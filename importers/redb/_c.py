@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from bbg_core.errors import MigrateError
+from importers.redb._api import Absent, Getter
 from importers.redb.btree import IN_A_HOLE, MAX_DEPTH, OVER_BUDGET, SHRUNK, PageReader, Pair
 from importers.redb.tables import TableInfo
 
@@ -24,7 +25,7 @@ ffi: Any = _ext.ffi
 lib: Any = _ext.lib
 
 # The ABI this module speaks (redb.c's REDB_ABI): an older build has other structs.
-ABI = 3
+ABI = 4
 _NEEDED = (
     "redb_abi",
     "redb_map_limits",
@@ -35,6 +36,7 @@ _NEEDED = (
     "redb_iter_multimap",
     "redb_iter_next",
     "redb_get",
+    "redb_absent",
     "redb_xxh3_128",
     "redb_xxh3_simd",
 )
@@ -295,23 +297,27 @@ def tree_get(
     return ffi.unpack(value[0], length[0]) if found else None
 
 
-def tree_getter(
+def tree_lookups(
     reader: PageReader,
     root_page: int,
     root_checksum: int,
     key_width: int | None,
     value_width: int | None,
     table: str,
-) -> Callable[[bytes], bytes | None]:
-    """``tree_get`` of one tree with its arguments bound, reusing one C iterator (and the
-    page buffers it grew) across calls.  Each call descends from the root; the branch pages
-    it verified are kept in the iterator's bounded cache (keyed by page and checksum; why that
-    is sound: redb.c, "the lookup cache") and taken from there by later calls, while every
-    leaf is read and verified.  Calls from several threads take turns."""
+) -> tuple[Getter, Absent]:
+    """``tree_get`` of one tree with its arguments bound, and ``absent(keys)``: the positions
+    of the keys ``get`` would answer None for, found in one C call per list of keys of one
+    width (the same lookups, without a Python call and a copy of the value per key).  Both
+    reuse one C iterator (and the page buffers it grew) across calls.  Each lookup descends
+    from the root; the branch pages it verified are kept in the iterator's bounded cache
+    (keyed by page and checksum; why that is sound: redb.c, "the lookup cache") and taken
+    from there by later lookups, while every leaf is read and verified.  Calls from several
+    threads take turns."""
     native = _native(reader)
     it = _new_iter()
     value = ffi.new("char **")
     length = ffi.new("uint64_t *")
+    counts = ffi.new("uint64_t[3]")  # keys absent, a failed lookup's position, pages read
     lo, hi = root_checksum & _MASK64, root_checksum >> 64
     kw, vw, budget = _width(key_width), _width(value_width), reader.layout.data_pages + 1
     turn = threading.Lock()
@@ -329,7 +335,26 @@ def tree_getter(
                 raise _error(reader, it.err, table)
             return ffi.unpack(value[0], length[0]) if found else None
 
-    return get
+    def absent(keys: Sequence[bytes]) -> list[int]:
+        if not keys:
+            return []
+        width = len(keys[0])
+        if {*map(len, keys)} != {width} or {*map(type, keys)} != {bytes} or len(keys) >> 32:
+            return [i for i, key in enumerate(keys) if get(bytes(key)) is None]
+        if reader.closed:
+            reader.check_open()  # raises
+        out = ffi.new("uint32_t[]", len(keys))
+        with turn:
+            hits = it.cache_hits
+            ok = lib.redb_absent(it, native.map, root_page, lo, hi, kw, vw, budget,
+                                 b"".join(keys), width, len(keys), out, counts)  # fmt: skip
+            reader.pages_read += counts[2]
+            reader.pages_cached += it.cache_hits - hits
+            if ok < 0:
+                raise _error(reader, it.err, table)
+            return list(ffi.unpack(out, counts[0]))
+
+    return get, absent
 
 
 def xxh3_128(data: bytes) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import partial
 from itertools import chain
@@ -34,7 +34,7 @@ from bbg_core.errors import RedbCorrupt, RedbUnsupported, SourceError
 from bbg_core.files import cannot_read
 from importers.redb import allocator_state
 from importers.redb import backend as backends
-from importers.redb._api import Backend
+from importers.redb._api import Absent, Backend, Getter
 from importers.redb.btree import MEMORY_BUDGET, PageReader, Pair
 from importers.redb.header import (
     DB_HEADER_SIZE,
@@ -85,7 +85,7 @@ class RedbFile(Closing):
         self._label = str(self.path)
         self._tables: list[TableInfo] | None = None
         # Point lookups of each table, its descent's arguments bound once (see ``get``).
-        self._getters: dict[str, Callable[[bytes], bytes | None]] = {}
+        self._lookups: dict[str, tuple[Getter, Absent]] = {}
         self._mm: mmap.mmap | None = None
         self._budget = memory_budget
         try:
@@ -544,27 +544,36 @@ class RedbFile(Closing):
         """The value stored under ``key`` in table ``name``, or None, descending the tree and
         verifying the pages on the way (normal tables with bytewise-ordered keys, else
         ``ValueError``; ``KeyError`` if there is no such table)."""
-        getter = self._getters.get(name)
-        if getter is None:
-            getter = self._getters[name] = self._getter(name)
-        return getter(key if type(key) is bytes else bytes(key))
+        return self._lookups_of(name)[0](key if type(key) is bytes else bytes(key))
 
-    def _getter(self, name: str) -> Callable[[bytes], bytes | None]:
-        """``get`` of table ``name`` with its arguments bound (the table list, the key
-        type and the root are the open commit's: they do not change while it is open).
-        Every call descends from the verified root; on the C path the branch pages already
-        verified are taken from a bounded cache (``_c.tree_getter``), the leaf is always read
-        and verified."""
+    def absent(self, name: str, keys: Sequence[bytes]) -> list[int]:
+        """The positions of ``keys`` (in order) that :meth:`get` answers None for: the same
+        verified lookups, on the C path one call for the whole list."""
+        return self._lookups_of(name)[1](keys)
+
+    def _lookups_of(self, name: str) -> tuple[Getter, Absent]:
+        """``get`` and ``absent`` of table ``name`` with their arguments bound (the table
+        list, the key type and the root are the open commit's: they do not change while it
+        is open).  Every lookup descends from the verified root; on the C path the branch
+        pages already verified are taken from a bounded cache (``_c.tree_lookups``), the
+        leaf is always read and verified."""
+        lookups = self._lookups.get(name)
+        if lookups is not None:
+            return lookups
         info = self._bytewise(self.table(name), "a point lookup")
         if info.root_page is None or info.root_checksum is None:
-            return lambda key: None
-        args = (self._open_reader(), info.root_page, info.root_checksum, info.key_width,
-                info.value_width, info.name)  # fmt: skip
-        bound = getattr(self._impl, "tree_getter", None)  # the C backend's: one iterator
-        if bound is not None:
-            getter: Callable[[bytes], bytes | None] = bound(*args)
-            return getter
-        return partial(self._impl.tree_get, *args)
+            lookups = (lambda key: None), (lambda keys: list(range(len(keys))))
+        else:
+            args = (self._open_reader(), info.root_page, info.root_checksum, info.key_width,
+                    info.value_width, info.name)  # fmt: skip
+            bound = getattr(self._impl, "tree_lookups", None)  # the C backend's: one iterator
+            if bound is not None:
+                lookups = bound(*args)
+            else:
+                get: Getter = partial(self._impl.tree_get, *args)
+                lookups = get, partial(_absent, get)
+        self._lookups[name] = lookups
+        return lookups
 
     def verify_system(self) -> None:
         """Walk and verify every page of the commit's system tree (and, in formats 1 and 2, its
@@ -589,6 +598,11 @@ class RedbFile(Closing):
                 f"(it is a {info.kind} keyed by {info.key_type})"
             )
         return info
+
+
+def _absent(get: Getter, keys: Sequence[bytes]) -> list[int]:
+    """The positions of ``keys`` that ``get`` answers None for (the Python path's ``absent``)."""
+    return [i for i, key in enumerate(keys) if get(bytes(key)) is None]
 
 
 def _what(exc: RedbCorrupt) -> str:

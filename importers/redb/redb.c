@@ -81,7 +81,7 @@ enum {
 };
 
 /* The ABI of this file's functions and structs, checked by _c.py (a stale build is ignored). */
-#define REDB_ABI 3
+#define REDB_ABI 4
 
 typedef struct {
     int fd;
@@ -1040,6 +1040,31 @@ int redb_get(redb_iter *it, const redb_map *m, uint64_t page, uint64_t lo, uint6
             depth++;
         }
     }
+}
+
+/* redb_get of each of n keys of key_len bytes packed in keys (one call for a list: the links
+ * check asks whether a list of history commits' content ids are there): the positions of the
+ * keys absent go to absent[0..counts[0]), in order, and counts[2] is the pages read.  0 when
+ * every lookup ran, -1 on the first that failed (it->err; counts[1] its position, the keys
+ * before it answered).  Each lookup is redb_get's: its own page budget, branch pages from the
+ * cache, its leaf read and verified. */
+int redb_absent(redb_iter *it, const redb_map *m, uint64_t page, uint64_t lo, uint64_t hi,
+                int64_t kw, int64_t vw, int64_t budget, const char *keys, uint64_t key_len,
+                uint64_t n, uint32_t *absent, uint64_t *counts) {
+    const char *value;
+    uint64_t value_len;
+    counts[0] = counts[1] = counts[2] = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        int found = redb_get(it, m, page, lo, hi, kw, vw, budget, keys + i * key_len, key_len,
+                             &value, &value_len);
+        counts[2] += it->pages;
+        if (found < 0) {
+            counts[1] = i;
+            return -1;
+        }
+        if (!found) absent[counts[0]++] = (uint32_t)i;
+    }
+    return 0;
 }
 
 /* XXH3-128 for the tests (low and high halves). */

@@ -11,7 +11,7 @@ with the page, so a stage interrupted anywhere resumes exactly after the last co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -95,6 +95,15 @@ class RedbSource(Closing):
             return None
         lookup: Callable[[str, bytes], bytes | None] = self._db.get
         return lookup
+
+    @property
+    def absent(self) -> Callable[[str, Sequence[bytes]], list[int]] | None:
+        """``absent(table, keys)``: the positions of ``keys`` that :attr:`get` answers None
+        for, one C call per list (with :attr:`get`: the C path only)."""
+        if self._db.backend != "c":
+            return None
+        absent: Callable[[str, Sequence[bytes]], list[int]] = self._db.absent
+        return absent
 
     def lookup(self, table: str, key: bytes) -> bytes | None:
         """A point lookup on either backend, for rare checks (the children of Data pairs)."""

@@ -50,11 +50,13 @@ def _dump(path: Path, name: str) -> Iterator[Any]:
 
 
 def _lookups(path: Path, name: str, probes: list[bytes]) -> Iterator[Any]:
-    """get() and iter_table(after=) on every bytewise table, for each probe key."""
+    """absent() of all probe keys at once, then get() and iter_table(after=) on every
+    bytewise table, for each probe key."""
     with open_redb(path, backend=name) as db:
         for info in db.tables():
             if info.kind != "table" or not orders_bytewise(info.key_type):
                 continue
+            yield ("absent", info.name, db.absent(info.name, probes))
             for probe in probes:
                 yield ("get", info.name, probe, db.get(info.name, probe))
             yield ("after", info.name, list(db.iter_table(info.name, after=probes[0])))
@@ -169,7 +171,7 @@ def test_tiny_batches_and_oversized_entries(
 
 
 def test_get_equals_full_scan_on_both(redb_file: Callable[[Case], Path]) -> None:
-    checked = 0
+    checked = absent_seen = 0
     for version, name in [("4.2.0", "btree_multilevel"), ("2.6.3", "cell"), ("1.5.2", "types")]:
         path = redb_file(local_case(version, name))
         for impl in backend.available():
@@ -178,13 +180,27 @@ def test_get_equals_full_scan_on_both(redb_file: Callable[[Case], Path]) -> None
                     if info.kind != "table" or not orders_bytewise(info.key_type):
                         continue
                     pairs = dict(db.iter_table(info.name))
+                    probes: list[bytes] = []
                     for key, value in pairs.items():
                         assert db.get(info.name, key) == value
                         checked += 1
                         for near in (key + b"\x00", key[:-1]):
                             assert db.get(info.name, near) == pairs.get(near)
+                        flipped = key[:-1] + bytes([key[-1] ^ 1]) if key else b"\x00"
+                        probes += [key[:-1], key, key + b"\x00", flipped]
                     assert db.get(info.name, b"\xff" * 70) == pairs.get(b"\xff" * 70)
-    assert checked > 1000
+                    # absent(): the positions get() answers None for, one list at a time.
+                    probes.append(b"\xff" * 70)
+                    expected = [i for i, key in enumerate(probes) if key not in pairs]
+                    assert db.absent(info.name, probes) == expected
+                    width = {len(key) for key in pairs}
+                    if len(width) == 1:  # keys of one width: the C path's one call
+                        same = [key for key in probes if len(key) in width]
+                        assert db.absent(info.name, same) == [
+                            i for i, key in enumerate(same) if key not in pairs
+                        ]
+                        absent_seen += bool(set(same) - set(pairs))
+    assert checked > 1000 and absent_seen
 
 
 def test_get_refuses_other_key_orders(redb_file: Callable[[Case], Path]) -> None:

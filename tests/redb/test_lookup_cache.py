@@ -108,3 +108,19 @@ def test_every_lookup_reads_and_verifies_its_leaf(tmp_path: Path) -> None:
                 db.get("t", b"a")
             assert info.value.context["page"].endswith("/0")
             assert db.get("t", b"d") == b"4"
+            # A list of lookups stops at the first that fails, with get()'s error.
+            with pytest.raises(RedbCorrupt, match="checksum mismatch") as listed:
+                db.absent("t", [b"d", b"e", b"a", b"c"])
+            assert listed.value.context == info.value.context
+            assert db.absent("t", [b"d", b"e", b"c", b"cc"]) == [1, 3]
+
+
+def test_a_list_of_lookups_fails_where_get_fails(tmp_path: Path) -> None:
+    path, keys = _shared(tmp_path)
+    for impl in BACKENDS:
+        with open_redb(path, backend=impl) as db:
+            assert db.absent("t", [b"a", b"b", b"0"]) == [2]
+            with pytest.raises(RedbCorrupt) as info:
+                db.absent("t", [b"a", b"c", b"e"])  # "e" descends through the bad child
+            assert _outcome(path, impl, [b"e"])[0] == (
+                info.value.message, sorted(info.value.context.items()))  # fmt: skip
