@@ -74,6 +74,21 @@ class RowsWithGet(Rows):
         return self.tables[table].get(key)
 
 
+class RowsWithAbsent(RowsWithGet):
+    """Point lookups, and a batch's children in one ``absent`` call (counted)."""
+
+    def __init__(self, tables: dict[str, dict[bytes, bytes]]) -> None:
+        super().__init__(tables)
+        self.lists: list[int] = []
+
+    def lookup(self, table: str, key: bytes) -> bytes | None:
+        raise AssertionError("children go to absent() when the source has it")
+
+    def absent(self, table: str, keys: list[bytes]) -> list[int]:
+        self.lists.append(len(keys))
+        return [i for i, key in enumerate(keys) if key not in self.tables[table]]
+
+
 def test_data_ids_and_children_with_and_without_point_lookups() -> None:
     from hashing import nox
 
@@ -92,14 +107,16 @@ def test_data_ids_and_children_with_and_without_point_lookups() -> None:
     }
     tables["application_unique_claims"] = {b"\x01" * 32: b"\x02" * 32}
     reports = []
-    for source in (Rows(tables), RowsWithGet(tables)):
+    listed = RowsWithAbsent(tables)
+    for source in (Rows(tables), RowsWithGet(tables), listed):
         ContentIds.BATCH_BYTES = 1  # several batches on the worker thread
         try:
             reports.append(check_shape(source))
         finally:
             ContentIds.BATCH_BYTES = 4 * 1024 * 1024
-    spilled, looked_up = reports
-    assert spilled.errors == looked_up.errors
+    spilled, looked_up, in_lists = reports
+    assert spilled.errors == looked_up.errors == in_lists.errors
+    assert listed.lists == [2, 2]  # the two pairs' children, a batch each
     assert [e["code"] for e in spilled.errors] == [
         "content-id-mismatch", "content-id-mismatch", "missing-content",
     ]  # fmt: skip

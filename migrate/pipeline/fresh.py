@@ -162,6 +162,11 @@ class _Tee:
     def lookup(self, table: str, key: bytes) -> bytes | None:
         return self._src.lookup(table, key)
 
+    @property
+    def absent(self) -> Callable[[str, Sequence[bytes]], list[int]] | None:
+        """The source's :meth:`lookup` a list at a time (C path only, else None)."""
+        return self._src.absent
+
 
 def run_fresh(
     job: Job,

@@ -13,7 +13,8 @@ bbg's raw converter (``migrate_redb``) never decodes content; that is content-ch
 
 :class:`ContentIds` verifies the ids on one worker thread in batches (the C hash releases
 the GIL, so hashing overlaps the main pass), keeping at most ``MAX_PENDING`` batches in
-flight; children are looked up on the calling thread with the source's point lookups, or,
+flight; children are looked up on the calling thread with the source's point lookups (a
+batch's children in one call when the source offers ``absent``), or,
 for a source without them, spilled to a scratch SQLite file and checked by one merge pass
 over the content keys at the end.  Memory stays bounded either way.
 """
@@ -21,11 +22,12 @@ over the content keys at the end.  Memory stays bounded either way.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from bbg_core.threads import give_way
 from hashing import nox
 from migrate.store.scratch import ScratchSorter
 
@@ -34,6 +36,8 @@ CONTENT = "application_content"
 MAX_LISTED_DATA_IDS = 10_000
 
 Lookup = Callable[[str, bytes], bytes | None]
+#: ``absent(table, keys)``: the positions of ``keys`` that ``lookup`` answers None for.
+Absent = Callable[[str, Sequence[bytes]], list[int]]
 Record = Callable[[str, str, float], None]
 
 # A batch item: (position, key, codec, payload); a finding: (position, code, detail).
@@ -135,12 +139,15 @@ class ContentIds:
         *,
         lookup: Lookup | None,
         content_rows: Callable[[], Iterable[tuple[bytes, bytes]]],
+        absent: Absent | None = None,
     ) -> None:
         self._record = record
         self._stats = stats
         self._lookup = lookup
+        self._absent = absent if lookup is not None else None
         self._content_rows = content_rows
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="content-ids")
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="content-ids",
+                                        initializer=give_way)
         self._pending: deque[Future[tuple[list[_Finding], list[_Need], int, int]]] = deque()
         self._batch: list[_Item] = []
         self._size = 0
@@ -175,6 +182,12 @@ class ContentIds:
         self._stats.id_mismatches += data_bad
         for position, code, detail in findings:
             self._record(code, detail, position)
+        if self._absent is not None and needs:
+            # The same lookups as ``lookup``, the batch's children in one call.
+            for i in self._absent(CONTENT, [child for _, _, child in needs]):
+                position, parent, child = needs[i]
+                self._missing.append((position, _child_detail(parent, child)))
+            return
         for position, parent, child in needs:
             if self._lookup is not None:
                 if self._lookup(CONTENT, child) is None:

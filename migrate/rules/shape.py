@@ -282,6 +282,7 @@ def check_shape(
             report.data,
             lookup=lookup,
             content_rows=lambda: source.rows("application_content"),
+            absent=getattr(source, "absent", None),
         )
         report.blob_ids_checked = report.data_ids_checked = True
     try:
