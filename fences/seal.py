@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,58 @@ def fingerprint(
     return doc
 
 
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    """What the cheap check compares: inode, size, mtime and ctime (nanoseconds)."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class _Stopped(Exception):
+    """A background re-hash told to stop (its seal released)."""
+
+
+class Recheck:
+    """The bytes of a sealed source re-hashed on a thread of its own, started once the run
+    has read every row it imports (:meth:`Seal.recheck_in_background`), so that the hashing
+    overlaps the checks that follow (the links check, which re-reads pages of the same
+    commit, each verified against the checksums the sealed header leads to) instead of
+    coming after them.  :meth:`Seal.check_unchanged` takes its digest in place of hashing
+    the file again; the cheap check (inode, size, mtime, ctime) still runs then, at
+    activation, and shows a write made after the re-hash read the bytes."""
+
+    def __init__(self, path: Path, size: int) -> None:
+        self._stop = threading.Event()
+        self._digest: str | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(path, size), daemon=True,
+                                        name="seal-recheck")  # fmt: skip
+        self._thread.start()
+
+    def _run(self, path: Path, size: int) -> None:
+        def go_on(_done: int) -> None:
+            if self._stop.is_set():
+                raise _Stopped
+
+        try:
+            self._digest = file_sha256(path, go_on, size=size)
+        except _Stopped:
+            pass
+        except BaseException as exc:  # handed to the thread that asks for the digest
+            self._error = exc
+
+    def digest(self) -> str:
+        """The SHA-256 of the source's sealed length (waits for it); the thread's error."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        if self._digest is None:
+            raise RuntimeError("the seal's re-check was stopped before it finished")
+        return self._digest
+
+    def stop(self) -> None:
+        """Stop hashing (at the next 1 MiB); :meth:`digest` then raises."""
+        self._stop.set()
+
+
 @dataclass
 class Seal:
     """A held source lock plus the fingerprint taken under it."""
@@ -57,12 +110,24 @@ class Seal:
     kind: str
     fingerprint: dict[str, Any]
     _fd: int = field(default=-1, repr=False)
-    _stat: tuple[int, int, int] = (0, 0, 0)
+    _stat: tuple[int, ...] = ()
+    _rechecks: list[Recheck] = field(default_factory=list, repr=False)
 
-    def check_unchanged(self, *, full: bool = False) -> None:
+    def recheck_in_background(self) -> Recheck:
+        """Start re-hashing the source now, on a thread (see :class:`Recheck`): for a run
+        that has read every row it imports and only checks from here on.  Stopped when the
+        seal is released."""
+        recheck = Recheck(self.path, int(self.fingerprint["size_bytes"]))
+        self._rechecks.append(recheck)
+        return recheck
+
+    def check_unchanged(self, *, full: bool = False, recheck: Recheck | None = None) -> None:
         """Abort (ValidationFailed) if the source changed since it was sealed.
 
-        The cheap check compares inode, size and mtime; ``full`` also re-hashes the bytes.
+        The cheap check compares inode, size, mtime and ctime (which every write and every
+        ``utime`` moves: a change that puts the mtime back still shows); ``full`` also
+        re-hashes the bytes (or takes the digest of ``recheck``, started once the rows were
+        read).
         """
         try:
             st = self.path.stat()
@@ -70,10 +135,14 @@ class Seal:
             raise SourceError(
                 f"{self.path}: source vanished after sealing", path=str(self.path)
             ) from exc
-        changed = (st.st_ino, st.st_size, st.st_mtime_ns) != self._stat
+        changed = _identity(st) != self._stat
         if not changed and full:
             size = int(self.fingerprint["size_bytes"])
-            changed = file_sha256(self.path, size=size) != self.fingerprint["sha256"]
+            if recheck is not None:
+                digest = recheck.digest()
+            else:
+                digest = file_sha256(self.path, size=size)
+            changed = digest != self.fingerprint["sha256"]
         if changed:
             raise ValidationFailed(
                 f"{self.path}: the source changed after it was sealed; nothing was activated. "
@@ -83,7 +152,10 @@ class Seal:
             )
 
     def release(self) -> None:
-        """Release the lock (idempotent)."""
+        """Release the lock, stopping any background re-check (idempotent)."""
+        for recheck in self._rechecks:
+            recheck.stop()
+        self._rechecks.clear()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -130,6 +202,6 @@ def seal(path: Path, kind: str, progress: Callable[[int], None] | None = None) -
         os.close(fd)
         raise
     s = Seal(
-        path=path, kind=kind, fingerprint=doc, _fd=fd, _stat=(st.st_ino, st.st_size, st.st_mtime_ns)
+        path=path, kind=kind, fingerprint=doc, _fd=fd, _stat=_identity(st)
     )
     return s

@@ -173,7 +173,8 @@ def _publish(job: Job, loaded: fresh_legacy.Loaded, held: Seal, directory: Path,
             aside.wait()
             if hook is not None:
                 hook("after")  # the segments written and fsynced aside; nothing in the store yet
-            held.check_unchanged(full=True)  # bytes, not just mtime: a flip may keep it
+            # Bytes, not just mtime (a flip may keep it): hashed since the rows were read.
+            held.check_unchanged(full=True, recheck=loaded.recheck)
             guard.take(directory, iid, guard.ACTIVATE, plan)
             aside.publish(hook)
         receipt = stages.activate_published(store, job, pre, held, loader.rows, loaded.cursor,

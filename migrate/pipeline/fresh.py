@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bbg_core.errors import MigrateError
-from fences.seal import Seal
+from fences.seal import Recheck, Seal
 from migrate.job import Job
 from migrate.pipeline import fresh_legacy, gate, stages
 from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
@@ -222,23 +222,34 @@ def _rerun_receipt(job: Job, kind: str, held: Seal, directory: Path,
         return pre, imports.receipt_of(store, pre.import_id)
 
 
-def checking_pass(job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoader,
-                  db: Path | None, progress: Progress | None) -> Preflight:  # fmt: skip
+def checking_pass(
+    job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoader, db: Path | None,
+    progress: Progress | None,
+) -> tuple[Preflight, Recheck | None]:
     """The one pass over a cell.redb: the preflight's checks, each table's rows loaded by
     ``loader`` as they pass; then the preflight's refusal (same report, same first error)
-    and the staged path's destination checks, in its order."""
+    and the staged path's destination checks, in its order.  Once every row is read (and
+    loaded), the seal's re-check starts on a thread of its own (:class:`~fences.seal.Recheck`):
+    the links check that follows overlaps it; activation takes its digest."""
     loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
-    with RedbSource(job.source) as src:
-        tee = _Tee(src, loader, db)
-        try:
-            report = redb_report(job, tee, progress)
-        finally:
-            tee.close()
-        origins = mapped_refusals(job, kind, report, src.lookup)
-    pre = judge(job, kind, held.fingerprint, report, origins=origins)
-    loader.check()
-    gate.locate(job)
-    return pre
+    rechecks: list[Recheck] = []
+    try:
+        with RedbSource(job.source) as src:
+            tee = _Tee(src, loader, db)
+            try:
+                report = redb_report(job, tee, progress,
+                                     lambda: rechecks.append(held.recheck_in_background()))
+            finally:
+                tee.close()
+            origins = mapped_refusals(job, kind, report, src.lookup)
+        pre = judge(job, kind, held.fingerprint, report, origins=origins)
+        loader.check()
+        gate.locate(job)
+    except BaseException:
+        for recheck in rechecks:
+            recheck.stop()
+        raise
+    return pre, rechecks[0] if rechecks else None
 
 
 def checked(observer: Observer | None, pre: Preflight,
@@ -262,8 +273,8 @@ def source_pass(job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoader
     them where the staged path would); the preflight and the cursor of the last row loaded."""
     if kind in LEGACY_KINDS:
         return fresh_legacy.checking_pass(job, kind, held, loader, progress)
-    pre = checking_pass(job, kind, held, loader, db, progress)
-    return fresh_legacy.Loaded(pre, loader.cursor, [])
+    pre, recheck = checking_pass(job, kind, held, loader, db, progress)
+    return fresh_legacy.Loaded(pre, loader.cursor, [], recheck)
 
 
 def _build_and_publish(
@@ -276,7 +287,8 @@ def _build_and_publish(
     loaded.validate(build.directory)  # the validate stage's refusal, in its order
     store = build.open()
     activated = checked(observer, pre, loader)
-    receipt = stages.activate_built(store, job, pre, held, loader.rows, loaded.cursor)
+    receipt = stages.activate_built(store, job, pre, held, loader.rows, loaded.cursor,
+                                    loaded.recheck)  # fmt: skip
     if activated is not None:
         activated(sum(loader.rows.values()), pre.nbytes)
     with finishing(activated, "publish"):  # Fjall: the segments are written and synced here

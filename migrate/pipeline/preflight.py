@@ -284,11 +284,14 @@ def _not_cell_log(origin: bytes, kind: str) -> dict[str, Any]:
     }
 
 
-def redb_report(job: Job, source: RowSource, progress: Progress | None) -> dict[str, Any]:
-    """The preflight report of a cell.redb read through ``source`` (one checking pass)."""
+def redb_report(job: Job, source: RowSource, progress: Progress | None,
+                rows_read: Callable[[], object] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The preflight report of a cell.redb read through ``source`` (one checking pass;
+    ``rows_read``: see :func:`~migrate.rules.report.cell_report`)."""
     return cell_report(
-        source, progress=progress, hemera_digest=False, content_check=job.content_check
-    )
+        source, progress=progress, hemera_digest=False, content_check=job.content_check,
+        rows_read=rows_read,
+    )  # fmt: skip
 
 
 def judge(

@@ -17,7 +17,7 @@ from typing import Any
 
 from bbg_core.errors import Conflict, NotReady, ValidationFailed
 from fences import generations
-from fences.seal import Seal
+from fences.seal import Recheck, Seal
 from migrate.job import CODEC, Job
 from migrate.pipeline import continuity, gate, subject
 from migrate.pipeline.preflight import Preflight
@@ -337,7 +337,8 @@ def _already_active(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal 
 
 
 def activate_built(
-    store: Store, job: Job, pre: Preflight, seal: Seal, rows: dict[str, int], cursor: bytes
+    store: Store, job: Job, pre: Preflight, seal: Seal, rows: dict[str, int], cursor: bytes,
+    recheck: Recheck | None = None,
 ) -> dict[str, Any]:
     """Seal, validate and activate, in one transaction, an import whose rows the checking pass
     loaded straight into the five tables of a store built for it (:mod:`migrate.store.build`).
@@ -350,7 +351,7 @@ def activate_built(
     counted the rows inserted (compared here with the source's counts).
     """
     with store.transaction(import_id=pre.import_id) as tx:
-        digest = _record_checked(tx, store, job, pre, seal, rows, cursor)
+        digest = _record_checked(tx, store, job, pre, seal, rows, cursor, recheck=recheck)
         imports.activate_loaded(tx, pre.import_id)
         return _activated(tx, store, job, pre, dict(rows), digest)
 
@@ -374,10 +375,12 @@ def activate_published(store: Store, job: Job, pre: Preflight, seal: Seal, rows:
 
 
 def _record_checked(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal,
-                    rows: dict[str, int], cursor: bytes, *, full: bool = True) -> str:  # fmt: skip
+                    rows: dict[str, int], cursor: bytes, *, full: bool = True,
+                    recheck: Recheck | None = None) -> str:  # fmt: skip
     """What the staged path records up to validation, for rows the checking pass loaded
     (``rows`` per table, compared with the source's counts), the source checked unchanged
-    (``full``: its bytes re-hashed); returns the archive digest."""
+    (``full``: its bytes re-hashed, by ``recheck`` when the pass started one); returns the
+    archive digest."""
     iid = pre.import_id
     want = {name: t["rows"] for name, t in pre.report["tables"].items()}
     if rows != {name: want.get(name, 0) for name in DIGEST_ORDER}:
@@ -398,7 +401,7 @@ def _record_checked(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal,
     imports.set_cursor(tx, iid, ROWS_STREAM, cursor, total)
     imports.journal(tx, iid, "staged", {"rows": total})
     imports.journal(tx, iid, "validated", {"archive_digest_sha256": digest, "rows": want})
-    seal.check_unchanged(full=full)  # bytes, not just mtime: a flip may keep it
+    seal.check_unchanged(full=full, recheck=recheck)  # bytes, not just mtime: a flip may keep it
     return digest
 
 

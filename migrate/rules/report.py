@@ -60,11 +60,16 @@ def cell_report(
     progress: Callable[[int, int], None] | None = None,
     hemera_digest: bool = True,
     content_check: str = CODEC,
+    rows_read: Callable[[], object] | None = None,
 ) -> dict[str, Any]:
-    """The five-table part of an inspect report (shared by cell.redb and BBG stores)."""
+    """The five-table part of an inspect report (shared by cell.redb and BBG stores).
+    ``rows_read`` is called once the row pass has read every row, before the links check
+    reads tables again."""
     shape = check_shape(
         source, progress=progress, hemera_digest=hemera_digest, content_check=content_check
     )
+    if rows_read is not None:
+        rows_read()
     errors = list(shape.errors)
     semantic: list[dict[str, str]] = []
     # Links need content, requests, history and heads as plain tables (claims play no part).
