@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +64,14 @@ def records(store: Path, namespace: str) -> list[tuple[bytes, dict[str, Any], by
     return out
 
 
-def content(store: Path, key: bytes) -> bytes | None:
-    """One content value of the live store."""
+@contextmanager
+def content_of(store: Path) -> Iterator[Callable[[bytes], bytes | None]]:
+    """Reads content values of the live store from one snapshot, while the block runs (one
+    opening of the store for many reads)."""
     with open_store(store, maintenance=True) as s, s.snapshot() as tables:
-        value: bytes | None = tables.get(CONTENT, key)
-    return value
+
+        def get(key: bytes) -> bytes | None:
+            value: bytes | None = tables.get(CONTENT, key)
+            return value
+
+        yield get

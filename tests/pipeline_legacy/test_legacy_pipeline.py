@@ -18,7 +18,7 @@ from importers.signal_log import LEGACY_SOURCE_DOMAIN
 from migrate import pipeline
 from migrate.probe.inspect import inspect_bbg
 from tests.pipeline.helpers import cli, tree_state
-from tests.pipeline_legacy.support import content, copy_fixture, expected, records
+from tests.pipeline_legacy.support import content_of, copy_fixture, expected, records
 from tests.support.subject import SUBJECT, activate_subject
 
 VALID = ["signals-small.log", "texts-small.jsonl", "bbg-cli-small.log", "texts-cybergraph.jsonl"]
@@ -64,19 +64,22 @@ def check_observations(src: Path, store: Path, receipt: dict[str, Any], count: i
     recs = records(store, legacy["namespace"])
     assert len(recs) == count
     previous, raws = None, []
-    for index, (commit, doc, payload) in enumerate(recs):
-        assert commit == hemera.hash(payload)
-        assert list(doc) == ["schema", "previous", "request", "text", "created", "provenance"]
-        assert doc["schema"] == "cybergraph/text-observation/1"
-        assert doc["previous"] == (None if previous is None else list(previous))
-        prov = doc["provenance"]
-        assert prov["line"] == index + 1 and bytes(prov["source"]).hex() == legacy["hemera_file"]
-        raw = content(store, bytes(prov["raw"]))
-        assert raw is not None and raw[0] == 1 and bytes(prov["raw"]) == hemera.hash(raw[1:])
-        text = content(store, bytes(doc["text"]))
-        assert text is not None and bytes(doc["text"]) == hemera.hash(text[1:])
-        raws.append(raw[1:])
-        previous = commit
+    with content_of(store) as get:
+        for index, (commit, doc, payload) in enumerate(recs):
+            assert commit == hemera.hash(payload)
+            assert list(doc) == ["schema", "previous", "request", "text", "created",
+                                 "provenance"]  # fmt: skip
+            assert doc["schema"] == "cybergraph/text-observation/1"
+            assert doc["previous"] == (None if previous is None else list(previous))
+            prov = doc["provenance"]
+            assert prov["line"] == index + 1
+            assert bytes(prov["source"]).hex() == legacy["hemera_file"]
+            raw = get(bytes(prov["raw"]))
+            assert raw is not None and raw[0] == 1 and bytes(prov["raw"]) == hemera.hash(raw[1:])
+            text = get(bytes(doc["text"]))
+            assert text is not None and bytes(doc["text"]) == hemera.hash(text[1:])
+            raws.append(raw[1:])
+            previous = commit
     assert b"".join(raws) == data
 
 
@@ -96,19 +99,20 @@ def check_provenance(src: Path, store: Path, receipt: dict[str, Any], count: int
     assert birth["source"]["sha256"] == hashlib.sha256(data).hexdigest()
     assert birth["torn_tail"] == legacy["torn_tail"]
     previous = commit0
-    for index, (commit, doc, payload) in enumerate(recs[1:], start=1):
-        schemas.validate(doc, "legacy-item-record")
-        assert commit == hemera.hash(payload)
-        assert doc["index"] == index and doc["namespace"] == ns
-        assert doc["previous"] == previous.hex()
-        prov = doc["provenance"]
-        assert prov["source_sha256"] == birth["source"]["sha256"]
-        assert prov["ordinal"] == (index - 1 if legacy["kind"] in LOG_KINDS else index)
-        start, end = prov["span"]
-        raw = data[start:end]
-        assert doc["raw"] == {"id": hemera.hash(raw).hex(), "size": len(raw)}
-        assert content(store, bytes.fromhex(doc["raw"]["id"])) == b"\x01" + raw
-        previous = commit
+    with content_of(store) as get:
+        for index, (commit, doc, payload) in enumerate(recs[1:], start=1):
+            schemas.validate(doc, "legacy-item-record")
+            assert commit == hemera.hash(payload)
+            assert doc["index"] == index and doc["namespace"] == ns
+            assert doc["previous"] == previous.hex()
+            prov = doc["provenance"]
+            assert prov["source_sha256"] == birth["source"]["sha256"]
+            assert prov["ordinal"] == (index - 1 if legacy["kind"] in LOG_KINDS else index)
+            start, end = prov["span"]
+            raw = data[start:end]
+            assert doc["raw"] == {"id": hemera.hash(raw).hex(), "size": len(raw)}
+            assert get(bytes.fromhex(doc["raw"]["id"])) == b"\x01" + raw
+            previous = commit
 
 
 def expected_spans(want: dict[str, Any], data: bytes) -> list[tuple[int, int]]:
@@ -157,8 +161,9 @@ def test_valid_source_migrates_with_exact_provenance(name: str, tmp_path: Path) 
     assert report["tables"]["application_unique_claims"]["rows"] == 0
     check_provenance(src, store, receipt, count)
     if legacy["kind"] == "text-archive":
-        sizes = [len(content(store, bytes(d["provenance"]["raw"])) or b"") - 1
-                 for _, d, _ in records(store, legacy["namespace"])]  # fmt: skip
+        docs = [d for _, d, _ in records(store, legacy["namespace"])]
+        with content_of(store) as get:
+            sizes = [len(get(bytes(d["provenance"]["raw"])) or b"") - 1 for d in docs]
         spans = [(sum(sizes[:i]), sum(sizes[: i + 1])) for i in range(len(sizes))]
     else:
         spans = [

@@ -13,6 +13,10 @@ suite hashes); values neuron only carries are stand-ins.
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
+import tempfile
 from pathlib import Path
 
 from hashing import hemera
@@ -84,6 +88,38 @@ def commit(
 
 
 def write_store(
+    path: Path, origins: int = 2, commits: int = 2, *, break_at: tuple[int, int] | None = None,
+    foreign: tuple[int, int, bytes] | None = None, odd: tuple[int, Odd] | None = None,
+    flaw: tuple[int, int, str] | None = None, live: bool = False,
+    flaws: tuple[tuple[int, int, str], ...] = (),
+) -> list[str]:  # fmt: skip
+    """:func:`_write_store`, written once per process for the same arguments (the records
+    are built in Python, the most of a mapped-run test's own work) and copied after that."""
+    made, names = _made(origins, commits, break_at, foreign, odd, flaw, live, flaws)
+    shutil.copyfile(made, path)
+    return list(names)
+
+
+@functools.lru_cache(maxsize=64)
+def _made(
+    origins: int, commits: int, break_at: tuple[int, int] | None,
+    foreign: tuple[int, int, bytes] | None, odd: tuple[int, Odd] | None,
+    flaw: tuple[int, int, str] | None, live: bool, flaws: tuple[tuple[int, int, str], ...],
+) -> tuple[Path, tuple[str, ...]]:  # fmt: skip
+    if not _WORK:
+        _WORK.append(Path(tempfile.mkdtemp(prefix="bbg-cell-records-")))
+        atexit.register(shutil.rmtree, _WORK[0], ignore_errors=True)
+    path = _WORK[0] / f"{len(list(_WORK[0].iterdir()))}.redb"
+    names = _write_store(path, origins, commits, break_at=break_at, foreign=foreign, odd=odd,
+                         flaw=flaw, live=live, flaws=flaws)  # fmt: skip
+    return path, tuple(names)
+
+
+#: The folder :func:`_made` keeps its stores in (made on first use, removed at exit).
+_WORK: list[Path] = []
+
+
+def _write_store(
     path: Path, origins: int = 2, commits: int = 2, *, break_at: tuple[int, int] | None = None,
     foreign: tuple[int, int, bytes] | None = None, odd: tuple[int, Odd] | None = None,
     flaw: tuple[int, int, str] | None = None, live: bool = False,

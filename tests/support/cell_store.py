@@ -30,6 +30,7 @@ Uses the C hemera core when it is built (the pure-Python twin works, slowly).
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import struct
@@ -140,6 +141,14 @@ class _Content:
         self.spool_path.unlink(missing_ok=True)
 
 
+@functools.lru_cache(maxsize=4)
+def _seeded_pool(seed: int) -> tuple[bytes, Any]:
+    """The text pool :func:`generate` draws from with ``seed``, and the generator's state
+    after drawing it: made once per process and seed (most of a small store's cost)."""
+    rng = random.Random(seed)
+    return _text_pool(rng, 1 << 20), rng.getstate()
+
+
 def _text_pool(rng: random.Random, size: int) -> bytes:
     words = []
     total = 0
@@ -168,8 +177,9 @@ def generate(
         raise ValueError("at least one namespace")
     start = time.perf_counter()
     out = Path(path)
-    rng = random.Random(seed)
-    pool = _text_pool(rng, 1 << 20)
+    pool, state = _seeded_pool(seed)
+    rng = random.Random()
+    rng.setstate(state)
     h = hemera.hash
     content = _Content(out.with_name(out.name + ".spool"))
     history: list[tuple[bytes, bytes]] = []

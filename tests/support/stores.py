@@ -11,8 +11,9 @@ test of pipeline behaviour checks the same facts whichever engine the suite runs
   :func:`last_transaction`: bbg's rows and markers as a reader of the engine sees them;
 * :func:`records`, :func:`records_write`: the toolkit's records (SQL, either engine);
 * :func:`dump`: every row the store holds, rows and records, for "nothing changed" checks;
-* :func:`set_status`, :func:`put_raw`: tampering (SQLite: SQL in one transaction; Fjall:
-  one batch appended to the keyspace, as a writer of the real database would);
+* :func:`set_status`, :func:`put_raw`, :func:`put_rows`: tampering (SQLite: SQL in one
+  transaction; Fjall: one batch appended to the keyspace, as a writer of the real database
+  would);
   :func:`tx_put_raw`: the same inside a write transaction of an open handle (on Fjall the
   handle holds ``bbg.lock``, so nobody else may write while it is open).
 
@@ -212,17 +213,26 @@ def put_raw(store_dir: Path, table: str, key: bytes, value: bytes | None, *,
     """Put (``None``: remove) one of bbg's rows behind the tool's back, no rule checked
     (SQLite: the five tables, in one SQL transaction; Fjall: any partition, one batch,
     with bbg's marker rows when ``markers``)."""
+    put_rows(store_dir, {(table, key): value}, markers=markers)
+
+
+def put_rows(store_dir: Path, changes: dict[tuple[str, bytes], bytes | None], *,
+             markers: bool = False) -> None:  # fmt: skip
+    """:func:`put_raw` of every ``(table, key) -> value`` of ``changes`` at once: one SQL
+    transaction on SQLite, one batch on Fjall (a writer putting many rows in one commit)."""
     if _engine(store_dir) == FJALL:
-        _batch(store_dir, {(table, key): value}, markers=markers)
+        _batch(store_dir, changes, markers=markers)
         return
-    if table not in FIVE:
-        raise ValueError(f"a SQLite store keeps bbg's rows of the five tables only: {table}")
+    stray = sorted({table for table, _key in changes} - set(FIVE))
+    if stray:
+        raise ValueError(f"a SQLite store keeps bbg's rows of the five tables only: {stray[0]}")
     with records_write(store_dir) as conn:
-        if value is None:
-            conn.execute(f"DELETE FROM {table} WHERE key = ?", (key,))
-        else:
-            conn.execute(f"INSERT OR REPLACE INTO {table} (key, value) VALUES (?, ?)",
-                         (key, value))  # fmt: skip
+        for (table, key), value in changes.items():
+            if value is None:
+                conn.execute(f"DELETE FROM {table} WHERE key = ?", (key,))
+            else:
+                conn.execute(f"INSERT OR REPLACE INTO {table} (key, value) VALUES (?, ?)",
+                             (key, value))  # fmt: skip
 
 
 def prepare_activation(store: Any, import_id: str) -> None:

@@ -13,7 +13,7 @@ progs' artifacts are stand-in ids), at index 0, written behind the tool's back a
 writer would (its activation commit is a record id, not the namespace, so the tool's
 birth-rule check on first commits does not apply to it), with its content rows and its request
 receipt (request = the subject, as neuron's ``activate`` commits it).  ``blob=True`` writes a
-plain Blob head instead (neuron refuses it).
+plain Blob head instead (neuron refuses it).  The rows go in as one batch (one commit).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from migrate.store.codec import (
     request_value,
 )
 from tests.support.model_b import Builder, mapping, optional, sequence
-from tests.support.stores import put_raw
+from tests.support.stores import put_rows
 
 #: The subject the mapped-run tests use.
 SUBJECT = "ab" * 32
@@ -117,9 +117,9 @@ def activate_subject(
     head = Head(0, commit)
     with open_store(store_dir, create=True):
         pass
-    for cid, value in sorted(rows.items()):
-        put_raw(store_dir, CONTENT, cid, value)
-    put_raw(store_dir, HISTORY, history_key(ns, 0), commit)
-    put_raw(store_dir, REQUESTS, request_key(ns, ns), request_value(commit, head))
-    put_raw(store_dir, HEADS, ns, head.encode())
+    changes: dict[tuple[str, bytes], bytes | None] = {(CONTENT, c): v for c, v in rows.items()}
+    changes[HISTORY, history_key(ns, 0)] = commit
+    changes[REQUESTS, request_key(ns, ns)] = request_value(commit, head)
+    changes[HEADS, ns] = head.encode()
+    put_rows(store_dir, changes)
     return head

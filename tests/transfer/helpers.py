@@ -4,25 +4,41 @@ package directly, its records beside it with sqlite3)."""
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from migrate.store import open_store
-from migrate.store.engine import FJALL, engine_of, records_dir
+from migrate.store.engine import ENGINE_ENV, FJALL, engine_of, records_dir
 from tests.pipeline.helpers import cell_fixtures, cli, unpack
 
 SMALL = next(p for p in cell_fixtures() if p.name == "cell-small.redb.gz")
 
 
+#: The stores :func:`migrated_store` converted in this process, one per engine (a worker of
+#: pytest-xdist keeps its own).
+_CONVERTED: dict[str, Path] = {}
+
+
 def migrated_store(tmp: Path, name: str = "source") -> Path:
-    """A store converted by `run` from the fixture cell-small.redb (status 'complete')."""
-    src = unpack(SMALL, tmp / f"{name}-redb")
-    store = tmp / name
-    res = cli("run", str(src), "--store", str(store))
-    assert res.returncode == 0, res.stderr
-    return store
+    """A store converted by `run` from the fixture cell-small.redb (status 'complete'), at
+    ``tmp/name``, its source unpacked beside it (``tmp/name-redb/cell.redb``).  The conversion
+    runs once per process and engine (``BBG_MIGRATE_ENGINE``); each call gets a private byte
+    copy of that store (:func:`copy_store`), which it may change freely."""
+    unpack(SMALL, tmp / f"{name}-redb")
+    engine = os.environ.get(ENGINE_ENV) or ""
+    if engine not in _CONVERTED:
+        work = Path(tempfile.mkdtemp(prefix="bbg-migrated-store-"))
+        atexit.register(shutil.rmtree, work, ignore_errors=True)
+        built = work / "source"
+        res = cli("run", str(unpack(SMALL, work / "source-redb")), "--store", str(built))
+        assert res.returncode == 0, res.stderr
+        _CONVERTED[engine] = built
+    return copy_store(_CONVERTED[engine], tmp / name)
 
 
 def is_fjall(store: Path) -> bool:
