@@ -84,8 +84,6 @@ ENVIRONMENT = {
     "BBG_MIGRATE_PURE": "1: use the pure-Python readers and hemera, not the C extensions",
     "BBG_MIGRATE_HEMERA_THREADS": "threads hemera may use for big batches and files hashed at "
     "once (default: the cores)",
-    "BBG_MIGRATE_WORKER_NICE": "how much hashing threads lower their priority (default 5; 0: "
-    "not at all)",
     "BBG_MIGRATE_ENGINE": "fjall|sqlite: the engine of a store a command creates, like --engine",
     "BBG_MIGRATE_CLOCK": "<µs>: a fixed clock for ledger times (tests, conformance fixtures)",
     "BBG_MIGRATE_STORE_ID": "a fixed id for a new store (tests, conformance fixtures)",
