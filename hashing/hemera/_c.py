@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from bbg_core.threads import give_way
 from hashing.hemera._params import DIGEST_SIZE, NUM_CONSTANTS, RATE_BYTES, WIDTH, BytesLike
 
 # Imported by name so type checkers need no stub for the compiled module.
@@ -152,8 +151,7 @@ def _executor(workers: int) -> ThreadPoolExecutor:
     global _pool, _pool_size, _pool_pid
     with _pool_lock:
         if _pool is None or _pool_size < workers or _pool_pid != os.getpid():
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hemera",
-                                       initializer=give_way)
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hemera")
             _pool_size, _pool_pid = workers, os.getpid()
         return _pool
 
