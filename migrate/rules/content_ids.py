@@ -27,7 +27,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from bbg_core.threads import give_way
 from hashing import nox
 from migrate.store.scratch import ScratchSorter
 
@@ -146,8 +145,7 @@ class ContentIds:
         self._lookup = lookup
         self._absent = absent if lookup is not None else None
         self._content_rows = content_rows
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="content-ids",
-                                        initializer=give_way)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="content-ids")
         self._pending: deque[Future[tuple[list[_Finding], list[_Need], int, int]]] = deque()
         self._batch: list[_Item] = []
         self._size = 0
