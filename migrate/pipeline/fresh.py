@@ -36,7 +36,7 @@ from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
 from migrate.pipeline.preflight import Preflight, import_of, judge, mapped_refusals, redb_report
 from migrate.progress import Observer, finishing, phase
 from migrate.rules.kept_keys import KeptKeys, bound_for
-from migrate.rules.sources import RedbSource
+from migrate.rules.sources import RedbSource, TableAbsent
 from migrate.store import guard, imports, keyspace_build
 from migrate.store.build import Loader, can_build, open_build
 from migrate.store.codec import CONTENT, ID_LEN, ORDINAL
@@ -94,7 +94,7 @@ class _Tee:
             ID_LEN, bound_for(source.length(CONTENT), source.path.stat().st_size)
         )
         self._get: Callable[[str, bytes], bytes | None] | None = None
-        self._absent: Callable[[str, Sequence[bytes]], list[int]] | None = None
+        self._absent: TableAbsent | None = None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -142,7 +142,7 @@ class _Tee:
             return [i for i, key in enumerate(keys) if not self.contains(table, key)]
         get = self._lookups()
         unkept = self._content_ids.missing(keys)
-        if self._absent is None or len(unkept) < 2:
+        if self._absent is None:
             return [i for i in unkept if get(table, keys[i]) is None]
         # The source's verified lookups, one C call for the list (the same answers).
         return [unkept[j] for j in self._absent(table, [keys[i] for i in unkept])]
@@ -163,7 +163,7 @@ class _Tee:
         return self._src.lookup(table, key)
 
     @property
-    def absent(self) -> Callable[[str, Sequence[bytes]], list[int]] | None:
+    def absent(self) -> TableAbsent | None:
         """The source's :meth:`lookup` a list at a time (C path only, else None)."""
         return self._src.absent
 
@@ -232,24 +232,19 @@ def checking_pass(
     loaded), the seal's re-check starts on a thread of its own (:class:`~fences.seal.Recheck`):
     the links check that follows overlaps it; activation takes its digest."""
     loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
-    rechecks: list[Recheck] = []
-    try:
-        with RedbSource(job.source) as src:
-            tee = _Tee(src, loader, db)
-            try:
-                report = redb_report(job, tee, progress,
-                                     lambda: rechecks.append(held.recheck_in_background()))
-            finally:
-                tee.close()
-            origins = mapped_refusals(job, kind, report, src.lookup)
-        pre = judge(job, kind, held.fingerprint, report, origins=origins)
-        loader.check()
-        gate.locate(job)
-    except BaseException:
-        for recheck in rechecks:
-            recheck.stop()
-        raise
-    return pre, rechecks[0] if rechecks else None
+    started: list[Recheck] = []  # (stopped with the seal if the run goes no further)
+    with RedbSource(job.source) as src:
+        tee = _Tee(src, loader, db)
+        try:
+            report = redb_report(job, tee, progress,
+                                 lambda: started.append(held.recheck_in_background()))
+        finally:
+            tee.close()
+        origins = mapped_refusals(job, kind, report, src.lookup)
+    pre = judge(job, kind, held.fingerprint, report, origins=origins)
+    loader.check()
+    gate.locate(job)
+    return pre, started[0] if started else None
 
 
 def checked(observer: Observer | None, pre: Preflight,

@@ -22,12 +22,13 @@ over the content keys at the end.  Memory stays bounded either way.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from hashing import nox
+from migrate.rules.sources import TableAbsent
 from migrate.store.scratch import ScratchSorter
 
 CONTENT = "application_content"
@@ -35,8 +36,6 @@ CONTENT = "application_content"
 MAX_LISTED_DATA_IDS = 10_000
 
 Lookup = Callable[[str, bytes], bytes | None]
-#: ``absent(table, keys)``: the positions of ``keys`` that ``lookup`` answers None for.
-Absent = Callable[[str, Sequence[bytes]], list[int]]
 Record = Callable[[str, str, float], None]
 
 # A batch item: (position, key, codec, payload); a finding: (position, code, detail).
@@ -138,7 +137,7 @@ class ContentIds:
         *,
         lookup: Lookup | None,
         content_rows: Callable[[], Iterable[tuple[bytes, bytes]]],
-        absent: Absent | None = None,
+        absent: TableAbsent | None = None,
     ) -> None:
         self._record = record
         self._stats = stats

@@ -30,6 +30,11 @@ class Page:
     nbytes: int
 
 
+#: ``absent(table, keys)``: the positions of ``keys`` (in order) that a source's point lookup
+#: answers None for, asked a list at a time.
+TableAbsent = Callable[[str, Sequence[bytes]], list[int]]
+
+
 class PageSource(Protocol):
     """What staging reads: bounded pages after a cursor (the cursor's form is the source's)."""
 
@@ -97,12 +102,12 @@ class RedbSource(Closing):
         return lookup
 
     @property
-    def absent(self) -> Callable[[str, Sequence[bytes]], list[int]] | None:
+    def absent(self) -> TableAbsent | None:
         """``absent(table, keys)``: the positions of ``keys`` that :attr:`get` answers None
         for, one C call per list (with :attr:`get`: the C path only)."""
         if self._db.backend != "c":
             return None
-        absent: Callable[[str, Sequence[bytes]], list[int]] = self._db.absent
+        absent: TableAbsent = self._db.absent
         return absent
 
     def lookup(self, table: str, key: bytes) -> bytes | None:
