@@ -21,6 +21,7 @@ from migrate.share.common import canonical
 from migrate.share.follow import follow, follow_into
 from migrate.share.follow_bind import sidecar
 from tests.conftest import ROOT
+from tests.procs import holds_open, wait_until
 from tests.share.helpers import check_event_lines
 from tests.share.stores import graph_store
 from tests.share.test_tail_fjall import fjall_graph, tail_bytes
@@ -92,21 +93,40 @@ def test_a_killed_follower_resumes_exactly(tmp_path: Path) -> None:
             follower = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
             time.sleep(1.5 + 0.2 * kills)
             follower.send_signal(signal.SIGKILL)  # at any point, maybe mid-line
-            follower.wait(timeout=30)
+            follower.wait(timeout=60)
             sizes.append(out.stat().st_size if out.exists() else 0)
             kills += 1
             assert kills < 40
     finally:
         writer.communicate(timeout=60)
     assert writer.returncode == 0
-    final = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
-    expected = tail_bytes(store)
-    deadline = time.monotonic() + 60
-    while (out.read_bytes() if out.exists() else b"") != expected:
-        assert time.monotonic() < deadline, "the resumed follower did not catch up"
-        time.sleep(0.1)
-    final.send_signal(signal.SIGINT)
-    final.wait(timeout=30)
+    # faulthandler: a follower that does not stop at Ctrl-C is made to print every thread's
+    # stack (SIGABRT), so that a failure says where it was.
+    stderr = tmp_path / "final.stderr"
+    with open(stderr, "wb") as err:
+        final = subprocess.Popen(cmd, env={**env, "PYTHONFAULTHANDLER": "1"}, stderr=err)
+    try:
+        expected = tail_bytes(store)
+        deadline = time.monotonic() + 60
+        while (out.read_bytes() if out.exists() else b"") != expected:
+            assert time.monotonic() < deadline, "the resumed follower did not catch up"
+            time.sleep(0.1)
+        # The killed followers may have written everything already: wait until this one is
+        # following (its output open), past start-up -- a child of a background job starts
+        # with SIGINT ignored until the command installs its handler (CI runs so).
+        wait_until("the final follower opens its output", lambda: holds_open(final.pid, out))
+        final.send_signal(signal.SIGINT)
+        try:
+            assert final.wait(timeout=90) == 130
+        except subprocess.TimeoutExpired:
+            final.send_signal(signal.SIGABRT)
+            final.wait(timeout=30)
+            raise AssertionError("the follower did not stop at Ctrl-C:\n"
+                                 + stderr.read_text(errors="replace")) from None  # fmt: skip
+    finally:
+        if final.poll() is None:
+            final.kill()
+            final.wait()
     assert out.read_bytes() == expected  # every event once, in order
     # the killed followers wrote, and resumed, while the writer was still writing
     assert len({n for n in sizes if 0 < n < len(expected)}) >= 2, sizes
