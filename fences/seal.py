@@ -12,7 +12,6 @@ import fcntl
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +36,24 @@ def fingerprint(
     path: Path, kind: str, progress: Callable[[int], None] | None = None
 ) -> dict[str, Any]:
     """The seal fingerprint of a source: size, SHA-256 and, for redb, header facts."""
-    size = require_regular(path)
-    doc: dict[str, Any] = {
-        "kind": kind,
-        "size_bytes": size,
-        # Never past the size sealed here, whatever is appended meanwhile (a later check
-        # compares sizes first).
-        "sha256": file_sha256(path, progress, size=size),
-    }
+    facts = _facts(path, kind)
+    # Never past the size sealed here, whatever is appended meanwhile (a later check compares
+    # sizes first).
+    return _with_digest(facts, file_sha256(path, progress, size=facts["size_bytes"]))
+
+
+def _facts(path: Path, kind: str) -> dict[str, Any]:
+    """The fingerprint but its SHA-256."""
+    doc: dict[str, Any] = {"kind": kind, "size_bytes": require_regular(path)}
     if kind == "redb":
         doc["redb"] = _redb_facts(path)
     return doc
+
+
+def _with_digest(facts: dict[str, Any], sha256: str) -> dict[str, Any]:
+    """The fingerprint of ``facts`` and the digest, keys in the order receipts carry them."""
+    head = {"kind": facts["kind"], "size_bytes": facts["size_bytes"], "sha256": sha256}
+    return head | {k: v for k, v in facts.items() if k not in head}
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
@@ -56,24 +62,29 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
 
 
 class _Stopped(Exception):
-    """A background re-hash told to stop (its seal released)."""
+    """A background hash told to stop (its seal released)."""
 
 
-class Recheck:
-    """The bytes of a sealed source re-hashed on a thread of its own, started once the run
-    has read every row it imports (:meth:`Seal.recheck_in_background`), so that the hashing
-    overlaps the checks that follow (the links check, which re-reads pages of the same
-    commit, each verified against the checksums the sealed header leads to) instead of
-    coming after them.  :meth:`Seal.check_unchanged` takes its digest in place of hashing
-    the file again; the cheap check (inode, size, mtime, ctime) still runs then, at
-    activation, and shows a write made after the re-hash read the bytes."""
+class BackgroundDigest:
+    """The SHA-256 of a sealed source's bytes, hashed on a thread of its own (``hashlib``
+    lets go of the GIL while it hashes), so that the hashing overlaps the run's own work:
 
-    def __init__(self, path: Path, size: int) -> None:
+    - the seal's first hash, when the run does not need the fingerprint before it has read
+      the rows (:func:`seal` with ``background=True``; :attr:`Seal.fingerprint` waits for
+      it);
+    - the full re-check, started once the run has read every row it imports
+      (:meth:`Seal.recheck_in_background`), overlapping the checks that follow (the links
+      check, which re-reads pages of the same commit, each verified against the checksums
+      the sealed header leads to).  :meth:`Seal.check_unchanged` takes its digest in place
+      of hashing the file again; the cheap check (inode, size, mtime, ctime) still runs
+      then, at activation, and shows a write made after the re-hash read the bytes."""
+
+    def __init__(self, path: Path, size: int, name: str = "seal-recheck") -> None:
         self._stop = threading.Event()
         self._digest: str | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(path, size), daemon=True,
-                                        name="seal-recheck")  # fmt: skip
+                                        name=name)  # fmt: skip
         self._thread.start()
 
     def _run(self, path: Path, size: int) -> None:
@@ -94,7 +105,7 @@ class Recheck:
         if self._error is not None:
             raise self._error
         if self._digest is None:
-            raise RuntimeError("the seal's re-check was stopped before it finished")
+            raise RuntimeError("the seal's background hash was stopped before it finished")
         return self._digest
 
     def stop(self) -> None:
@@ -102,26 +113,50 @@ class Recheck:
         self._stop.set()
 
 
-@dataclass
 class Seal:
-    """A held source lock plus the fingerprint taken under it."""
+    """A held source lock plus the fingerprint taken under it (its SHA-256 perhaps still
+    being hashed on a thread: :attr:`fingerprint` waits for it)."""
 
-    path: Path
-    kind: str
-    fingerprint: dict[str, Any]
-    _fd: int = field(default=-1, repr=False)
-    _stat: tuple[int, ...] = ()
-    _rechecks: list[Recheck] = field(default_factory=list, repr=False)
+    def __init__(
+        self, path: Path, kind: str, facts: dict[str, Any], fd: int, stat: tuple[int, ...],
+        hashing: BackgroundDigest | None = None,
+    ) -> None:
+        self.path = path
+        self.kind = kind
+        self._facts = facts
+        self._fd = fd
+        self._stat = stat
+        self._hashing = hashing
+        self._rechecks: list[BackgroundDigest] = [] if hashing is None else [hashing]
 
-    def recheck_in_background(self) -> Recheck:
-        """Start re-hashing the source now, on a thread (see :class:`Recheck`): for a run
-        that has read every row it imports and only checks from here on.  Stopped when the
-        seal is released."""
-        recheck = Recheck(self.path, int(self.fingerprint["size_bytes"]))
+    def __repr__(self) -> str:
+        return f"Seal(path={self.path!r}, kind={self.kind!r})"
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """Size, SHA-256 and, for redb, header facts (waits for a background hash; its
+        error, such as the source's read failing, is raised here)."""
+        if self._hashing is not None:
+            self._facts = _with_digest(self._facts, self._hashing.digest())
+            self._rechecks.remove(self._hashing)
+            self._hashing = None
+        return self._facts
+
+    @property
+    def size(self) -> int:
+        """The sealed length (known without waiting for the hash)."""
+        return int(self._facts["size_bytes"])
+
+    def recheck_in_background(self) -> BackgroundDigest:
+        """Start re-hashing the source now, on a thread (see :class:`BackgroundDigest`):
+        for a run that has read every row it imports and only checks from here on.  Stopped
+        when the seal is released."""
+        recheck = BackgroundDigest(self.path, self.size)
         self._rechecks.append(recheck)
         return recheck
 
-    def check_unchanged(self, *, full: bool = False, recheck: Recheck | None = None) -> None:
+    def check_unchanged(self, *, full: bool = False,
+                        recheck: BackgroundDigest | None = None) -> None:  # fmt: skip
         """Abort (ValidationFailed) if the source changed since it was sealed.
 
         The cheap check compares inode, size, mtime and ctime (which every write and every
@@ -137,12 +172,12 @@ class Seal:
             ) from exc
         changed = _identity(st) != self._stat
         if not changed and full:
-            size = int(self.fingerprint["size_bytes"])
+            sealed = self.fingerprint["sha256"]
             if recheck is not None:
                 digest = recheck.digest()
             else:
-                digest = file_sha256(self.path, size=size)
-            changed = digest != self.fingerprint["sha256"]
+                digest = file_sha256(self.path, size=self.size)
+            changed = digest != sealed
         if changed:
             raise ValidationFailed(
                 f"{self.path}: the source changed after it was sealed; nothing was activated. "
@@ -152,7 +187,7 @@ class Seal:
             )
 
     def release(self) -> None:
-        """Release the lock, stopping any background re-check (idempotent)."""
+        """Release the lock, stopping any background hash (idempotent)."""
         for recheck in self._rechecks:
             recheck.stop()
         self._rechecks.clear()
@@ -192,16 +227,25 @@ def take_lock(path: Path) -> int:
     return fd
 
 
-def seal(path: Path, kind: str, progress: Callable[[int], None] | None = None) -> Seal:
-    """Lock ``path`` and fingerprint it; the lock is held until the Seal is released."""
+def seal(path: Path, kind: str, progress: Callable[[int], None] | None = None, *,
+         background: bool = False) -> Seal:  # fmt: skip
+    """Lock ``path`` and fingerprint it; the lock is held until the Seal is released.
+
+    ``background``: hash it on a thread (:class:`BackgroundDigest`) while the caller goes on;
+    :attr:`Seal.fingerprint` waits for the digest.  For a run that reads the rows before it
+    needs the fingerprint (a new destination): the hash overlaps the pass instead of coming
+    before it.  This changes nothing the checks see: the cheap identity is taken here, before
+    any byte is read, the pass reads every byte after it, and the full re-check at activation
+    compares the bytes as they are then with this digest."""
     fd = take_lock(path)
     try:
         st = os.fstat(fd)
+        if background:
+            facts = _facts(path, kind)
+            hashing = BackgroundDigest(path, int(facts["size_bytes"]), name="seal-hash")
+            return Seal(path, kind, facts, fd, _identity(st), hashing)
         doc = fingerprint(path, kind, progress)
     except BaseException:
         os.close(fd)
         raise
-    s = Seal(
-        path=path, kind=kind, fingerprint=doc, _fd=fd, _stat=_identity(st)
-    )
-    return s
+    return Seal(path, kind, doc, fd, _identity(st))

@@ -1,6 +1,7 @@
 """The seal's checks (:mod:`fences.seal`): the cheap check sees every write, even one that
-puts the mtime back (ctime), and the full re-check may run on a thread of its own once the
-rows are read (:class:`fences.seal.Recheck`), giving the digest the inline re-hash gives."""
+puts the mtime back (ctime); the seal's first hash and its full re-check may each run on a
+thread of its own (:class:`fences.seal.BackgroundDigest`), giving the digest the inline hash
+gives."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from bbg_core.errors import SourceError, ValidationFailed
 from fences import seal as seal_mod
 from fences.seal import seal
+from tests.conftest import FIXTURES
 
 
 def _source(tmp_path: Path, size: int = 3 << 20) -> Path:
@@ -103,3 +105,75 @@ def test_the_recheck_hands_its_error_to_the_caller(
         recheck = held.recheck_in_background()
         with pytest.raises(SourceError, match="cannot read"):
             held.check_unchanged(full=True, recheck=recheck)
+
+
+def test_a_background_seal_gives_the_inline_fingerprint(tmp_path: Path) -> None:
+    """The same document, keys in the same order (receipts carry it as it is)."""
+    path = _source(tmp_path)
+    with seal(path, "bin") as inline:
+        expected = inline.fingerprint
+    with seal(path, "bin", background=True) as held:
+        assert held.size == 3 << 20  # known before the hash ends
+        got = held.fingerprint
+        assert list(got) == list(expected) and got == expected
+        held.check_unchanged(full=True)
+
+
+def test_a_background_seal_of_a_redb_file_keeps_its_header_facts(tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "cell.redb"
+    path.write_bytes(gzip.decompress((FIXTURES / "legacy" / "cell-small.redb.gz").read_bytes()))
+    with seal(path, "redb") as inline:
+        expected = inline.fingerprint
+    with seal(path, "redb", background=True) as held:
+        assert list(held.fingerprint) == list(expected) == ["kind", "size_bytes", "sha256", "redb"]
+        assert held.fingerprint == expected
+
+
+def test_a_background_seal_sees_bytes_changed_while_it_hashed(tmp_path: Path) -> None:
+    """A write after the seal took the source's identity (the mtime put back) is refused at
+    the full check, whether the background hash read the byte before or after it changed."""
+    path = _source(tmp_path)
+    with seal(path, "bin", background=True) as held:
+        _flip_keeping_mtime(path, 7)
+        held.fingerprint  # noqa: B018 (wait for the hash)
+        with pytest.raises(ValidationFailed, match="changed after it was sealed"):
+            held.check_unchanged(full=True)
+
+
+def test_a_background_seal_hands_its_error_to_whoever_needs_the_fingerprint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _source(tmp_path)
+
+    def unreadable(p: Path, progress: object = None, *, size: int | None = None) -> str:
+        raise SourceError(f"{p}: cannot read", path=str(p))
+
+    monkeypatch.setattr(seal_mod, "file_sha256", unreadable)
+    with seal(path, "bin", background=True) as held:
+        with pytest.raises(SourceError, match="cannot read"):
+            held.fingerprint  # noqa: B018
+
+
+def test_releasing_a_background_seal_stops_its_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _source(tmp_path, 64 << 20)
+    real = seal_mod.file_sha256
+    chunks: list[int] = []
+
+    def slow(p: Path, progress: object = None, *, size: int | None = None) -> str:
+        def each(done: int) -> None:
+            chunks.append(done)
+            time.sleep(0.002)
+            progress(done)  # type: ignore[operator]
+
+        return real(p, each if progress is not None else None, size=size)
+
+    monkeypatch.setattr(seal_mod, "file_sha256", slow)
+    held = seal(path, "bin", background=True)
+    held.release()
+    with pytest.raises(RuntimeError, match="stopped"):
+        held.fingerprint  # noqa: B018
+    assert len(chunks) < 64

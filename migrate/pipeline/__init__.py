@@ -133,7 +133,9 @@ def run(
     done = _retired(job)
     if done is not None:
         return done
-    with gate.sealed_source(job) as (kind, held):
+    # The seal's hash runs beside the work until the fingerprint is needed: a new
+    # destination's single pass reads every row first (:mod:`.fresh`).
+    with gate.sealed_source(job, background=True) as (kind, held):
         pre: Preflight | None = None
         fresh_dir = fresh.destination(job, kind, max_pages, held)
         if fresh_dir is not None:

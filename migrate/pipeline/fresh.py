@@ -28,8 +28,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from bbg_core.errors import MigrateError
-from fences.seal import Recheck, Seal
+from bbg_core.errors import MigrateError, StoreRefused
+from fences.seal import BackgroundDigest, Seal
 from migrate.job import Job
 from migrate.pipeline import fresh_legacy, gate, stages
 from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
@@ -66,7 +66,9 @@ def destination(job: Job, kind: str, max_pages: int | None, held: Seal) -> Path 
         return None  # the staged path raises it in its order
     if not fjall:
         return directory if can_build(directory) else None
-    if guard.owned_by(directory, import_of(job, kind, held.fingerprint)[1], guard.CONVERT):
+    if guard.read(directory) is not None and guard.owned_by(
+        directory, import_of(job, kind, held.fingerprint)[1], guard.CONVERT
+    ):
         return directory
     return directory if keyspace_build.can_build(directory) else None
 
@@ -190,24 +192,51 @@ def _run_fresh_fjall(
     job: Job, kind: str, held: Seal, directory: Path, progress: Progress | None,
     observer: Observer | None,
 ) -> tuple[Preflight, dict[str, Any] | None]:
-    """The BBG database of a new destination (:mod:`migrate.store.keyspace_build`): the
-    import's guard first, then what a crash of an earlier run left cleared (its own), then
-    the build; the guard goes once both keyspace and records are in place."""
-    iid = import_of(job, kind, held.fingerprint)[1]
-    if guard.take(directory, iid, guard.CONVERT):
-        if keyspace_build.finished(directory, iid):
-            guard.drop(directory, iid)
+    """The BBG database of a new destination (:mod:`migrate.store.keyspace_build`), under
+    the import's guard from before publication until both keyspace and records are in place.
+
+    A guard already there is taken first: this import's own (a crash of an earlier run) is
+    finished or what it left cleared, anyone else's refused, before any work.  Otherwise the
+    guard is taken just before publication: until then the build is a locked sibling nobody
+    opens (removed if abandoned), and the import id it names waits on the seal's SHA-256,
+    which is hashed beside the pass (:func:`fences.seal.seal`)."""
+    taken: list[str] = []  # the import whose guard this run took
+
+    def take() -> bool:
+        iid = import_of(job, kind, held.fingerprint)[1]
+        rerun = guard.take(directory, iid, guard.CONVERT)
+        taken.append(iid)
+        return rerun
+
+    if guard.read(directory) is not None and take():
+        if keyspace_build.finished(directory, taken[0]):
+            guard.drop(directory, taken[0])
             return _rerun_receipt(job, kind, held, directory, progress)
         keyspace_build.clear_interrupted(directory)
+
+    def before_publish() -> None:
+        if taken:
+            return
+        iid = import_of(job, kind, held.fingerprint)[1]
+        if guard.take(directory, iid, guard.CONVERT):
+            raise StoreRefused(
+                f"{directory}: another run of import {iid} took this destination's guard "
+                "while this one was building; nothing was published. Rerun once it has "
+                "finished (the rerun returns its receipt)", path=str(directory),
+            )  # fmt: skip
+        taken.append(iid)
+
     try:
         with keyspace_build.FjallBuild(directory) as build:
-            pre, receipt = _build_and_publish(job, kind, held, build, None, progress, observer)
+            pre, receipt = _build_and_publish(job, kind, held, build, None, progress, observer,
+                                              before_publish)  # fmt: skip
     except BaseException:
-        if keyspace_build.can_build(directory):
-            guard.drop(directory, iid)  # nothing of this import is left: the guard goes too
+        if taken and keyspace_build.can_build(directory):
+            guard.drop(directory, taken[0])  # nothing of this import is left: the guard goes too
         raise
-    if receipt is not None:
-        guard.drop(directory, iid)
+    # Published, or nothing published (the destination filled meanwhile): either way
+    # nothing of this import is left half-done.
+    guard.drop(directory, taken[0])
     return pre, receipt
 
 
@@ -225,14 +254,15 @@ def _rerun_receipt(job: Job, kind: str, held: Seal, directory: Path,
 def checking_pass(
     job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoader, db: Path | None,
     progress: Progress | None,
-) -> tuple[Preflight, Recheck | None]:
+) -> tuple[Preflight, BackgroundDigest | None]:
     """The one pass over a cell.redb: the preflight's checks, each table's rows loaded by
     ``loader`` as they pass; then the preflight's refusal (same report, same first error)
     and the staged path's destination checks, in its order.  Once every row is read (and
-    loaded), the seal's re-check starts on a thread of its own (:class:`~fences.seal.Recheck`):
-    the links check that follows overlaps it; activation takes its digest."""
+    loaded), the seal's re-check starts on a thread of its own
+    (:class:`~fences.seal.BackgroundDigest`): the links check that follows overlaps it;
+    activation takes its digest."""
     loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
-    started: list[Recheck] = []  # (stopped with the seal if the run goes no further)
+    started: list[BackgroundDigest] = []  # (stopped with the seal if the run goes no further)
     with RedbSource(job.source) as src:
         tee = _Tee(src, loader, db)
         try:
@@ -274,7 +304,7 @@ def source_pass(job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoader
 
 def _build_and_publish(
     job: Job, kind: str, held: Seal, build: Any, db: Path | None, progress: Progress | None,
-    observer: Observer | None,
+    observer: Observer | None, before_publish: Callable[[], None] | None = None,
 ) -> tuple[Preflight, dict[str, Any] | None]:
     loader = build.loader(job.bounds.page_rows, job.bounds.page_bytes)
     loaded = source_pass(job, kind, held, loader, db, progress)
@@ -286,6 +316,8 @@ def _build_and_publish(
                                     loaded.recheck)  # fmt: skip
     if activated is not None:
         activated(sum(loader.rows.values()), pre.nbytes)
+    if before_publish is not None:
+        before_publish()
     with finishing(activated, "publish"):  # Fjall: the segments are written and synced here
         published = build.publish()
     return pre, receipt if published else None

@@ -39,7 +39,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from fences.seal import Recheck, Seal
+from fences.seal import BackgroundDigest, Seal
 from migrate.job import Job
 from migrate.pipeline import gate, stages
 from migrate.pipeline.legacy import LegacyImport, check_rows, encode_cursor
@@ -122,7 +122,7 @@ class Loaded:
     cursor: bytes
     errors: list[dict[str, Any]]
     #: The seal's re-check, started once every row was read (None: activation re-hashes).
-    recheck: Recheck | None = None
+    recheck: BackgroundDigest | None = None
 
     def validate(self, directory: Path) -> None:
         """Refuse as the validate stage refuses (after the destination checks)."""

@@ -80,13 +80,14 @@ class Gate:
 
 
 @contextmanager
-def sealed_source(job: Job) -> Iterator[tuple[str, Seal]]:
-    """The first checks of every step: the source's kind, its lock and fingerprint."""
+def sealed_source(job: Job, *, background: bool = False) -> Iterator[tuple[str, Seal]]:
+    """The first checks of every step: the source's kind, its lock and fingerprint
+    (``background``: its SHA-256 hashed on a thread, :func:`fences.seal.seal`)."""
     # An import of this source in progress is continued, never silently replaced by a new
     # one because the bytes changed since it was sealed (exit 3 naming it).
     continuity.require_unchanged(job)
     kind = source_kind(job)
-    with seal(job.source, kind) as held:
+    with seal(job.source, kind, background=background) as held:
         yield kind, held
 
 

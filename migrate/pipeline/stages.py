@@ -17,7 +17,7 @@ from typing import Any
 
 from bbg_core.errors import Conflict, NotReady, ValidationFailed
 from fences import generations
-from fences.seal import Recheck, Seal
+from fences.seal import BackgroundDigest, Seal
 from migrate.job import CODEC, Job
 from migrate.pipeline import continuity, gate, subject
 from migrate.pipeline.preflight import Preflight
@@ -338,7 +338,7 @@ def _already_active(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal 
 
 def activate_built(
     store: Store, job: Job, pre: Preflight, seal: Seal, rows: dict[str, int], cursor: bytes,
-    recheck: Recheck | None = None,
+    recheck: BackgroundDigest | None = None,
 ) -> dict[str, Any]:
     """Seal, validate and activate, in one transaction, an import whose rows the checking pass
     loaded straight into the five tables of a store built for it (:mod:`migrate.store.build`).
@@ -376,7 +376,7 @@ def activate_published(store: Store, job: Job, pre: Preflight, seal: Seal, rows:
 
 def _record_checked(tx: Any, store: Store, job: Job, pre: Preflight, seal: Seal,
                     rows: dict[str, int], cursor: bytes, *, full: bool = True,
-                    recheck: Recheck | None = None) -> str:  # fmt: skip
+                    recheck: BackgroundDigest | None = None) -> str:  # fmt: skip
     """What the staged path records up to validation, for rows the checking pass loaded
     (``rows`` per table, compared with the source's counts), the source checked unchanged
     (``full``: its bytes re-hashed, by ``recheck`` when the pass started one); returns the

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,4 +142,75 @@ def test_every_invalid_fixture_into_a_new_store_is_refused_with_its_code(
     res = cli("run", str(src), "--store", str(store), "--json")
     assert res.returncode == 3, res.stderr
     assert expected(gz)["expected_errors"][0]["code"] in res.stderr
+    assert not store.exists() and _siblings(tmp_path) == []
+
+
+def _hash_after_rows(monkeypatch: pytest.MonkeyPatch,
+                     on_rows: Callable[[], None] = lambda: None) -> list[bool]:  # fmt: skip
+    """Hold the seal's background hash until the pass reads its first table (``on_rows``
+    then runs); the list says, for each seal hash, whether the pass got there first."""
+    from fences import seal as seal_mod
+    from migrate.pipeline import fresh
+
+    reading = threading.Event()
+    waited: list[bool] = []
+    real_sha, real_rows = seal_mod.file_sha256, fresh._Tee.row_batches
+
+    def sha(p: Path, progress: object = None, *, size: int | None = None) -> str:
+        if threading.current_thread().name == "seal-hash":
+            waited.append(reading.wait(120))
+        return real_sha(p, progress, size=size)  # type: ignore[arg-type]
+
+    def rows(self: Any, table: str) -> Any:
+        if not reading.is_set():
+            on_rows()
+            reading.set()
+        return real_rows(self, table)
+
+    monkeypatch.setattr(seal_mod, "file_sha256", sha)
+    monkeypatch.setattr(fresh._Tee, "row_batches", rows)
+    return waited
+
+
+def test_the_seal_hash_runs_beside_a_new_stores_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Into a new store the pass reads the rows while the seal's SHA-256 is still being
+    hashed (nothing needs the fingerprint before the rows are read); the receipt is the one a
+    run that sealed first gives."""
+    from migrate import api
+
+    src = unpack(SMALL, tmp_path / "src")
+    waited = _hash_after_rows(monkeypatch)
+    out = api.run(api.make_job(src, tmp_path / "bbg"))
+    assert waited == [True]
+    monkeypatch.undo()
+    staged = tmp_path / "staged"
+    assert cli("seal", str(src), "--store", str(staged)).returncode == 0
+    two = cli("run", str(src), "--store", str(staged), "--json")
+    assert two.returncode == 0, two.stderr
+    assert out.receipt == json.loads(two.stdout)
+    assert live_digest(tmp_path / "bbg") == expected(SMALL)["archive_digest_sha256"]
+    assert not (tmp_path / "bbg.bbg-importing").exists()
+
+
+@pytest.mark.engine("fjall")
+@pytest.mark.parametrize("theirs", [b"", b'{"tool": "bbg-migrate", "import_id": "other", '
+                                        b'"op": "convert"}'], ids=["bbg", "another-import"])
+def test_a_guard_taken_while_building_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, theirs: bytes
+) -> None:
+    """The guard of a new BBG database is taken just before publication: one that another
+    converter (bbg's, empty) or another import took meanwhile refuses the run, which
+    publishes nothing and leaves that guard as it was."""
+    from bbg_core.errors import StoreRefused
+    from migrate import api
+
+    src = unpack(SMALL, tmp_path / "src")
+    store = tmp_path / "bbg"
+    guard = tmp_path / "bbg.bbg-importing"
+    _hash_after_rows(monkeypatch, lambda: guard.write_bytes(theirs))
+    with pytest.raises(StoreRefused, match="owns this destination"):
+        api.run(api.make_job(src, store))
+    assert guard.read_bytes() == theirs
     assert not store.exists() and _siblings(tmp_path) == []
