@@ -24,6 +24,7 @@ store, a destination that filled meanwhile -- takes the staged path.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,11 @@ from migrate.pipeline.legacy_scan import KINDS as LEGACY_KINDS
 from migrate.pipeline.preflight import Preflight, import_of, judge, mapped_refusals, redb_report
 from migrate.progress import Observer, finishing, phase
 from migrate.rules.kept_keys import KeptKeys, bound_for
+from migrate.rules.link_ahead import Ahead
 from migrate.rules.sources import RedbSource, TableAbsent
 from migrate.store import guard, imports, keyspace_build
 from migrate.store.build import Loader, can_build, open_build
-from migrate.store.codec import CONTENT, ID_LEN, ORDINAL
+from migrate.store.codec import CONTENT, HISTORY, ID_LEN, ORDINAL
 from migrate.store.connection import Connection
 from migrate.store.engine import FJALL, engine_for
 from migrate.store.keyspace_build import KeyspaceLoader
@@ -97,8 +99,12 @@ class _Tee:
         )
         self._get: Callable[[str, bytes], bytes | None] | None = None
         self._absent: TableAbsent | None = None
+        self._ahead: list[Ahead] = []
 
     def close(self) -> None:
+        for ahead in self._ahead:
+            ahead.close()  # (its thread reads the source: stopped before the source closes)
+        self._ahead.clear()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -148,6 +154,18 @@ class _Tee:
             return [i for i in unkept if get(table, keys[i]) is None]
         # The source's verified lookups, one C call for the list (the same answers).
         return [unkept[j] for j in self._absent(table, [keys[i] for i in unkept])]
+
+    def history_ahead(self) -> Ahead | None:
+        """The history's lists, each with its commits that name no content row, read and
+        answered on a thread (:mod:`migrate.rules.link_ahead`) when the answers are the
+        source's own C lookups, which other threads may make (their calls take turns); None
+        otherwise (lookups in the built store are that thread's connection's)."""
+        self._lookups()
+        if self._absent is None:
+            return None
+        ahead = Ahead(self._src.row_batches(HISTORY), partial(self.missing, CONTENT))
+        self._ahead.append(ahead)
+        return ahead
 
     def _lookups(self) -> Callable[[str, bytes], bytes | None]:
         if self._get is None:

@@ -47,12 +47,13 @@ Codes (meanings in fixtures/legacy/README.md): ``history-gap``,
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
 from operator import itemgetter, le
 from typing import Protocol
 
+from migrate.rules.link_ahead import Ahead, Answer, absent_in, answered
 from migrate.rules.link_namespace import (
     Absent,
     LinkError,
@@ -175,10 +176,13 @@ class _Lists(_Stream):
     key order is cut at the namespace's end with one bisect; in any other list each row is
     looked at alone, as :class:`_Stream` does."""
 
-    def __init__(self, batches: Iterable[list[tuple[bytes, bytes]]], table: str, klen: int,
-                 vlen: int):  # fmt: skip
+    def __init__(self, batches: Iterable[tuple[list[tuple[bytes, bytes]], Answer]], table: str,
+                 klen: int, vlen: int):  # fmt: skip
         self._batches = iter(batches)
         self._rows: list[tuple[bytes, bytes]] = []
+        self._answer: Answer = None  # the list's answer read ahead (:mod:`.link_ahead`)
+        #: The answer of the list the part :meth:`take_lists` gave last came from.
+        self.part_answer: Answer = None
         self._keys: list[bytes] | None = None  # the list's keys when it is clean
         self._pos = -1
         self._top = b"\xff" * (klen - ID_LEN)  # namespace ‖ top: past each of its keys
@@ -203,11 +207,12 @@ class _Lists(_Stream):
                         self._pos, self.current = i, (key, value)
                         return
                     i += 1
-            batch = next(self._batches, None)
-            if batch is None:
+            item = next(self._batches, None)
+            if item is None:
                 self._rows, self._keys, self._pos, self.current = [], None, 0, None
                 return
-            self._load(batch)
+            self._load(item[0])
+            self._answer = item[1]
             i = 0
 
     def _load(self, batch: list[tuple[bytes, bytes]]) -> None:
@@ -226,6 +231,7 @@ class _Lists(_Stream):
         """The rows of ``namespace`` in lists (consumed as iterated)."""
         while self.current is not None and self.current[0][:ID_LEN] == namespace:
             rows, pos = self._rows, self._pos
+            self.part_answer = self._answer
             if self._keys is None:
                 part = [self.current]
                 self._seek(pos + 1)
@@ -239,22 +245,42 @@ class _Lists(_Stream):
 def _check(source: SortedTables, get: Lookup, semantic: list[LinkError],
            contains: Callable[[str, bytes], bool] | None,
            by_rows: bool) -> Iterator[LinkError]:  # fmt: skip
+    missing = getattr(source, "missing", None)
+    ahead = None  # a source that looks the history's commits up a list ahead (.link_ahead)
+    if not by_rows and missing is not None and contains is not None:
+        history_ahead = getattr(source, "history_ahead", None)
+        ahead = history_ahead() if history_ahead is not None else None
+    try:
+        yield from _merge(source, get, semantic, contains, by_rows, missing, ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _merge(source: SortedTables, get: Lookup, semantic: list[LinkError],
+           contains: Callable[[str, bytes], bool] | None, by_rows: bool,
+           missing: Callable[[str, Sequence[bytes]], list[int]] | None,
+           ahead: Ahead | None) -> Iterator[LinkError]:  # fmt: skip
     boundary = getattr(source, "boundary", None)
     excised = getattr(source, "excised", None)
     shapes = ((HISTORY, ID_LEN + 8, ID_LEN), (HEADS, ID_LEN, HEAD_LEN),
               (REQUESTS, 2 * ID_LEN, ID_LEN + HEAD_LEN))  # fmt: skip
     streams: list[_Stream] = [
-        _Stream(source.rows(t), t, k, v) if by_rows else _Lists(row_batches(source, t), t, k, v)  # type: ignore[arg-type]
+        _Stream(source.rows(t), t, k, v) if by_rows
+        else _Lists(ahead if t == HISTORY and ahead is not None
+                    else answered(row_batches(source, t)), t, k, v)  # type: ignore[arg-type]
         for t, k, v in shapes
-    ]
+    ]  # fmt: skip
     hist, heads, reqs = streams
     if contains is not None:
         has_content: Callable[[bytes], bool] = partial(contains, CONTENT)
     else:
         has_content = partial(_found, get, CONTENT)
-    missing = getattr(source, "missing", None)
     if missing is not None and contains is not None:
         absent: Absent = partial(missing, CONTENT)
+        if ahead is not None:
+            assert isinstance(hist, _Lists)
+            absent = partial(_answered, hist, absent)
     else:
         absent = absent_by_rows(has_content)
     while True:
@@ -282,6 +308,13 @@ def _check(source: SortedTables, get: Lookup, semantic: list[LinkError],
             for rows in reqs.take_lists(ns):
                 yield from check.request_list(rows)
         yield from check.receipt_errors()
+
+
+def _answered(hist: _Lists, absent: Absent, commits: Sequence[bytes]) -> list[int]:
+    """``absent(commits)`` for commits of the history part just taken: from its list's answer
+    read ahead, else asked now."""
+    answer = hist.part_answer
+    return absent(commits) if answer is None else absent_in(answer, commits)
 
 
 def _found(get: Lookup, table: str, key: bytes) -> bool:
