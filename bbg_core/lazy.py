@@ -11,8 +11,10 @@ agree.
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 
 def lazy_names(owner: str, where: Mapping[str, tuple[str, str]]) -> Callable[[str], object]:
@@ -37,3 +39,26 @@ def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]]) -> Callab
     where = {name: (f"{package}.{module}", name) for module, names in exports.items()
              for name in names}  # fmt: skip
     return lazy_names(package, where)
+
+
+class LazyMapping(Mapping[str, Any]):
+    """The mapping ``attribute`` of ``module``, imported when first read: a caller can hand it
+    to code that may never read it (``inspect`` of a file reads no BBG store's sections)."""
+
+    def __init__(self, module: str, attribute: str) -> None:
+        self._where = (module, attribute)
+
+    @functools.cached_property
+    def _mapping(self) -> Mapping[str, Any]:
+        module, attribute = self._where
+        found: Mapping[str, Any] = getattr(importlib.import_module(module), attribute)
+        return found
+
+    def __getitem__(self, key: str) -> Any:
+        return self._mapping[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping)
+
+    def __len__(self) -> int:
+        return len(self._mapping)

@@ -106,6 +106,13 @@ sys.exit(cli.run(sys.argv[2:]))
     ["hemera", "--tree", "leaf", "--counter", "x", "README.md"],
     ["hemera", "--tree", "node", "00" * 32, "11" * 32],
     ["fixtures", "check", "--kind", "redb", "--kind", "nope", "fixtures/legacy"],
+    ["plan", "README.md", "--content-check", "none"],
+    ["plan", "README.md", "--content-check", "None"],
+    ["plan", "README.md", "--kind", "text-archive", "--json"],
+    ["inspect", "--content-check", "nope", "README.md"],
+    ["tail", "--store", "no/such/store"],
+    ["tail", "--poll", "0.5", "--store", "no/such/store"],
+    ["tail", "--poll", "soon", "--store", "no/such/store"],
 ])  # fmt: skip
 def test_light_conversion_is_typers(argv: list[str]) -> None:
     """Output, errors and exit codes are the same with the pydantic-free conversion as with
