@@ -129,13 +129,14 @@ def test_light_conversion_is_typers(argv: list[str]) -> None:
 
 
 def test_lazy_packages_export_what_they_declare() -> None:
-    """The reader packages import their modules on first use (bbg_core.lazy): every name in
+    """The reader packages, the store and share import their modules on first use
+    (bbg_core.lazy): every name in
     ``__all__`` resolves, and the lazy table names the same things as the imports type
     checkers read."""
     import importlib
 
     for name in ("importers.signal_log", "importers.frame_log", "importers.text_archive",
-                 "importers.redb"):
+                 "importers.redb", "migrate.store", "migrate.share"):
         package = importlib.import_module(name)
         for export in package.__all__:
             assert getattr(package, export) is not None
