@@ -36,6 +36,7 @@
 | :func:`transfer` | BBG → BBG sealed transfer (seal the source, copy, validate, activate) |
 | :func:`transfer_plan`, ``transfer_seal/stage/validate/activate`` | its dry run and stages |
 | :func:`is_store` | whether a path is a BBG store (the step verbs then mean a transfer) |
+| :func:`is_transfer` | whether a job is a :class:`TransferJob` (without importing the transfer) |
 | :func:`fleet_load`, :func:`fleet_plan`, :func:`fleet_run`, :func:`fleet_report` | fleets |
 
 Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`);
