@@ -11,8 +11,12 @@ agree.
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Callable, Mapping
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 
 def lazy_names(owner: str, where: Mapping[str, tuple[str, str]]) -> Callable[[str], object]:
@@ -36,4 +40,47 @@ def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]]) -> Callab
     inside the package) to the public names it defines (under the same names)."""
     where = {name: (f"{package}.{module}", name) for module, names in exports.items()
              for name in names}  # fmt: skip
+    _names_over_modules(package, frozenset(where))
     return lazy_names(package, where)
+
+
+def _names_over_modules(package: str, names: frozenset[str]) -> None:
+    """Keep each of ``names`` meaning the name it exports, never a sub-module of the same name
+    (``migrate.share``'s ``doctor`` is :func:`migrate.share.health.doctor`, and
+    ``migrate/share/doctor.py`` a module).  Importing a sub-module sets it as an attribute of
+    its package, which an eager ``from .health import doctor`` then replaced; the package's
+    module class leaves that attribute unset instead, so the name is looked up on first use.
+    ``from package.doctor import x`` and :func:`importlib.import_module` find sub-modules in
+    ``sys.modules``, not as attributes."""
+
+    class _Package(types.ModuleType):
+        def __setattr__(self, name: str, value: object) -> None:
+            if (name in names and isinstance(value, types.ModuleType)
+                    and value.__name__ == f"{package}.{name}"):  # fmt: skip
+                return
+            super().__setattr__(name, value)
+
+    sys.modules[package].__class__ = _Package
+
+
+class LazyMapping(Mapping[str, Any]):
+    """The mapping ``attribute`` of ``module``, imported when first read: a caller can hand it
+    to code that may never read it (``inspect`` of a file reads no BBG store's sections)."""
+
+    def __init__(self, module: str, attribute: str) -> None:
+        self._where = (module, attribute)
+
+    @functools.cached_property
+    def _mapping(self) -> Mapping[str, Any]:
+        module, attribute = self._where
+        found: Mapping[str, Any] = getattr(importlib.import_module(module), attribute)
+        return found
+
+    def __getitem__(self, key: str) -> Any:
+        return self._mapping[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping)
+
+    def __len__(self) -> int:
+        return len(self._mapping)

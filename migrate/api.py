@@ -36,6 +36,7 @@
 | :func:`transfer` | BBG → BBG sealed transfer (seal the source, copy, validate, activate) |
 | :func:`transfer_plan`, ``transfer_seal/stage/validate/activate`` | its dry run and stages |
 | :func:`is_store` | whether a path is a BBG store (the step verbs then mean a transfer) |
+| :func:`is_transfer` | whether a job is a :class:`TransferJob` (without importing the transfer) |
 | :func:`fleet_load`, :func:`fleet_plan`, :func:`fleet_run`, :func:`fleet_report` | fleets |
 
 Pipeline verbs take a :class:`Job` (source, store, mapping, nonce, :class:`Bounds`);
@@ -55,8 +56,9 @@ tests/test_api.py checks it against the table (its failure message is the block 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from bbg_core.lazy import lazy_names
 
@@ -245,14 +247,16 @@ def inspect(
     """Read-only report of ``path`` (:func:`migrate.probe.inspect.inspect_path`), with the
     transfer's section for a BBG store; ``progress`` an observer (stage ``inspect``, rows of a
     cell.redb out of its table lengths)."""
+    from bbg_core.lazy import LazyMapping
     from migrate.probe.inspect import inspect_path
     from migrate.progress import phase, source_rows
-    from migrate.transfer.report import STORE_SECTIONS
 
     rows = source_rows(path) if progress is not None else None
+    # the transfer's modules load only for a BBG store, whose report reads them
+    sections = LazyMapping("migrate.transfer.report", "STORE_SECTIONS")
     return inspect_path(path, kind=kind, content_check=content_check,
                         progress=phase(progress, "inspect", rows),
-                        sections=STORE_SECTIONS)  # fmt: skip
+                        sections=sections)  # fmt: skip
 
 
 def redb_scan(
@@ -338,7 +342,6 @@ def make_job(
     that apply to legacy sources only (every other one here, ``retire_source`` of ``run``
     included) are a UsageError naming them as command-line options.
     """
-    from migrate import transfer
     from migrate.job import CODEC, Bounds, Job
     from migrate.job import mapping as mapping_mod
 
@@ -349,7 +352,7 @@ def make_job(
               "namespace": namespace}  # fmt: skip
     given = ["--" + name.replace("_", "-") for name, value in sorted(legacy.items()) if value]
     bounds = bounds or Bounds()
-    moving = transfer.job_for(source, store, nonce, bounds.page_rows, given)
+    moving = _transfer_for(source, store, nonce, bounds.page_rows, given)
     if moving is not None:
         return moving
     return Job(
@@ -374,11 +377,10 @@ def transfer_job(
     """The :class:`TransferJob` of ``source``, which must be a BBG store: a path that cannot
     be read is the SourceError naming the reason, anything else a UsageError."""
     from bbg_core.errors import UsageError
-    from migrate import transfer
     from migrate.job import MAX_PAGE_ROWS
     from migrate.probe.detect import detect
 
-    moving = transfer.job_for(source, store, nonce, page_rows or MAX_PAGE_ROWS)
+    moving = _transfer_for(source, store, nonce, page_rows or MAX_PAGE_ROWS)
     if moving is not None:
         return moving
     detect(source)  # a path that cannot be read: exit 1, naming the OS's reason
@@ -388,15 +390,36 @@ def transfer_job(
     )
 
 
+def _transfer_for(
+    source: Path, store: Path | None, nonce: str | None, page_rows: int,
+    legacy_given: list[str] | None = None,
+) -> TransferJob | None:  # fmt: skip
+    """:func:`migrate.transfer.job_for` (which decides), asked only about a directory: a BBG
+    store is one, and a legacy source (a file) then runs without importing the transfer."""
+    if not os.path.isdir(source):
+        return None
+    from migrate import transfer
+
+    return transfer.job_for(source, store, nonce, page_rows, legacy_given or ())
+
+
+def is_transfer(job: object) -> TypeGuard[TransferJob]:
+    """Whether ``job`` is a :class:`TransferJob`.  Nothing else imports the transfer for
+    the question: a TransferJob can only exist once :mod:`migrate.transfer` is loaded."""
+    transfer = sys.modules.get("migrate.transfer")
+    return transfer is not None and isinstance(job, transfer.TransferJob)
+
+
 def _routed(job: Job | TransferJob, *, retire_source: bool = False) -> Job | TransferJob:
     """``job`` as it runs: a :class:`Job` whose source is a BBG store becomes its transfer
     (the options that apply to legacy sources only refused, named as the Job's fields)."""
-    from migrate import transfer
-    from migrate.job import CODEC
+    from migrate.job import CODEC, Job
 
-    if isinstance(job, transfer.TransferJob):
+    if not isinstance(job, Job):
         given = ["retire_source"] if retire_source else []
         if given:
+            from migrate import transfer
+
             transfer.job_for(job.source, job.store, job.nonce, job.page_rows, given)
         return job
     legacy = [name for name, value in (
@@ -405,7 +428,7 @@ def _routed(job: Job | TransferJob, *, retire_source: bool = False) -> Job | Tra
         ("retire_source", retire_source), ("strict", job.strict),
         ("namespace", job.namespace is not None),
     ) if value]  # fmt: skip
-    return transfer.job_for(job.source, job.store, job.nonce, job.bounds.page_rows, legacy) or job
+    return _transfer_for(job.source, job.store, job.nonce, job.bounds.page_rows, legacy) or job
 
 
 def run(
@@ -415,49 +438,66 @@ def run(
     """Every stage in order (seal, stage, validate, activate; then ``retire_source``); an
     exact rerun returns the same receipt and changes nothing.  A BBG store source is
     transferred (stage ``transfer``)."""
-    from migrate import pipeline, transfer
+    from migrate.job import Job
     from migrate.progress import phase
 
     job = _routed(job, retire_source=retire_source)
-    if isinstance(job, transfer.TransferJob):
-        return transfer.run(job, max_pages=max_pages, progress=phase(progress, "transfer"))
-    return pipeline.run(job, max_pages=max_pages, retire_source=retire_source, progress=progress)
+    if isinstance(job, Job):
+        from migrate import pipeline
+
+        return pipeline.run(
+            job, max_pages=max_pages, retire_source=retire_source, progress=progress
+        )
+    from migrate import transfer
+
+    return transfer.run(job, max_pages=max_pages, progress=phase(progress, "transfer"))
 
 
 def plan(job: Job | TransferJob, progress: Observer | None = None) -> dict[str, Any]:
     """The dry run of :func:`run`: what it would do, through the same checks; writes nothing
     (``schemas/plan.schema.json``, or ``transfer-plan`` for a BBG store source)."""
-    from migrate import pipeline, transfer
+    from migrate.job import Job
     from migrate.progress import phase
 
     job = _routed(job)
-    if isinstance(job, transfer.TransferJob):
-        return transfer.plan(job, phase(progress, "plan"))
-    return pipeline.plan(job, progress)
+    if isinstance(job, Job):
+        from migrate import pipeline
+
+        return pipeline.plan(job, progress)
+    from migrate import transfer
+
+    return transfer.plan(job, phase(progress, "plan"))
 
 
 def _step(
-    job: Job | TransferJob, stage: str, progress: Observer | None, migration: Any, moving: Any
-) -> Outcome | TransferOutcome:
-    """One step of either pipeline: ``moving(job, rows callback of stage)`` for a transfer,
-    ``migration(job, observer)`` for a migration."""
-    from migrate import transfer
+    job: Job | TransferJob, stage: str, progress: Observer | None, migration: str,
+    moving: str | None = None, **options: Any,
+) -> Outcome | TransferOutcome:  # fmt: skip
+    """One step of either pipeline, each verb named (its module is imported only for the
+    job that takes it): ``pipeline.<migration>(job, progress=observer, **options)`` for a
+    migration, ``transfer.<moving>(job, progress=rows callback of stage, **options)`` (the
+    same name by default) for a transfer."""
+    from migrate.job import Job
     from migrate.progress import phase
 
     job = _routed(job)
-    if isinstance(job, transfer.TransferJob):
-        outcome: TransferOutcome = moving(job, phase(progress, stage))
-        return outcome
-    done: Outcome = migration(job, progress)
-    return done
+    if isinstance(job, Job):
+        from migrate import pipeline
+
+        done: Outcome = getattr(pipeline, migration)(job, progress=progress, **options)
+        return done
+    from migrate import transfer
+
+    outcome: TransferOutcome = getattr(transfer, moving or migration)(
+        job, progress=phase(progress, stage), **options
+    )
+    return outcome
 
 
 def seal(job: Job | TransferJob, progress: Observer | None = None) -> Outcome | TransferOutcome:
     """Step 1: lock and fingerprint the source, record the seal (a BBG store source: seal
     it for the transfer)."""
-    from migrate import pipeline, transfer
-
-    return _step(job, "seal", progress, pipeline.seal_only, transfer.seal)
+    return _step(job, "seal", progress, "seal_only", "seal")
 
 
 def stage(
@@ -465,13 +505,7 @@ def stage(
 ) -> Outcome | TransferOutcome:
     """Step 2: copy at most ``max_pages`` bounded pages into inert staging (all when None);
     call again to continue."""
-    from migrate import pipeline, transfer
-
-    return _step(
-        job, "stage", progress,
-        lambda j, p: pipeline.stage(j, max_pages=max_pages, progress=p),
-        lambda j, p: transfer.stage(j, max_pages=max_pages, progress=p),
-    )  # fmt: skip
+    return _step(job, "stage", progress, "stage", max_pages=max_pages)
 
 
 def _needs_store(job: Job | TransferJob) -> None:
@@ -498,20 +532,16 @@ def validate(
     job: Job | TransferJob, progress: Observer | None = None
 ) -> Outcome | TransferOutcome:
     """Step 3: check the staged rows against the source and the destination."""
-    from migrate import pipeline, transfer
-
     _needs_store(job)
-    return _step(job, "validate", progress, pipeline.validate, transfer.validate)
+    return _step(job, "validate", progress, "validate")
 
 
 def activate(
     job: Job | TransferJob, progress: Observer | None = None
 ) -> Outcome | TransferOutcome:
     """Step 4: publish the validated import in one transaction; returns the receipt."""
-    from migrate import pipeline, transfer
-
     _needs_store(job)
-    return _step(job, "activate", progress, pipeline.activate, transfer.activate)
+    return _step(job, "activate", progress, "activate")
 
 
 def write_receipt(path: Path, doc: dict[str, Any]) -> bool:

@@ -9,11 +9,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from migrate.cli import COMMAND_MODULES, first_word
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT, gunzip_to
 
 HEAVY = ("typer", "rich", "sqlite3", "_sqlite3", "jsonschema", "click", "migrate.cli",
          "migrate.pipeline", "migrate.fleet", "migrate.share", "migrate.store")  # fmt: skip
@@ -106,6 +107,13 @@ sys.exit(cli.run(sys.argv[2:]))
     ["hemera", "--tree", "leaf", "--counter", "x", "README.md"],
     ["hemera", "--tree", "node", "00" * 32, "11" * 32],
     ["fixtures", "check", "--kind", "redb", "--kind", "nope", "fixtures/legacy"],
+    ["plan", "README.md", "--content-check", "none"],
+    ["plan", "README.md", "--content-check", "None"],
+    ["plan", "README.md", "--kind", "text-archive", "--json"],
+    ["inspect", "--content-check", "nope", "README.md"],
+    ["tail", "--store", "no/such/store"],
+    ["tail", "--poll", "0.5", "--store", "no/such/store"],
+    ["tail", "--poll", "soon", "--store", "no/such/store"],
 ])  # fmt: skip
 def test_light_conversion_is_typers(argv: list[str]) -> None:
     """Output, errors and exit codes are the same with the pydantic-free conversion as with
@@ -122,13 +130,14 @@ def test_light_conversion_is_typers(argv: list[str]) -> None:
 
 
 def test_lazy_packages_export_what_they_declare() -> None:
-    """The reader packages import their modules on first use (bbg_core.lazy): every name in
+    """The reader packages, the store and share import their modules on first use
+    (bbg_core.lazy): every name in
     ``__all__`` resolves, and the lazy table names the same things as the imports type
     checkers read."""
     import importlib
 
     for name in ("importers.signal_log", "importers.frame_log", "importers.text_archive",
-                 "importers.redb"):
+                 "importers.redb", "migrate.store", "migrate.share"):
         package = importlib.import_module(name)
         for export in package.__all__:
             assert getattr(package, export) is not None
@@ -157,3 +166,46 @@ def test_first_word_skips_root_options() -> None:
     assert first_word(["--store", "run", "doctor"]) == "doctor"
     assert first_word(["--debug", "-q", "detect", "x"]) == "detect"
     assert first_word(["--version"]) is None
+
+
+def _loaded(found: set[str], heavy: tuple[str, ...]) -> set[str]:
+    """The modules of ``found`` that are, or are inside, one of ``heavy``."""
+    return {m for m in found if any(m == h or m.startswith(h + ".") for h in heavy)}
+
+
+# What each common command leaves unloaded (modules, not times): the pipeline, the transfer,
+# the share verbs, the Fjall engine, pydantic and jsonschema are imported by the commands
+# that use them (migrate/api.py, the lazy packages of bbg_core.lazy, migrate/cli/_coerce.py).
+NOT_FOR_HELP = ("pydantic", "jsonschema", "migrate.pipeline", "migrate.transfer",
+                "migrate.fleet.run", "migrate.share.apply", "migrate.share.backup",
+                "migrate.share.copies", "migrate.store.fjall", "lz4")  # fmt: skip
+NOT_FOR_A_LEGACY_RUN = ("pydantic", "typer._adapters", "migrate.transfer", "migrate.share",
+                        "migrate.fleet")  # fmt: skip
+NOT_FOR_INSPECT_REDB = ("pydantic", "jsonschema", "migrate.pipeline", "migrate.transfer",
+                        "migrate.share", "migrate.store.fjall", "lz4")  # fmt: skip
+NOT_FOR_TAIL = ("pydantic", "jsonschema", "migrate.pipeline", "migrate.transfer",
+                "migrate.share.apply", "migrate.share.backup", "migrate.share.copies",
+                "migrate.share.restore")  # fmt: skip
+
+
+def test_help_loads_no_pipeline_transfer_or_share_verbs() -> None:
+    found = imported("--help")
+    assert "migrate.cli.cmd_share" in found and "migrate.cli.cmd_pipeline" in found
+    assert not _loaded(found, NOT_FOR_HELP), sorted(_loaded(found, NOT_FOR_HELP))
+
+
+def test_legacy_commands_load_neither_the_transfer_nor_pydantic(tmp_path: Path) -> None:
+    cell = gunzip_to(FIXTURES / "legacy" / "cell-small.redb.gz", tmp_path)
+    store = tmp_path / "store"
+    found = imported("run", str(cell), "--store", str(store), "--content-check", "codec")
+    assert "migrate.pipeline" in found and "migrate.cli.cmd_pipeline" in found
+    assert not _loaded(found, NOT_FOR_A_LEGACY_RUN), sorted(_loaded(found, NOT_FOR_A_LEGACY_RUN))
+    found = imported("inspect", str(cell))  # (--json output is checked by its schema)
+    assert "migrate.probe.inspect" in found
+    assert not _loaded(found, NOT_FOR_INSPECT_REDB), sorted(_loaded(found, NOT_FOR_INSPECT_REDB))
+    found = imported("tail", "--store", str(store))
+    assert "migrate.share.tailing" in found
+    assert not _loaded(found, NOT_FOR_TAIL), sorted(_loaded(found, NOT_FOR_TAIL))
+    # a BBG store's report still has the transfer's section (read on first use)
+    found = imported("inspect", str(store), "--json")
+    assert "migrate.transfer.report" in found

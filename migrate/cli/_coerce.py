@@ -2,7 +2,7 @@
 
 typer 0.29 converts every value given on the command line through a pydantic ``TypeAdapter``
 (``typer._adapters``), and importing pydantic for it costs more than everything else
-``bbg-migrate detect FILE`` does (start-up time).  For the three kinds of parameter the
+``bbg-migrate detect FILE`` does (start-up time).  For the kinds of parameter the
 fast commands take, that conversion is a plain function call:
 
 * ``str``: the text itself (typer's ``_parse_cli_str`` returns ``str(value)``);
@@ -11,14 +11,17 @@ fast commands take, that conversion is a plain function call:
 * ``Path``: ``Path(text)``, then typer's own path checks (``coerce_cli_path``: exists,
   file/dir, readable...), which need pydantic only for text that is not yet a ``Path``;
 * ``list[str]``: click hands over a tuple of texts; typer's result is the same texts as a list;
-* ``int``: an option left at its default arrives as the default ``int`` itself, which typer
-  returns unchanged (text given on the command line still goes to typer: pydantic's rules for
-  reading a number from text are its own).
+* ``int``, ``float``: an option left at its default arrives as the default number itself,
+  which typer returns unchanged (text given on the command line still goes to typer:
+  pydantic's rules for reading a number from text are its own);
+* a ``Literal`` of texts (``--kind``, ``--content-check``): a text that is one of its values
+  (the default, or a choice given) is that value, as pydantic's ``Literal`` check returns
+  it; any other text goes to typer, whose error it is.
 
 :func:`lighten` gives such parameters a runtime converter that does exactly that for text
 values and hands anything else (a ``ValueError`` from a parser, a list, a value of another
-type) to typer's own pydantic converter, built then.  Every other parameter (numbers,
-choices...) keeps typer's.  If typer's internals move (a new release), :func:`lighten` does
+type) to typer's own pydantic converter, built then.  Every other parameter (enums,
+tuples...) keeps typer's.  If typer's internals move (a new release), :func:`lighten` does
 nothing and typer converts as usual: slower, never different.  tests/test_startup.py checks
 that ``detect`` no longer imports pydantic and that the values and errors are typer's.
 """
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 try:  # typer's private layer (already imported by typer.core): see the module docstring
     from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
@@ -44,14 +47,16 @@ def _kind(descriptor: Any) -> str | None:
         return None
     if get_origin(annotation) is list and get_args(annotation) == (str,) and info.parser is None:
         return "strs"
+    if get_origin(annotation) is Literal and info.parser is None:
+        return "literal" if all(type(a) is str for a in get_args(annotation)) else None
     if get_origin(annotation) is not None:
         return None
     if info.parser is not None:
         return "parser"
     if annotation is str:
         return "str"
-    if annotation is int:
-        return "int"
+    if annotation is int or annotation is float:
+        return "number"
     if lenient_issubclass(annotation, Path) and info.path_type in (None, annotation):
         return "path"
     return None
@@ -77,8 +82,11 @@ if RuntimeParam is not None:
             if self.kind == "strs" and isinstance(value, tuple | list):
                 if all(isinstance(v, str) for v in value):
                     return list(value)
-            if self.kind == "int" and type(value) is int:
+            if self.kind == "number" and type(value) is self.annotation:
                 return value
+            if self.kind == "literal" and type(value) is str:
+                if value in get_args(self.annotation):
+                    return value
             if self.kind not in ("str", "parser", "path") or not isinstance(value, str):
                 return self._typers(value, param, ctx)
             if self.kind == "str":

@@ -42,7 +42,7 @@ def confirm_transfer_seal(job: object, yes: bool) -> None:
     """Before a transfer seals its BBG source (``transfer``, and ``run``/``seal``/``stage``/
     ``validate``/``activate`` of a BBG store): the seal is for good, so it is confirmed like
     ``--retire-source``.  Asks nothing for a legacy source or a source already sealed."""
-    if yes or not isinstance(job, api.TransferJob) or api.transfer_sealed(Path(job.source)):
+    if yes or not api.is_transfer(job) or api.transfer_sealed(Path(job.source)):
         return
     source, target = Path(job.source), job.store or Path("bbg")
 

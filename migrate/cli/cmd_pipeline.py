@@ -187,7 +187,8 @@ def _shown(
     after it, as each always has been."""
     with watch(as_json) as progress:
         outcome = call(progress)
-        if isinstance(outcome, api.TransferOutcome):
+        # a migration's Outcome: the transfer's module is loaded only by a transfer
+        if not isinstance(outcome, api.Outcome):
             keep(outcome, receipt)
             transfer_report(outcome, as_json)
             return
@@ -288,7 +289,7 @@ def plan_cmd(
                import_nonce=import_nonce)  # fmt: skip
     with watch(as_json) as progress:
         doc = api.plan(job, progress)
-        if isinstance(job, api.TransferJob):  # shown inside the display's block, as always
+        if api.is_transfer(job):  # shown inside the display's block, as always
             transfer_plan_report(doc, as_json)
             return
     _plan_report(source, doc, as_json)

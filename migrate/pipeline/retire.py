@@ -29,8 +29,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 import schemas
 from bbg_core import documents
 from bbg_core.canonical import canonical_json
@@ -61,6 +59,8 @@ def _read_record(directory: Path) -> dict[str, Any] | None:
     doc: dict[str, Any] = documents.read(
         record, error=SourceError, hint="not a readable retirement record; inspect it by hand"
     )
+    import jsonschema  # here: a run that retires nothing need not import it (start-up time)
+
     try:
         schemas.validate(doc, "retirement")
     except jsonschema.ValidationError as exc:

@@ -20,13 +20,37 @@ Every reader here opens the store file read-only (:func:`migrate.store.readonly.
 only ``apply`` and ``restore`` write, through the store API.
 """
 
-from migrate.share.apply import apply, apply_stream
-from migrate.share.backup import backup
-from migrate.share.copies import restore, write_snapshot
-from migrate.share.events import iter_events
-from migrate.share.follow import follow
-from migrate.share.health import doctor
-from migrate.share.tailing import tail
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bbg_core.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the same names, for type checkers
+    from migrate.share.apply import apply, apply_stream
+    from migrate.share.backup import backup
+    from migrate.share.copies import restore, write_snapshot
+    from migrate.share.events import iter_events
+    from migrate.share.follow import follow
+    from migrate.share.health import doctor
+    from migrate.share.tailing import tail
+
+# Imported when first read (bbg_core.lazy): ``tail`` loads neither apply, restore nor backup,
+# and a module of this package (``common``, whose MAX_LINE the CLI's options show) none of
+# the verbs.  ``apply``, ``backup`` and ``follow`` stay the functions, as the names of their
+# modules too (as after an eager ``from migrate.share.apply import apply``).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "apply": ("apply", "apply_stream"),
+        "backup": ("backup",),
+        "copies": ("restore", "write_snapshot"),
+        "events": ("iter_events",),
+        "follow": ("follow",),
+        "health": ("doctor",),
+        "tailing": ("tail",),
+    },
+)
 
 __all__ = [
     "apply",

@@ -11,8 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped,unused-ignore]
-
 import schemas
 from bbg_core.canonical import canonical_json
 from bbg_core.errors import StoreError, ValidationFailed
@@ -49,6 +47,10 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
 def _flat(name: str) -> dict[str, Any]:
     # Same schema as schemas/NAME.schema.json, local $refs inlined: resolving references
     # is most of jsonschema's time on per-line validation (measured ~1.7x faster).
+    # jsonschema is imported by the validating functions only (start-up time of the share
+    # commands that validate nothing).
+    import jsonschema
+
     schema = schemas.load(name)
     jsonschema.validators.validator_for(schema).check_schema(schema)
     flat: dict[str, Any] = _inline(schema, schema.get("$defs", {}))
@@ -61,6 +63,8 @@ def _validator(name: str, kind: str | None = None) -> Any:
     ``allOf`` branch ``{"if": {"properties": {"kind": {"const": kind}}}, "then": X}`` that a
     document of that kind takes (the other branches' ``if`` fail on ``kind``, so they add
     nothing): the same verdict, about half the time on an event line."""
+    import jsonschema
+
     flat = _flat(name)
     cls = schemas.linear(jsonschema.validators.validator_for(schemas.load(name)))
     if kind is None:
@@ -93,6 +97,8 @@ def schema_problem(doc: Any, name: str) -> str | None:
     branches = _kind_branches(name)
     narrow = branches is not None and isinstance(kind, str) and kind in branches
     validator = _validator(name, kind if narrow else None)
+    import jsonschema
+
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is None:
         return None

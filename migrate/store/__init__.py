@@ -19,13 +19,35 @@ Link validation is :func:`migrate.rules.links.validate_links`; reader generation
 the :mod:`fences` package.
 """
 
-from migrate.store.codec import ARCHIVE_ORDER, Head
-from migrate.store.digest import archive_digest
-from migrate.store.layout import DB_NAME, resolve_store_dir
-from migrate.store.opening import open_store
-from migrate.store.store import Store
-from migrate.store.tables import StagedTables, StoreTables
-from migrate.store.tx import Tx
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bbg_core.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the same names, for type checkers
+    from migrate.store.codec import ARCHIVE_ORDER, Head
+    from migrate.store.digest import archive_digest
+    from migrate.store.layout import DB_NAME, resolve_store_dir
+    from migrate.store.opening import open_store
+    from migrate.store.store import Store
+    from migrate.store.tables import StagedTables, StoreTables
+    from migrate.store.tx import Tx
+
+# Imported when first read (bbg_core.lazy): a module of this package (``layout``, ``codec``...)
+# does not load both engines, and ``from migrate.store import imports`` only that module.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "codec": ("ARCHIVE_ORDER", "Head"),
+        "digest": ("archive_digest",),
+        "layout": ("DB_NAME", "resolve_store_dir"),
+        "opening": ("open_store",),
+        "store": ("Store",),
+        "tables": ("StagedTables", "StoreTables"),
+        "tx": ("Tx",),
+    },
+)
 
 __all__ = [
     "ARCHIVE_ORDER",
