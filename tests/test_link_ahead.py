@@ -88,13 +88,16 @@ def test_read_ahead_finds_what_asking_each_list_finds(
 
 class _Rows:
     """Five sorted tables, a list of ``size`` rows at a time, with ``get``, ``contains``,
-    ``missing`` (failing from the ``fail_at``-th call) and a ``history_ahead``."""
+    ``missing`` (failing for any list that holds the commit of history entry ``fail_at``,
+    as a damaged leaf fails every lookup that reads it) and a ``history_ahead``."""
 
     def __init__(self, tables: dict[str, list[tuple[bytes, bytes]]], size: int,
                  fail_at: int | None, ahead: bool) -> None:  # fmt: skip
         self.tables = {t: sorted(rows) for t, rows in tables.items()}
         self.content = dict(self.tables.get(CONTENT, []))
-        self.size, self.fail_at, self.ahead = size, fail_at, ahead
+        self.size, self.ahead = size, ahead
+        history = self.tables.get(HISTORY, [])
+        self.bad = None if fail_at is None else history[fail_at][1]
         self.calls = 0
         self.threads: list[str] = []
         self.started: list[Ahead] = []
@@ -116,14 +119,14 @@ class _Rows:
     def missing(self, table: str, keys: Sequence[bytes]) -> list[int]:
         self.calls += 1
         self.threads.append(threading.current_thread().name)
-        if self.fail_at is not None and self.calls >= self.fail_at:
-            raise SourceError(f"lookup {self.calls} failed", path="x")
+        if self.bad is not None and self.bad in keys:
+            raise SourceError(f"lookup of {self.bad.hex()} failed", path="x")
         return [i for i, k in enumerate(keys) if k not in self.content]
 
     def history_ahead(self) -> Ahead | None:
         if not self.ahead:
             return None
-        ahead = Ahead(self.row_batches(HISTORY), lambda keys: self.missing(CONTENT, keys))
+        ahead = Ahead(self.row_batches(HISTORY), [lambda keys: self.missing(CONTENT, keys)] * 2)
         self.started.append(ahead)
         return ahead
 
@@ -152,11 +155,12 @@ def test_the_answers_come_from_the_thread_and_match() -> None:
     asked, ahead = _Rows(tables, 7, None, False), _Rows(tables, 7, None, True)
     assert _run(ahead) == _run(asked)
     assert [e["code"] for e in _run(asked)[0]] == ["missing-content"] * 3
-    assert set(ahead.threads) == {"links-ahead"} and set(asked.threads) == {"MainThread"}
+    assert {t.rsplit("_", 1)[0] for t in ahead.threads} == {"links-lookups"}
+    assert set(asked.threads) == {"MainThread"}
     assert not any(a._thread.is_alive() for a in ahead.started)
 
 
-@pytest.mark.parametrize("fail_at", [1, 3, 6])
+@pytest.mark.parametrize("fail_at", [0, 9, 20, 39])
 def test_a_failed_lookup_fails_where_it_failed_before(fail_at: int) -> None:
     """The thread's lookups of a list fail: that list comes without an answer, the check
     asks itself when it reaches it and fails there, after the same findings."""
@@ -164,7 +168,7 @@ def test_a_failed_lookup_fails_where_it_failed_before(fail_at: int) -> None:
     asked, ahead = _Rows(tables, 7, fail_at, False), _Rows(tables, 7, fail_at, True)
     found, exc = _run(asked)
     got, exc_ahead = _run(ahead)
-    assert exc is not None and exc_ahead is not None
+    assert exc is not None and exc_ahead is not None and str(exc_ahead) == str(exc)
     assert got == found
     assert "MainThread" in ahead.threads  # the failed list was asked again by the check
     assert not any(a._thread.is_alive() for a in ahead.started)
@@ -176,7 +180,7 @@ def test_a_failed_read_reaches_the_check_at_its_list() -> None:
         yield [(b"k2", b"v2")]
         raise SourceError("page 9 unreadable", path="x")
 
-    ahead = Ahead(batches(), lambda keys: [])
+    ahead = Ahead(batches(), [lambda keys: []])
     seen = []
     with pytest.raises(SourceError, match="page 9"):
         for batch, answer in ahead:
@@ -193,9 +197,55 @@ def test_closing_stops_the_thread_with_lists_still_unread() -> None:
             read.append(i)
             yield [(b"k", b"\x00" * 32)]
 
-    ahead = Ahead(batches(), lambda keys: [0])
+    ahead = Ahead(batches(), [lambda keys: [0]])
     first = next(iter(ahead))
     assert first == ([(b"k", b"\x00" * 32)], {b"\x00" * 32})
     ahead.close()
     assert not ahead._thread.is_alive()
     assert len(read) < 10  # at most the lists waiting ahead, and the one being read
+
+
+def test_lookups_elsewhere_answer_as_the_files_own_from_another_thread(
+    tmp_path: Path, c_reader: None
+) -> None:
+    """A second set of lookup handles (``absent_elsewhere``) gives ``absent``'s answers,
+    also while both are used at once from two threads."""
+    import hashlib
+
+    from migrate.rules.sources import RedbSource
+
+    path = tmp_path / "cell.redb"
+    path.write_bytes(gzip.decompress((FIXTURES / "legacy" / "cell-small.redb.gz").read_bytes()))
+    with RedbSource(path) as src:
+        own, elsewhere = src.absent, src.absent_elsewhere()
+        assert own is not None and elsewhere is not None
+        present = [k for k, _ in src.rows(CONTENT)]
+        keys = present + [hashlib.sha256(k).digest() for k in present]
+        expected = own(CONTENT, keys)
+        assert expected == list(range(len(present), len(keys)))
+        answers: list[list[int]] = []
+
+        def ask(absent: object) -> None:
+            for _ in range(30):
+                answers.append(absent(CONTENT, keys))  # type: ignore[operator]
+
+        threads = [threading.Thread(target=ask, args=(a,)) for a in (own, elsewhere)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert answers == [expected] * 60
+
+
+def test_the_pure_reader_offers_no_lookups_elsewhere(tmp_path: Path) -> None:
+    from importers.redb import backend
+    from migrate.rules.sources import RedbSource
+
+    path = tmp_path / "cell.redb"
+    path.write_bytes(gzip.decompress((FIXTURES / "legacy" / "cell-small.redb.gz").read_bytes()))
+    previous = backend.set_default("python")
+    try:
+        with RedbSource(path) as src:
+            assert src.absent_elsewhere() is None
+    finally:
+        backend.set_default(previous)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from functools import partial
 from itertools import chain
@@ -558,9 +558,30 @@ class RedbFile(Closing):
         pages already verified are taken from a bounded cache (``_c.tree_lookups``), the
         leaf is always read and verified."""
         lookups = self._lookups.get(name)
-        if lookups is not None:
-            return lookups
+        if lookups is None:
+            lookups = self._lookups[name] = self._new_lookups(name)
+        return lookups
+
+    def absent_elsewhere(self) -> Callable[[str, Sequence[bytes]], list[int]] | None:
+        """Another :meth:`absent`: the same verified lookups through handles of its own (a C
+        iterator and branch-page cache per table), for another thread to make while this
+        file's own are made; None on the pure-Python path (its page reads take no turns).
+        Like :meth:`absent`, it must not be used once the file is closed."""
+        if getattr(self._impl, "tree_lookups", None) is None:
+            return None
+        handles: dict[str, Absent] = {}
+
+        def absent(name: str, keys: Sequence[bytes]) -> list[int]:
+            own = handles.get(name)
+            if own is None:
+                own = handles[name] = self._new_lookups(name)[1]
+            return own(keys)
+
+        return absent
+
+    def _new_lookups(self, name: str) -> tuple[Getter, Absent]:
         info = self._bytewise(self.table(name), "a point lookup")
+        lookups: tuple[Getter, Absent]
         if info.root_page is None or info.root_checksum is None:
             lookups = (lambda key: None), (lambda keys: list(range(len(keys))))
         else:
@@ -572,7 +593,6 @@ class RedbFile(Closing):
             else:
                 get: Getter = partial(self._impl.tree_get, *args)
                 lookups = get, partial(_absent, get)
-        self._lookups[name] = lookups
         return lookups
 
     def verify_system(self) -> None:

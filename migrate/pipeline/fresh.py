@@ -23,6 +23,7 @@ store, a destination that filled meanwhile -- takes the staged path.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from itertools import chain
@@ -149,21 +150,32 @@ class _Tee:
         if table != CONTENT:
             return [i for i, key in enumerate(keys) if not self.contains(table, key)]
         get = self._lookups()
+        return self._missing_content(keys, get, self._absent)
+
+    def _missing_content(self, keys: Sequence[bytes], get: Callable[[str, bytes], bytes | None],
+                         absent: TableAbsent | None) -> list[int]:  # fmt: skip
         unkept = self._content_ids.missing(keys)
-        if self._absent is None:
-            return [i for i in unkept if get(table, keys[i]) is None]
+        if absent is None:
+            return [i for i in unkept if get(CONTENT, keys[i]) is None]
         # The source's verified lookups, one C call for the list (the same answers).
-        return [unkept[j] for j in self._absent(table, [keys[i] for i in unkept])]
+        return [unkept[j] for j in absent(CONTENT, [keys[i] for i in unkept])]
 
     def history_ahead(self) -> Ahead | None:
         """The history's lists, each with its commits that name no content row, read and
-        answered on a thread (:mod:`migrate.rules.link_ahead`) when the answers are the
-        source's own C lookups, which other threads may make (their calls take turns); None
-        otherwise (lookups in the built store are that thread's connection's)."""
-        self._lookups()
+        answered on threads (:mod:`migrate.rules.link_ahead`) when the answers are the
+        source's own C lookups, which other threads may make: this view's own, and on a
+        machine of several cores also a second set of lookup handles
+        (:meth:`~migrate.rules.sources.RedbSource.absent_elsewhere`); None otherwise
+        (lookups in the built store are that thread's connection's)."""
+        get = self._lookups()
         if self._absent is None:
             return None
-        ahead = Ahead(self._src.row_batches(HISTORY), partial(self.missing, CONTENT))
+        self._content_ids.missing([])  # packed here, so the threads only read the kept ids
+        missings = [partial(self._missing_content, get=get, absent=self._absent)]
+        elsewhere = self._src.absent_elsewhere() if (os.cpu_count() or 1) > 1 else None
+        if elsewhere is not None:
+            missings.append(partial(self._missing_content, get=get, absent=elsewhere))
+        ahead = Ahead(self._src.row_batches(HISTORY), missings)
         self._ahead.append(ahead)
         return ahead
 

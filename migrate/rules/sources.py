@@ -110,6 +110,14 @@ class RedbSource(Closing):
         absent: TableAbsent = self._db.absent
         return absent
 
+    def absent_elsewhere(self) -> TableAbsent | None:
+        """Another :attr:`absent` with lookup handles of its own, for another thread to use
+        at the same time (:meth:`importers.redb.reader.RedbFile.absent_elsewhere`); the C
+        path only."""
+        if self._db.backend != "c":
+            return None
+        return self._db.absent_elsewhere()
+
     def lookup(self, table: str, key: bytes) -> bytes | None:
         """A point lookup on either backend, for rare checks (the children of Data pairs)."""
         value: bytes | None = self._db.get(table, key)
