@@ -88,9 +88,10 @@ class _Tee:
     commit, answered from them, and from ``get`` for an id not kept.
     """
 
-    def __init__(self, source: RedbSource, loader: Loader | KeyspaceLoader,
-                 db: Path | None) -> None:  # fmt: skip
+    def __init__(self, source: RedbSource, loader: Loader | KeyspaceLoader, db: Path | None,
+                 lookup_threads: int = 2) -> None:  # fmt: skip
         self._src = source
+        self._lookup_threads = lookup_threads
         self._loader = loader
         self._db = db
         self._conn: Connection | None = None
@@ -163,16 +164,18 @@ class _Tee:
     def history_ahead(self) -> Ahead | None:
         """The history's lists, each with its commits that name no content row, read and
         answered on threads (:mod:`migrate.rules.link_ahead`) when the answers are the
-        source's own C lookups, which other threads may make: this view's own, and on a
-        machine of several cores also a second set of lookup handles
-        (:meth:`~migrate.rules.sources.RedbSource.absent_elsewhere`); None otherwise
-        (lookups in the built store are that thread's connection's)."""
+        source's own C lookups, which other threads may make: this view's own, and with
+        ``lookup_threads`` 2 on a machine of several cores also a second set of lookup
+        handles (:meth:`~migrate.rules.sources.RedbSource.absent_elsewhere`, whose branch
+        cache holds up to 32 MiB more); None otherwise (lookups in the built store are that
+        thread's connection's)."""
         get = self._lookups()
         if self._absent is None:
             return None
         self._content_ids.missing([])  # packed here, so the threads only read the kept ids
         missings = [partial(self._missing_content, get=get, absent=self._absent)]
-        elsewhere = self._src.absent_elsewhere() if (os.cpu_count() or 1) > 1 else None
+        two = self._lookup_threads > 1 and (os.cpu_count() or 1) > 1
+        elsewhere = self._src.absent_elsewhere() if two else None
         if elsewhere is not None:
             missings.append(partial(self._missing_content, get=get, absent=elsewhere))
         ahead = Ahead(self._src.row_batches(HISTORY), missings)
@@ -283,7 +286,7 @@ def _rerun_receipt(job: Job, kind: str, held: Seal, directory: Path,
 
 def checking_pass(
     job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoader, db: Path | None,
-    progress: Progress | None,
+    progress: Progress | None, lookup_threads: int = 2,
 ) -> tuple[Preflight, BackgroundDigest | None]:
     """The one pass over a cell.redb: the preflight's checks, each table's rows loaded by
     ``loader`` as they pass; then the preflight's refusal (same report, same first error)
@@ -294,7 +297,7 @@ def checking_pass(
     loader.limit(job.bounds.max_rows, job.bounds.max_bytes)
     started: list[BackgroundDigest] = []  # (stopped with the seal if the run goes no further)
     with RedbSource(job.source) as src:
-        tee = _Tee(src, loader, db)
+        tee = _Tee(src, loader, db, lookup_threads)
         try:
             report = redb_report(job, tee, progress,
                                  lambda: started.append(held.recheck_in_background()))
@@ -321,14 +324,15 @@ def checked(observer: Observer | None, pre: Preflight,
 
 
 def source_pass(job: Job, kind: str, held: Seal, loader: Loader | KeyspaceLoader,
-                db: Path | None, progress: Progress | None) -> fresh_legacy.Loaded:  # fmt: skip
+                db: Path | None, progress: Progress | None,
+                lookup_threads: int = 2) -> fresh_legacy.Loaded:  # fmt: skip
     """The one pass over a source of ``kind``, each table loaded by ``loader``: a cell.redb's
     (:func:`checking_pass`), a log's or archive's (:func:`.fresh_legacy.checking_pass`, whose
     validate-stage findings the result keeps: :meth:`~.fresh_legacy.Loaded.validate` refuses
     them where the staged path would); the preflight and the cursor of the last row loaded."""
     if kind in LEGACY_KINDS:
         return fresh_legacy.checking_pass(job, kind, held, loader, progress)
-    pre, recheck = checking_pass(job, kind, held, loader, db, progress)
+    pre, recheck = checking_pass(job, kind, held, loader, db, progress, lookup_threads)
     return fresh_legacy.Loaded(pre, loader.cursor, [], recheck)
 
 
