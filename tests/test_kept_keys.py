@@ -134,22 +134,25 @@ def test_fresh_tee_answers_contains_as_the_source_does(tmp_path: Path, room: int
         backend.set_default(previous)
 
 
+class PassLoader:
+    """A loader that loads nothing: the fresh pass's view (``_Tee``) over a source alone."""
+
+    complete = True
+
+    def tee_batches(self, ordinal: int, batches):  # type: ignore[no-untyped-def]
+        return batches
+
+    def finish(self) -> None:
+        pass
+
+
 def _tee_answers(src_path: Path, room: int | None) -> None:
     from migrate.pipeline.fresh import _Tee
     from migrate.rules.sources import RedbSource
 
-    class _Loader:
-        complete = True
-
-        def tee_batches(self, ordinal: int, batches):  # type: ignore[no-untyped-def]
-            return batches
-
-        def finish(self) -> None:
-            pass
-
     with RedbSource(src_path) as src:
         assert src.get is not None
-        tee = _Tee(src, _Loader(), None)  # type: ignore[arg-type]
+        tee = _Tee(src, PassLoader(), None)  # type: ignore[arg-type]
         if room is not None:
             tee._content_ids = KeptKeys(32, room)
         content = list(tee.rows(CONTENT))

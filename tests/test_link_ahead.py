@@ -19,6 +19,7 @@ from migrate.rules.links import iter_link_errors
 from migrate.store.codec import CONTENT, HISTORY
 from tests.conftest import FIXTURES
 from tests.store.test_digest_links import _chain, _drop
+from tests.test_kept_keys import PassLoader
 
 CELLS = sorted((FIXTURES / "legacy").glob("cell-*.redb.gz"))
 
@@ -36,16 +37,6 @@ def c_reader() -> Iterator[None]:
     backend.set_default(previous)
 
 
-class _Loader:
-    complete = True
-
-    def tee_batches(self, ordinal: int, batches):  # type: ignore[no-untyped-def]
-        return batches
-
-    def finish(self) -> None:
-        pass
-
-
 def _tee_findings(path: Path, ahead: bool) -> tuple[list[dict[str, str]], int]:
     """The links findings of the fresh pass's view of ``path`` (room for 3 kept content ids,
     so the rest are the source's lookups), read ahead or not; and how many threads read
@@ -54,7 +45,7 @@ def _tee_findings(path: Path, ahead: bool) -> tuple[list[dict[str, str]], int]:
     from migrate.rules.sources import RedbSource
 
     with RedbSource(path) as src:
-        tee = _Tee(src, _Loader(), None)  # type: ignore[arg-type]
+        tee = _Tee(src, PassLoader(), None)  # type: ignore[arg-type]
         tee._content_ids = KeptKeys(32, 3)
         for _ in tee.row_batches(CONTENT):  # the pass: the content ids kept as they load
             pass

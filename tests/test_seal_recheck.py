@@ -68,10 +68,8 @@ def test_a_background_recheck_sees_bytes_changed_before_it_read_them(
         held.check_unchanged()  # the cheap check alone is fooled here: the bytes are not
 
 
-def test_releasing_the_seal_stops_its_recheck(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = _source(tmp_path, 64 << 20)
+def _slow_hashing(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make the seal's hashing take 2 ms a 1 MiB chunk; the list gets each chunk's count."""
     real = seal_mod.file_sha256
     chunks: list[int] = []
 
@@ -83,8 +81,16 @@ def test_releasing_the_seal_stops_its_recheck(
 
         return real(p, each if progress is not None else None, size=size)
 
+    monkeypatch.setattr(seal_mod, "file_sha256", slow)
+    return chunks
+
+
+def test_releasing_the_seal_stops_its_recheck(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _source(tmp_path, 64 << 20)
     with seal(path, "bin") as held:
-        monkeypatch.setattr(seal_mod, "file_sha256", slow)
+        chunks = _slow_hashing(monkeypatch)
         recheck = held.recheck_in_background()
     # Released: the thread stops at its next chunk, long before the 64 chunks.
     with pytest.raises(RuntimeError, match="stopped"):
@@ -160,18 +166,7 @@ def test_releasing_a_background_seal_stops_its_hash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _source(tmp_path, 64 << 20)
-    real = seal_mod.file_sha256
-    chunks: list[int] = []
-
-    def slow(p: Path, progress: object = None, *, size: int | None = None) -> str:
-        def each(done: int) -> None:
-            chunks.append(done)
-            time.sleep(0.002)
-            progress(done)  # type: ignore[operator]
-
-        return real(p, each if progress is not None else None, size=size)
-
-    monkeypatch.setattr(seal_mod, "file_sha256", slow)
+    chunks = _slow_hashing(monkeypatch)
     held = seal(path, "bin", background=True)
     held.release()
     with pytest.raises(RuntimeError, match="stopped"):
