@@ -150,13 +150,15 @@ class _Tee:
         list of history commits at a time): those not kept, then not found by ``get``."""
         if table != CONTENT:
             return [i for i, key in enumerate(keys) if not self.contains(table, key)]
-        get = self._lookups()
-        return self._missing_content(keys, get, self._absent)
+        self._lookups()
+        return self._missing_content(keys, self._absent)
 
-    def _missing_content(self, keys: Sequence[bytes], get: Callable[[str, bytes], bytes | None],
-                         absent: TableAbsent | None) -> list[int]:  # fmt: skip
+    def _missing_content(self, keys: Sequence[bytes], absent: TableAbsent | None) -> list[int]:
+        """:meth:`missing` of content ids, the ids not kept asked of ``absent`` (one of the
+        source's sets of list lookups), else of ``get`` one at a time."""
         unkept = self._content_ids.missing(keys)
         if absent is None:
+            get = self._lookups()
             return [i for i in unkept if get(CONTENT, keys[i]) is None]
         # The source's verified lookups, one C call for the list (the same answers).
         return [unkept[j] for j in absent(CONTENT, [keys[i] for i in unkept])]
@@ -169,15 +171,15 @@ class _Tee:
         handles (:meth:`~migrate.rules.sources.RedbSource.absent_elsewhere`, whose branch
         cache holds up to 32 MiB more); None otherwise (lookups in the built store are that
         thread's connection's)."""
-        get = self._lookups()
+        self._lookups()
         if self._absent is None:
             return None
         self._content_ids.missing([])  # packed here, so the threads only read the kept ids
-        missings = [partial(self._missing_content, get=get, absent=self._absent)]
+        missings = [partial(self._missing_content, absent=self._absent)]
         two = self._lookup_threads > 1 and (os.cpu_count() or 1) > 1
         elsewhere = self._src.absent_elsewhere() if two else None
         if elsewhere is not None:
-            missings.append(partial(self._missing_content, get=get, absent=elsewhere))
+            missings.append(partial(self._missing_content, absent=elsewhere))
         ahead = Ahead(self._src.row_batches(HISTORY), missings)
         self._ahead.append(ahead)
         return ahead

@@ -14,7 +14,7 @@ and membership in it is exactly what ``missing`` says of each commit.  When the 
 list fail on a thread, the list comes without an answer: the check then asks ``missing``
 itself when it reaches that list, and fails there with the same error, after the findings of
 the lists before it.  When reading the history fails, the check gets that error at the list
-it failed on.  At most :data:`DEPTH` lists a worker wait ahead.
+it failed on.  At most :data:`DEPTH` lists per worker wait ahead.
 """
 
 from __future__ import annotations
